@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libarf read path: the policy between one-sided reads and requests.
+ *
+ * Reads go one-sided when the server handed out region keys and the client
+ * allows it: an inode costs one read, a name one read of the bucket head
+ * plus one per chain hop, a file's bytes one round (all extents' blocks and
+ * tags posted together).  A copy that does not validate is re-read up to
+ * `retries` times; a chain longer than `max_hops`, or objects that keep
+ * changing, are answered by a request instead, and the counters say why.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "client_int.h"
+
+static int use_os(arf_client *c)
+{
+	return c->opts.one_sided && c->have_regions;
+}
+
+/* A validated inode, from the cache or one-sided; fresh forces a re-read. */
+static int get_inode(arf_client *c, uint64_t ino, uint32_t gen, struct arf_meta_inode *in, int fresh)
+{
+	if (!fresh && arf_icache_get(c, ino, gen, in) == 0)
+		return 0;
+	int rc = arf_os_inode(c, ino, gen, in);
+	if (!rc)
+		arf_icache_put(c, in);
+	return rc;
+}
+
+int arf_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
+{
+	if (use_os(c)) {
+		struct arf_meta_inode in;
+		int rc = get_inode(c, ino, gen, &in, 0);
+		if (!rc) {
+			arf_stat_from_inode(&in, out);
+			return 0;
+		}
+		if (rc != ARF_ERETRY)
+			return rc;
+		arf_fallback(c, ARF_FALLBACK_TORN);
+	}
+	return arf_req_getattr(c, ino, gen, out);
+}
+
+int arf_root(arf_client *c, struct arf_stat *out)
+{
+	return arf_getattr(c, ARF_ROOT_INO, c->info.root_gen, out);
+}
+
+/* Resolve one name to (child, gen, type) without reading the child's inode. */
+static int lookup_entry(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, size_t len,
+			uint64_t *child, uint32_t *cgen, uint8_t *type, struct arf_stat *st,
+			int *have_st)
+{
+	*have_st = 0;
+	if (len > ARF_NAME_MAX)
+		return -ENAMETOOLONG;
+	if (arf_ecache_get(c, dir, name, len, child, cgen, type) == 0)
+		return 0;
+	if (use_os(c)) {
+		int rc = arf_os_lookup(c, dir, name, len, child, cgen, type);
+		if (rc == 0) {
+			arf_ecache_put(c, dir, name, len, *child, *cgen, *type);
+			return 0;
+		}
+		if (rc == -ENOENT)
+			return rc;
+		arf_fallback(c, rc == 1 ? ARF_FALLBACK_HOPS : ARF_FALLBACK_TORN);
+		if (rc != 1 && rc != ARF_ERETRY)
+			return rc;
+		if (rc == 1 && c->opts.shipped_lookup) {
+			/* a long chain: walk the rest of it next to the data, in one run */
+			rc = arf_prog_lookup(c, dir, name, len, child, cgen, type);
+			if (rc == 0)
+				arf_ecache_put(c, dir, name, len, *child, *cgen, *type);
+			if (rc <= 0)
+				return rc;
+		}
+	}
+	int rc = arf_req_lookup(c, dir, dgen, name, len, st);
+	if (rc)
+		return rc;
+	*child = st->ino;
+	*cgen = st->gen;
+	*type = (uint8_t)IFTODT(st->mode);
+	*have_st = 1;
+	arf_ecache_put(c, dir, name, len, *child, *cgen, *type);
+	return 0;
+}
+
+int arf_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, struct arf_stat *out)
+{
+	uint64_t child;
+	uint32_t cgen;
+	uint8_t type;
+	int have, rc;
+	size_t len = strlen(name);
+
+	if (len == 0)
+		return -ENOENT;
+	if (!strcmp(name, "."))
+		return arf_getattr(c, dir, dgen, out);
+	if (!strcmp(name, "..")) {
+		if (use_os(c)) {
+			struct arf_meta_inode in, pin;
+			rc = get_inode(c, dir, dgen, &in, 0);
+			if (!rc && !S_ISDIR(in.mode))
+				return -ENOTDIR;
+			if (!rc && in.parent &&
+			    (in.parent == dir || (rc = arf_os_read_obj(c, ARF_REGION_META,
+								       arf_meta_inode_off(&c->sb, in.parent),
+								       &pin, sizeof(pin))) == 0)) {
+				if (in.parent == dir)
+					pin = in;
+				if (pin.ino == in.parent) {
+					arf_stat_from_inode(&pin, out);
+					return 0;
+				}
+			}
+			if (rc && rc != ARF_ERETRY)
+				return rc;
+			arf_fallback(c, ARF_FALLBACK_TORN);
+		}
+		return arf_req_lookup(c, dir, dgen, name, len, out);
+	}
+	rc = lookup_entry(c, dir, dgen, name, len, &child, &cgen, &type, out, &have);
+	if (rc || have)
+		return rc;
+	rc = arf_getattr(c, child, cgen, out);
+	if (rc == -ESTALE) {
+		/* the cached or walked entry went away meanwhile: ask the server */
+		arf_ecache_drop(c, dir, name, len);
+		return arf_req_lookup(c, dir, dgen, name, len, out);
+	}
+	return rc;
+}
+
+int arf_resolve(arf_client *c, const char *path, struct arf_stat *out)
+{
+	char *buf = malloc(2 * ARF_PATH_MAX + 2), *p;
+	uint64_t dir = ARF_ROOT_INO;
+	uint32_t dgen = c->info.root_gen;
+	uint8_t dtype = DT_DIR;
+	int links = 0, rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	if (strlen(path) > ARF_PATH_MAX) {
+		free(buf);
+		return -ENAMETOOLONG;
+	}
+	if (use_os(c)) {
+		/* a deep path the entry cache does not know: one run resolves it */
+		rc = arf_prog_resolve(c, path, out);
+		if (rc <= 0) {
+			free(buf);
+			return rc;
+		}
+		rc = 0;
+	}
+	strcpy(buf, path);
+	p = buf;
+	for (;;) {
+		while (*p == '/')
+			p++;
+		if (!*p) /* the whole path was consumed: dir is the answer */
+			break;
+		char *end = strchr(p, '/');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		char *after = p + len;
+		while (*after == '/')
+			after++;
+		int last = *after == 0;
+		if (dtype != DT_DIR) {
+			rc = -ENOTDIR;
+			goto out;
+		}
+		char name[ARF_NAME_MAX + 1];
+		if (len > ARF_NAME_MAX) {
+			rc = -ENAMETOOLONG;
+			goto out;
+		}
+		memcpy(name, p, len);
+		name[len] = 0;
+		struct arf_stat st;
+		uint64_t child;
+		uint32_t cgen;
+		uint8_t type;
+		int have;
+		if (!strcmp(name, ".")) {
+			p = after;
+			continue;
+		}
+		if (!strcmp(name, "..")) {
+			if ((rc = arf_lookup(c, dir, dgen, "..", &st)))
+				goto out;
+			dir = st.ino;
+			dgen = st.gen;
+			p = after;
+			continue;
+		}
+		if ((rc = lookup_entry(c, dir, dgen, name, len, &child, &cgen, &type, &st, &have)))
+			goto out;
+		if (type == DT_LNK && !last) {
+			/* follow a symbolic link in the middle of the path */
+			char target[ARF_PATH_MAX + 1];
+			if (++links > 40) {
+				rc = -ELOOP;
+				goto out;
+			}
+			int n = arf_readlink(c, child, cgen, target, sizeof(target));
+			if (n < 0) {
+				rc = n;
+				goto out;
+			}
+			size_t rest = strlen(after);
+			if ((size_t)n + 1 + rest > 2 * ARF_PATH_MAX) {
+				rc = -ENAMETOOLONG;
+				goto out;
+			}
+			char *nb = malloc(2 * ARF_PATH_MAX + 2);
+			if (!nb) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			memcpy(nb, target, (size_t)n);
+			nb[n] = '/';
+			memcpy(nb + n + 1, after, rest + 1);
+			free(buf);
+			buf = p = nb;
+			if (target[0] == '/') {
+				dir = ARF_ROOT_INO;
+				dgen = c->info.root_gen;
+			}
+			dtype = DT_DIR;
+			continue;
+		}
+		dir = child;
+		dgen = cgen;
+		dtype = type;
+		p = after;
+	}
+	rc = arf_getattr(c, dir, dgen, out);
+out:
+	free(buf);
+	return rc;
+}
+
+ssize_t arf_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	if (!use_os(c))
+		return arf_req_read(c, ino, gen, off, buf, len);
+	struct arf_meta_inode in;
+	int rc = get_inode(c, ino, gen, &in, 0);
+	uint32_t tries = 0;
+	if (rc == ARF_ERETRY) {
+		arf_fallback(c, ARF_FALLBACK_TORN);
+		return arf_req_read(c, ino, gen, off, buf, len);
+	}
+	if (rc)
+		return rc;
+	if (S_ISDIR(in.mode))
+		return -EISDIR;
+	while (done < len) {
+		size_t chunk = len - done > c->info.max_io ? c->info.max_io : len - done;
+		ssize_t n = arf_os_read(c, &in, off + done, (char *)buf + done, chunk);
+		if (n >= 0) {
+			done += (size_t)n;
+			if ((size_t)n < chunk)
+				break;
+			continue;
+		}
+		if (n != ARF_ECSUM && n != ARF_ETORN && n != ARF_ETAG && n != ARF_ERETRY)
+			return done ? (ssize_t)done : n;
+		/* torn or stale: re-read the inode (its map may have changed) and retry */
+		if (++tries > c->opts.retries) {
+			arf_fallback(c, n == ARF_ETAG ? ARF_FALLBACK_TAG : ARF_FALLBACK_TORN);
+			ssize_t r = arf_req_read(c, ino, gen, off + done, (char *)buf + done, len - done);
+			return r < 0 ? (done ? (ssize_t)done : r) : (ssize_t)(done + (size_t)r);
+		}
+		ARF_CTR_ADD(c, retries, 1);
+		rc = get_inode(c, ino, gen, &in, 1);
+		if (rc == ARF_ERETRY)
+			continue;
+		if (rc)
+			return done ? (ssize_t)done : rc;
+	}
+	return (ssize_t)done;
+}
+
+static int req_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
+		       struct arf_dirent *ents, size_t max, size_t *n, int *eof)
+{
+	struct arf_proto_wr w;
+	struct arf_net_buf resp;
+	struct arf_proto_fh fh = { dir, dgen };
+
+	arf_proto_wr_init(&w);
+	arf_proto_put_fh(&w, &fh);
+	arf_proto_put_u64(&w, cookie);
+	arf_proto_put_u32(&w, (uint32_t)(max > ARF_PROTO_MAX_READDIR ? ARF_PROTO_MAX_READDIR : max));
+	int rc = arf_req(c, ARF_OP_READDIR, &w, &resp);
+	arf_proto_wr_free(&w);
+	*n = 0;
+	*eof = 0;
+	if (!rc) {
+		struct arf_proto_rd r;
+		arf_proto_rd_init(&r, resp.data, resp.len);
+		uint32_t cnt = arf_proto_get_u32(&r);
+		*eof = (int)arf_proto_get_u32(&r);
+		for (uint32_t i = 0; i < cnt && !r.err && *n < max; i++) {
+			struct arf_dirent *d = &ents[*n];
+			uint32_t nl = 0;
+			d->ino = arf_proto_get_u64(&r);
+			d->gen = arf_proto_get_u32(&r);
+			d->type = (uint8_t)arf_proto_get_u32(&r);
+			d->cookie = arf_proto_get_u64(&r);
+			const uint8_t *nm = arf_proto_get_bytes(&r, ARF_NAME_MAX, &nl);
+			if (r.err)
+				break;
+			memcpy(d->name, nm, nl);
+			d->name[nl] = 0;
+			(*n)++;
+		}
+		if (r.err)
+			rc = ARF_EPROTO;
+	}
+	arf_net_buf_free(&resp);
+	return rc;
+}
+
+static int readdir_any(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
+		       struct arf_dirent *ents, struct arf_stat *st, size_t max, size_t *n, int *eof)
+{
+	if (use_os(c)) {
+		struct arf_meta_inode in;
+		int rc = 0;
+		for (uint32_t tries = 0; tries <= c->opts.retries; tries++) {
+			rc = get_inode(c, dir, dgen, &in, tries > 0);
+			if (!rc && !S_ISDIR(in.mode))
+				return -ENOTDIR;
+			if (!rc && tries == 0 && c->opts.readdir_exec_min &&
+			    in.size >= c->opts.readdir_exec_min) {
+				/* a large directory: one run per batch instead of a read per entry */
+				int prc = arf_prog_readdir(c, dir, dgen, cookie, ents, st, max, n, eof);
+				if (prc <= 0)
+					return prc;
+			}
+			if (!rc && st) {
+				/* one-sided listing, then each child's inode */
+				rc = arf_os_readdir(c, &in, cookie, ents, max, n, eof);
+				for (size_t i = 0; !rc && i < *n; i++)
+					if (arf_getattr(c, ents[i].ino, ents[i].gen, &st[i]))
+						memset(&st[i], 0, sizeof(st[i]));
+				if (rc != ARF_ERETRY)
+					return rc;
+				ARF_CTR_ADD(c, retries, 1);
+				continue;
+			}
+			if (!rc)
+				rc = arf_os_readdir(c, &in, cookie, ents, max, n, eof);
+			if (rc != ARF_ERETRY)
+				break;
+			ARF_CTR_ADD(c, retries, 1);
+		}
+		if (rc != ARF_ERETRY)
+			return rc;
+		arf_fallback(c, ARF_FALLBACK_TORN);
+	}
+	int rc = req_readdir(c, dir, dgen, cookie, ents, max, n, eof);
+	for (size_t i = 0; st && !rc && i < *n; i++)
+		if (arf_getattr(c, ents[i].ino, ents[i].gen, &st[i]))
+			memset(&st[i], 0, sizeof(st[i]));
+	return rc;
+}
+
+int arf_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
+		struct arf_dirent *ents, size_t max, size_t *n, int *eof)
+{
+	return readdir_any(c, dir, dgen, cookie, ents, NULL, max, n, eof);
+}
+
+int arf_readdirplus(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
+		    struct arf_dirent *ents, struct arf_stat *st, size_t max, size_t *n, int *eof)
+{
+	return readdir_any(c, dir, dgen, cookie, ents, st, max, n, eof);
+}
+
+int arf_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap)
+{
+	if (use_os(c)) {
+		struct arf_meta_inode in;
+		int rc = get_inode(c, ino, gen, &in, 0);
+		if (!rc) {
+			if (!S_ISLNK(in.mode))
+				return -EINVAL;
+			if (in.size >= cap)
+				return -ENAMETOOLONG;
+			ssize_t n = arf_read(c, ino, gen, 0, buf, (size_t)in.size);
+			if (n >= 0) {
+				buf[n] = 0;
+				return (int)n;
+			}
+			return (int)n;
+		}
+		if (rc != ARF_ERETRY)
+			return rc;
+		arf_fallback(c, ARF_FALLBACK_TORN);
+	}
+	return arf_req_readlink(c, ino, gen, buf, cap);
+}

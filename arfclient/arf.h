@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file arf.h
+ * libarf — the ARF client library.
+ *
+ * A client connects to arfd by URL, then reads metadata and data with
+ * one-sided reads of the server's exported regions (validated by version and
+ * checksum, retried a bounded number of times, then answered by a plain
+ * request instead) and changes the filesystem with requests.  Every function
+ * returns 0 (or a byte count) on success and a negative errno or one of
+ * ARF's own codes (see arf_strerror) on failure.
+ *
+ * URLs:
+ *   arf://HOST[:PORT]/PATH              tcp (default port 20490)
+ *   arf+tcp://HOST[:PORT]/PATH          the same
+ *   arf+shm:///PATH[?socket=SOCK]       shm through the server's UNIX socket
+ *                                       (default /run/arf/arfd.sock); the
+ *                                       regions are mapped read-only
+ *   arf+unix:///PATH[?socket=SOCK]      the same as arf+shm
+ * PATH is a path inside the export.  HOST may be a name, an IPv4 address
+ * or a bracketed IPv6 address.
+ *
+ * Threads: one arf_client may be used by any number of threads at once.
+ * Credentials: requests carry the process's effective uid, gid and groups,
+ * or those set for the calling thread with arf_set_thread_cred().
+ * The library never prints; see arf_set_log_func().
+ */
+#ifndef ARF_H
+#define ARF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ARF_DEFAULT_PORT   20490
+#define ARF_DEFAULT_SOCKET "/run/arf/arfd.sock"
+
+typedef struct arf_client arf_client;
+
+/** Client options; arf_client_opts_init() fills the defaults. */
+struct arf_client_opts {
+	uint32_t spin_us;         /**< poll this long before sleeping for a reply (default 50) */
+	uint32_t timeout_ms;      /**< connect and reply timeout (default 30000) */
+	uint32_t max_hops;        /**< one-sided hash-chain hops before a request (default 8) */
+	uint32_t retries;         /**< torn-read retries before a request (default 8) */
+	uint32_t attr_timeout_ms; /**< trust cached attributes this long (default 1000) */
+	uint32_t entry_timeout_ms;/**< trust cached names this long (default 1000) */
+	int      one_sided;       /**< 1 = use one-sided reads (default); 0 = requests only */
+	/** File holding the export's shared secret (arfd.conf secret_file), or
+	 * NULL.  Read at connect; the secret is proved by challenge-response and
+	 * never sent.  The pointer need only be valid during arf_connect(). */
+	const char *secret_file;
+	/** When the connection breaks (arfd restarted, network cut), operations
+	 * wait and retry on a new connection for up to this long, then fail with
+	 * EIO (default 30000; 0 = fail at once).  A new incarnation of the
+	 * server drops the caches. */
+	uint32_t reconnect_ms;
+	/** Mobile code.  After max_hops one-sided hops, look the name up with
+	 * the shipped chain-lookup program (1, default) rather than a LOOKUP
+	 * request (0). */
+	int      shipped_lookup;
+	/** arf_resolve ships the whole-path program when at least this many
+	 * components of a path are not in the entry cache (default 8; 0 = never). */
+	uint32_t resolve_exec_depth;
+	/** arf_readdir and arf_readdirplus list a directory of at least this many
+	 * entries with the readdir program, one execution per batch (default 256;
+	 * 0 = never).  These defaults are provisional until bench/ measures the
+	 * crossover points. */
+	uint32_t readdir_exec_min;
+};
+
+void arf_client_opts_init(struct arf_client_opts *o);
+
+/** A parsed URL. */
+struct arf_url {
+	char transport[8];   /**< "tcp" or "shm" */
+	char host[256];      /**< tcp */
+	uint16_t port;       /**< tcp */
+	char socket[256];    /**< shm */
+	char path[4096];     /**< path inside the export, "/" at least */
+};
+
+/** Parse a URL.  Returns 0 or -EINVAL with the reason in err. */
+int arf_url_parse(const char *url, struct arf_url *out, char *err, size_t errlen);
+
+/**
+ * Connect to the server a URL names (its PATH is not resolved here).
+ * opts may be NULL for the defaults.  On success *out owns the client:
+ * close it with arf_close().  Errors: -EINVAL (bad URL), -ECONNREFUSED,
+ * -ETIMEDOUT, ARF_EVERSION, ARF_EAUTH, with a one-line reason in err.
+ */
+int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client **out,
+		char *err, size_t errlen);
+/** Close a client; NULL is allowed. */
+void arf_close(arf_client *c);
+
+/** Attributes of a file. */
+struct arf_stat {
+	uint64_t ino;
+	uint32_t gen;
+	uint32_t mode;
+	uint32_t nlink, uid, gid;
+	uint64_t size;
+	uint64_t blocks;           /**< 512-byte units */
+	int64_t  atime_ns, mtime_ns, ctime_ns;
+	uint64_t rdev;
+};
+
+/** A directory entry. */
+struct arf_dirent {
+	uint64_t ino;
+	uint32_t gen;
+	uint8_t  type;             /**< DT_* */
+	uint64_t cookie;           /**< resume after this entry */
+	char     name[256];
+};
+
+/** Attributes of the export's root directory. */
+int arf_root(arf_client *c, struct arf_stat *out);
+/** Look up a name in a directory ("." and ".." allowed). */
+int arf_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, struct arf_stat *out);
+int arf_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
+/** Resolve an absolute path inside the export; symbolic links in the middle
+ * of the path are followed, a final one is not (like lstat).  -ELOOP after
+ * 40 links. */
+int arf_resolve(arf_client *c, const char *path, struct arf_stat *out);
+/** List up to max entries after cookie (0 = start); *eof when done.  "." and
+ * ".." are not included. */
+int arf_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
+		struct arf_dirent *ents, size_t max, size_t *n, int *eof);
+/** As arf_readdir, with each entry's attributes in st[i] (st[i].ino == 0
+ * when the child changed while being listed: stat it yourself). */
+int arf_readdirplus(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
+		    struct arf_dirent *ents, struct arf_stat *st, size_t max, size_t *n, int *eof);
+/** Read up to len bytes at off; returns the count (short at end of file). */
+ssize_t arf_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len);
+/** Write len bytes at off; returns the count.  Durable on return on a sync export. */
+ssize_t arf_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const void *buf,
+		  size_t len);
+int arf_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap);
+
+int arf_create(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
+	       int exclusive, struct arf_stat *out);
+int arf_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
+	      struct arf_stat *out);
+int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
+	      uint64_t rdev, struct arf_stat *out);
+int arf_unlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name);
+int arf_rmdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name);
+/** flags: ARF_RENAME_NOREPLACE */
+#define ARF_RENAME_NOREPLACE 0x1u
+int arf_rename(arf_client *c, uint64_t odir, uint32_t ogen, const char *oname, uint64_t ndir,
+	       uint32_t ngen, const char *nname, unsigned flags);
+int arf_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t dgen,
+	     const char *name, struct arf_stat *out);
+int arf_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, const char *target,
+		struct arf_stat *out);
+
+/** setattr: which fields of struct arf_setattr apply. */
+#define ARF_SET_MODE      0x01u
+#define ARF_SET_UID       0x02u
+#define ARF_SET_GID       0x04u
+#define ARF_SET_SIZE      0x08u
+#define ARF_SET_ATIME     0x10u
+#define ARF_SET_MTIME     0x20u
+#define ARF_SET_ATIME_NOW 0x40u
+#define ARF_SET_MTIME_NOW 0x80u
+struct arf_setattr {
+	uint32_t valid;
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	int64_t  atime_ns, mtime_ns;
+};
+int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_setattr *sa,
+		struct arf_stat *out);
+/** Make the file's acknowledged writes durable (as NFS COMMIT). */
+int arf_fsync(arf_client *c, uint64_t ino, uint32_t gen);
+/** access(2) check on the server: mask of R_OK|W_OK|X_OK. */
+int arf_access(arf_client *c, uint64_t ino, uint32_t gen, int mask);
+
+struct arf_statfs {
+	uint64_t bsize, blocks, bfree, files, ffree, namemax;
+};
+int arf_statfs(arf_client *c, struct arf_statfs *out);
+
+/** The server's status as a JSON object; *json is malloc'd (free it). */
+int arf_server_status(arf_client *c, char **json);
+/** Incarnation number of the server this client talks to. */
+uint64_t arf_server_incarnation(arf_client *c);
+/** "tcp" or "shm". */
+const char *arf_transport(arf_client *c);
+
+/** Credentials for requests made by the calling thread (NULL = the process's). */
+struct arf_cred {
+	uint32_t uid, gid;
+	uint32_t ngroups;
+	uint32_t groups[16];
+};
+void arf_set_thread_cred(const struct arf_cred *cred);
+
+/**
+ * Mobile code.  arf_exec runs a program (raw eBPF bytecode, or an ELF
+ * object from clang -O2 -target bpf) on the server, next to the data, with
+ * arg (at most 64 KiB) as its context, and copies up to out_cap bytes of
+ * what it emitted to out.  The program is loaded (verified and cached by
+ * the server, keyed by the BLAKE2b hash of its bytes) the first time this
+ * client runs it, and loaded again transparently when the server answers
+ * ARF_ENOPROG (evicted, or the server restarted).  Helpers and the
+ * standard programs' layouts: mobilecode/progs/arf_prog_abi.h.
+ * Returns 0 with the program's r0 in res->r0, or: ARF_EVERIFY (rejected),
+ * ARF_EBUDGET (instruction or wall-clock limit), ARF_EFAULT (bad memory
+ * access), ARF_EOUTPUT (output limit, or more than out_cap), -ENOSYS
+ * (mobile code disabled on the server), with the server's message, which
+ * names the instruction, in res->msg.  res may not be NULL.
+ */
+struct arf_exec_result {
+	int64_t  r0;          /**< the program's return value */
+	uint64_t insns;       /**< instructions executed */
+	size_t   out_len;     /**< bytes of output copied to out */
+	uint32_t pc;          /**< on failure: the instruction that failed */
+	char     msg[512];    /**< on failure: what happened, and where */
+};
+int arf_exec(arf_client *c, const void *prog, size_t prog_len, const void *arg, size_t arg_len,
+	     void *out, size_t out_cap, struct arf_exec_result *res);
+/** Only load (verify and cache) a program; its 32-byte hash goes to hash
+ * (may be NULL).  Errors as arf_exec. */
+int arf_prog_load(arf_client *c, const void *prog, size_t prog_len, uint8_t hash[32],
+		  struct arf_exec_result *res);
+
+/** Why the library ran a program (counted in execs_by_reason). */
+enum arf_exec_reason {
+	ARF_EXEC_USER = 0,    /**< arf_exec */
+	ARF_EXEC_HOPS,        /**< chain longer than max_hops: shipped chain lookup */
+	ARF_EXEC_PATH,        /**< uncached deep path: shipped whole-path resolution */
+	ARF_EXEC_READDIR,     /**< large directory: shipped readdir */
+	ARF_EXEC_NREASONS,
+};
+const char *arf_exec_reason_name(int reason);
+
+/** Why a one-sided operation was answered by the server instead (a
+ * request, or a shipped program: see execs_by_reason). */
+enum arf_fallback_reason {
+	ARF_FALLBACK_TORN = 0,   /**< retries exhausted on torn or changing objects */
+	ARF_FALLBACK_HOPS,       /**< hash chain longer than max_hops */
+	ARF_FALLBACK_TAG,        /**< data block tags did not match (stale map) */
+	ARF_FALLBACK_POLICY,     /**< one-sided reads disabled */
+	ARF_FALLBACK_NREASONS,
+};
+const char *arf_fallback_reason_name(int reason);
+
+#define ARF_NKINDS 22
+/** Name of request kind i (0 <= i < ARF_NKINDS), as counted below. */
+const char *arf_request_kind_name(int i);
+
+/** Client counters (monotonic; the handshake is not counted). */
+struct arf_client_stats {
+	uint64_t one_sided_reads;   /**< individual one-sided reads */
+	uint64_t one_sided_bytes;
+	uint64_t rounds;            /**< round trips of one-sided operations */
+	uint64_t requests;          /**< request/response exchanges */
+	uint64_t execs;             /**< mobile-code executions (one round trip each) */
+	uint64_t prog_loads;        /**< programs loaded (PROG_LOAD round trips) */
+	uint64_t exec_insns;        /**< instructions those executions ran on the server */
+	uint64_t execs_by_reason[ARF_EXEC_NREASONS];
+	uint64_t retries;           /**< torn or stale objects re-read */
+	uint64_t fallbacks;         /**< one-sided operations answered by a request */
+	uint64_t requests_by_kind[ARF_NKINDS];
+	uint64_t fallbacks_by_reason[ARF_FALLBACK_NREASONS];
+	uint64_t bytes_sent, bytes_received;
+	uint64_t cache_hits, cache_misses;
+};
+void arf_stats(arf_client *c, struct arf_client_stats *out);
+
+/** Text for an error code (negative errno or ARF's own). */
+const char *arf_strerror(int err);
+
+/** Where the library's diagnostics go (default: nowhere). */
+typedef void (*arf_log_func)(void *ctx, int level, const char *msg);
+void arf_set_log_func(arf_log_func fn, void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ARF_H */

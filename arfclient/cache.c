@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libarf caches: validated inode copies and name -> inode entries, each
+ * trusted for a bounded time (attr_timeout_ms / entry_timeout_ms, as NFS's
+ * attribute cache) and dropped by this client's own changes.  Direct-mapped
+ * tables under one lock: small, and never a correctness risk, since a stale
+ * inode's block map is caught by the data blocks' tags.
+ */
+#include <string.h>
+
+#include "client_int.h"
+
+static size_t islot(uint64_t ino)
+{
+	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 40) & (ARF_ICACHE_SIZE - 1);
+}
+
+int arf_icache_get(arf_client *c, uint64_t ino, uint32_t gen, struct arf_meta_inode *out)
+{
+	int rc = -1;
+
+	if (!c->opts.attr_timeout_ms)
+		return -1;
+	pthread_mutex_lock(&c->cache_lock);
+	struct arf_icache_ent *e = &c->icache[islot(ino)];
+	if (e->ino == ino && e->inode.gen == gen &&
+	    arf_now_ms() - e->stamp_ms < c->opts.attr_timeout_ms) {
+		*out = e->inode;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&c->cache_lock);
+	ARF_CTR_ADD(c, cache_hits, rc == 0);
+	ARF_CTR_ADD(c, cache_misses, rc != 0);
+	return rc;
+}
+
+void arf_icache_put(arf_client *c, const struct arf_meta_inode *in)
+{
+	pthread_mutex_lock(&c->cache_lock);
+	struct arf_icache_ent *e = &c->icache[islot(in->ino)];
+	e->ino = in->ino;
+	e->inode = *in;
+	e->stamp_ms = arf_now_ms();
+	pthread_mutex_unlock(&c->cache_lock);
+}
+
+void arf_icache_drop(arf_client *c, uint64_t ino)
+{
+	pthread_mutex_lock(&c->cache_lock);
+	struct arf_icache_ent *e = &c->icache[islot(ino)];
+	if (e->ino == ino)
+		e->ino = 0;
+	pthread_mutex_unlock(&c->cache_lock);
+}
+
+/* A reply carried fresh attributes: keep the cached copy only if it agrees. */
+void arf_icache_update_stat(arf_client *c, const struct arf_stat *st)
+{
+	pthread_mutex_lock(&c->cache_lock);
+	struct arf_icache_ent *e = &c->icache[islot(st->ino)];
+	if (e->ino == st->ino &&
+	    (e->inode.gen != st->gen || e->inode.size != st->size || e->inode.mode != st->mode ||
+	     e->inode.mtime_ns != st->mtime_ns || e->inode.ctime_ns != st->ctime_ns))
+		e->ino = 0;
+	pthread_mutex_unlock(&c->cache_lock);
+}
+
+static size_t eslot(uint64_t dir, const char *name, size_t len)
+{
+	return arf_meta_name_hash(dir, name, len) & (ARF_ECACHE_SIZE - 1);
+}
+
+int arf_ecache_get(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t *child,
+		   uint32_t *gen, uint8_t *type)
+{
+	int rc = -1;
+
+	if (!c->opts.entry_timeout_ms || len > ARF_NAME_MAX)
+		return -1;
+	pthread_mutex_lock(&c->cache_lock);
+	struct arf_ecache_ent *e = &c->ecache[eslot(dir, name, len)];
+	if (e->dir == dir && e->namelen == len && !memcmp(e->name, name, len) &&
+	    arf_now_ms() - e->stamp_ms < c->opts.entry_timeout_ms) {
+		*child = e->child;
+		*gen = e->child_gen;
+		*type = e->type;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&c->cache_lock);
+	ARF_CTR_ADD(c, cache_hits, rc == 0);
+	ARF_CTR_ADD(c, cache_misses, rc != 0);
+	return rc;
+}
+
+void arf_ecache_put(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t child,
+		    uint32_t gen, uint8_t type)
+{
+	if (len > ARF_NAME_MAX)
+		return;
+	pthread_mutex_lock(&c->cache_lock);
+	struct arf_ecache_ent *e = &c->ecache[eslot(dir, name, len)];
+	e->dir = dir;
+	e->namelen = (uint8_t)len;
+	memcpy(e->name, name, len);
+	e->child = child;
+	e->child_gen = gen;
+	e->type = type;
+	e->stamp_ms = arf_now_ms();
+	pthread_mutex_unlock(&c->cache_lock);
+}
+
+void arf_ecache_drop(arf_client *c, uint64_t dir, const char *name, size_t len)
+{
+	if (len > ARF_NAME_MAX)
+		return;
+	pthread_mutex_lock(&c->cache_lock);
+	struct arf_ecache_ent *e = &c->ecache[eslot(dir, name, len)];
+	if (e->dir == dir && e->namelen == len && !memcmp(e->name, name, len))
+		e->dir = 0;
+	pthread_mutex_unlock(&c->cache_lock);
+}

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libarf internals: the client structure, the caches and the helpers shared
+ * by the one-sided readers (onesided.c), the requests (requests.c) and the
+ * caches (cache.c).  Not installed.
+ */
+#ifndef ARF_CLIENT_INT_H
+#define ARF_CLIENT_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "arf.h"
+#include "arf_meta.h"
+#include "arf_net.h"
+#include "arf_proto.h"
+
+#define ARF_ICACHE_SIZE 4096   /* inode cache slots (direct-mapped) */
+#define ARF_ECACHE_SIZE 4096   /* entry cache slots (direct-mapped) */
+
+struct arf_icache_ent {
+	uint64_t ino;                /* 0 = empty */
+	uint64_t stamp_ms;           /* when validated */
+	struct arf_meta_inode inode; /* validated copy */
+};
+
+struct arf_ecache_ent {
+	uint64_t dir;                /* 0 = empty */
+	uint32_t hash;
+	uint8_t namelen;
+	char name[256];
+	uint64_t child;
+	uint32_t child_gen;
+	uint8_t type;                /* DT_* of the child */
+	uint64_t stamp_ms;
+};
+
+struct arf_client {
+	/* The connection, replaced by arf_reconnect (write lock) while
+	 * operations use it under the read lock. */
+	pthread_rwlock_t conn_lock;
+	struct arf_net_conn *conn;
+	uint64_t conn_gen;            /* bumped at every reconnect */
+	struct arf_url url;           /* where to reconnect */
+	uint8_t *hello;               /* the handshake bytes */
+	size_t hello_len;
+	uint8_t auth_key[32];         /* from secret_file */
+	int has_auth_key;
+	struct arf_net_counters base; /* counters of the connections before this one */
+	uint64_t reconnects;
+	struct arf_progstate *progs;  /* mobile code (progs.c), made on first use */
+	struct arf_client_opts opts;
+	struct arf_proto_info info;
+	struct arf_meta_super sb;     /* validated copy from the handshake */
+	int have_regions;             /* server handed out region keys */
+
+	pthread_mutex_t cache_lock;
+	struct arf_icache_ent *icache;
+	struct arf_ecache_ent *ecache;
+
+	/* counters (atomic) */
+	uint64_t requests_by_kind[ARF_NKINDS];
+	uint64_t fallbacks_by_reason[ARF_FALLBACK_NREASONS];
+	uint64_t retries, fallbacks, execs;
+	uint64_t cache_hits, cache_misses;
+};
+
+#define ARF_CTR_ADD(c, field, n) __atomic_add_fetch(&(c)->field, (n), __ATOMIC_RELAXED)
+
+uint64_t arf_now_ms(void);
+void arf_log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Conversions */
+void arf_stat_from_inode(const struct arf_meta_inode *in, struct arf_stat *st);
+void arf_stat_from_proto(const struct arf_proto_attr *a, struct arf_stat *st);
+
+/* The connection, with reconnection (client.c): a one-sided batch, and a
+ * request/response exchange.  On a broken connection they reconnect and
+ * retry for up to opts.reconnect_ms, then return -EIO. */
+int arf_cl_read(arf_client *c, struct arf_net_read_op *ops, size_t n);
+int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
+		struct arf_net_buf *resp);
+
+/* progs.c: the shipped standard programs and their policy hooks (api.c).
+ * Each returns 0 when the program answered, 1 when it did not apply or
+ * failed in a way the caller should answer by itself, or an authoritative
+ * error (-ENOENT, -ENOTDIR, ...). */
+int arf_prog_lookup(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t *child,
+		    uint32_t *child_gen, uint8_t *type);
+int arf_prog_resolve(arf_client *c, const char *path, struct arf_stat *out);
+int arf_prog_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
+		     struct arf_dirent *ents, struct arf_stat *st, size_t max, size_t *n, int *eof);
+void arf_prog_stats(arf_client *c, struct arf_client_stats *s);
+void arf_prog_free(arf_client *c);
+
+/* requests.c: one request, counted by kind.  body is built by the caller
+ * after the credentials (which this adds). */
+int arf_req(arf_client *c, uint16_t op, const struct arf_proto_wr *args, struct arf_net_buf *resp);
+int arf_req_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, size_t len,
+		   struct arf_stat *out);
+int arf_req_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
+ssize_t arf_req_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len);
+void arf_fallback(arf_client *c, int reason);
+int arf_req_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap);
+
+/* onesided.c */
+/* Read and validate one object (retrying torn copies).  Returns 0, or
+ * ARF_ERETRY when retries ran out, or a transport error. */
+int arf_os_read_obj(arf_client *c, uint32_t region, uint64_t off, void *dst, uint32_t len);
+/* Validated inode: 0, -ENOENT (free slot), -ESTALE (other generation), ARF_ERETRY, ... */
+int arf_os_inode(arf_client *c, uint64_t ino, uint32_t gen, struct arf_meta_inode *out);
+/* Walk the hash chain: 0 with child/gen, -ENOENT, ARF_ERETRY, or 1 = too many hops. */
+int arf_os_lookup(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t *child,
+		  uint32_t *child_gen, uint8_t *type);
+/* Read file bytes given a validated inode: count, or ARF_ERETRY / ARF_ETAG. */
+ssize_t arf_os_read(arf_client *c, const struct arf_meta_inode *in, uint64_t off, void *buf,
+		    size_t len);
+/* Directory listing from the listing pages: 0, or ARF_ERETRY. */
+int arf_os_readdir(arf_client *c, const struct arf_meta_inode *dir, uint64_t cookie,
+		   struct arf_dirent *ents, size_t max, size_t *n, int *eof);
+
+/* cache.c */
+int arf_icache_get(arf_client *c, uint64_t ino, uint32_t gen, struct arf_meta_inode *out);
+void arf_icache_put(arf_client *c, const struct arf_meta_inode *in);
+void arf_icache_drop(arf_client *c, uint64_t ino);
+void arf_icache_update_stat(arf_client *c, const struct arf_stat *st); /* drop if changed */
+int arf_ecache_get(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t *child,
+		   uint32_t *gen, uint8_t *type);
+void arf_ecache_put(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t child,
+		    uint32_t gen, uint8_t type);
+void arf_ecache_drop(arf_client *c, uint64_t dir, const char *name, size_t len);
+
+#endif

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arfd — the server: one export's regions, its RocksDB store, the transport
+ * server (soft-NIC) and the request workers, put together.
+ *
+ * Threads: the soft-NIC thread(s) of net/ serve one-sided operations and
+ * queue requests; `workers` threads take requests, run ops/ hooks under the
+ * filesystem lock and write each mutation's objects to RocksDB inside that
+ * lock (so batches land in commit order); the committer thread syncs the
+ * write-ahead log for every group of waiting mutations (group commit), seals
+ * the objects they changed (on sync exports they stay invisible to one-sided
+ * readers until then) and sends their replies.
+ */
+#ifndef ARFD_H
+#define ARFD_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "access.h"
+#include "arf_meta_fs.h"
+#include "arf_net.h"
+#include "config.h"
+#include "store.h"
+
+struct arfd_job;
+struct arfd_progs;
+struct arfd_pending;
+struct arf_cred;
+struct arf_proto_cred;
+struct arfd_control;
+struct arf_proto_wr;
+
+/* Server-side counters (monotonic). */
+struct arfd_counters {
+	uint64_t requests[32];   /* by arf_proto_op_index; last = other */
+	uint64_t errors;         /* requests answered with a failure status */
+	uint64_t mutations;      /* transactions persisted */
+	uint64_t objects_written;/* objects in those transactions */
+	uint64_t syncs;          /* WAL syncs (group commits) */
+	uint64_t synced_txns;    /* transactions made durable by those syncs */
+	uint64_t bad_requests;   /* undecodable request bodies */
+	uint64_t prog_loads;     /* programs verified and cached */
+	uint64_t prog_load_hits; /* loads answered from the cache */
+	uint64_t prog_rejected;  /* loads refused by the loader or verifier */
+	uint64_t prog_evictions; /* programs dropped from the full cache */
+	uint64_t prog_execs;     /* program runs */
+	uint64_t prog_insns;     /* instructions those runs executed */
+	uint64_t prog_failures;  /* runs that failed (budget, fault, output, helper) */
+	uint64_t prog_budget_stops; /* runs stopped at the instruction or wall-clock limit */
+};
+
+struct arfd {
+	struct arfd_config cfg;
+	struct arfd_store *store;
+	struct arf_meta_fs fs;
+	int meta_fd, data_fd, scratch_fd;   /* memfds, passed to shm clients */
+	void *meta, *data, *scratch;
+	uint64_t meta_size, data_size, scratch_size;
+	uint64_t incarnation;
+	struct timespec started;
+	struct arf_net_server *net;
+	int stopping;
+
+	pthread_mutex_t fs_lock;             /* serialises ops/ and meta/ */
+	/* request queue (soft-NIC -> workers) */
+	pthread_mutex_t q_lock;
+	pthread_cond_t q_cond;
+	struct arfd_job *q_head, *q_tail;
+	unsigned q_len;                      /* atomically read by spinning workers */
+	pthread_t workers[64];
+	int nworkers;
+
+	/* group commit (under fs_lock) */
+	uint64_t applied_seq;                /* last transaction applied and written */
+	uint64_t durable_seq;                /* last transaction whose WAL is synced */
+	uint64_t sync_wanted;                /* highest seq someone waits to see durable */
+	struct arfd_pending *pending;        /* deferred seals and waiting replies */
+	pthread_cond_t commit_cond;          /* wakes the committer */
+	pthread_t committer;
+
+	struct arfd_counters ctr;            /* under fs_lock */
+	uint64_t clients;                    /* connections open (atomic) */
+	struct arfd_control *control;        /* management socket (control.c) */
+	struct arfd_progs *progs;            /* program cache and helpers (progs.c) */
+	struct arfd_nets nets;               /* [export] clients, parsed (under fs_lock) */
+	uint8_t auth_key[ARF_NET_AUTH_KEY_BYTES]; /* from secret_file */
+	int has_auth_key;
+};
+
+/* One client connection, as arfd sees it (the connection's udata). */
+struct arfd_conn {
+	struct arfd *d;
+	int pinned;              /* shm peer that is not root: its own ids, whatever it claims */
+	int grant;               /* holds region keys: its programs may read the regions */
+	uint32_t uid, gid;       /* from SO_PEERCRED */
+	uint32_t ngroups, groups[16]; /* its supplementary groups, from /proc at connect */
+};
+
+/* Start everything from d->cfg: regions, store (format or load), transport,
+ * workers.  Returns 0 or a negative error with a one-line reason in err. */
+int arfd_start(struct arfd *d, char *err, size_t errlen);
+/* Stop serving, drain, sync and free everything.  Safe after a failed start. */
+void arfd_stop(struct arfd *d);
+
+/* Request handling (dispatch.c): queue a request; worker main loop. */
+void arfd_on_request(void *ctx, struct arf_net_sconn *c, const struct arf_net_hdr *h,
+		     const uint8_t *body, size_t len);
+void *arfd_worker_main(void *arg);
+void *arfd_committer_main(void *arg);
+
+/*
+ * With fs_lock held, after an ops/ hook ran between arf_meta_txn_begin and
+ * here: end the transaction, write it to RocksDB (in the lock, so batches
+ * land in commit order) and, on a sync export, queue its seals for the
+ * group commit.  Returns its sequence number (0: nothing changed; the
+ * reply must wait for durable_seq >= it on a sync export); *rc becomes
+ * -EIO when RocksDB refused it.  Requests and programs' hooks alike.
+ */
+uint64_t arfd_txn_commit(struct arfd *d, int *rc);
+/* A request's credentials as the export applies them: shm peers pinned to
+ * their kernel ids, root squashed (caller holds fs_lock). */
+void arfd_squash(const struct arfd *d, const struct arfd_conn *ac,
+		 const struct arf_proto_cred *pc, struct arf_cred *cr);
+
+/* Mobile code (progs.c): the program cache, start to stop. */
+int arfd_progs_start(struct arfd *d, char *err, size_t errlen);
+void arfd_progs_stop(struct arfd *d);
+/* PROG_LOAD / PROG_EXEC, on a worker, without fs_lock (a program runs
+ * while other workers serve requests; its hooks take the lock). */
+void arfd_prog_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
+		       const uint8_t *body, size_t len);
+/* A worker ends: free its vm. */
+void arfd_prog_thread_exit(void);
+
+/* The server's status as a JSON object, appended to w (caller holds fs_lock). */
+void arfd_status_json(struct arfd *d, struct arf_proto_wr *w);
+
+/* The management socket (control.c): start after the transport, stop
+ * first.  Returns 0 or -errno with the reason in err. */
+int arfd_control_start(struct arfd *d, char *err, size_t errlen);
+/* The control socket's path from the configuration ("auto": beside the
+ * UNIX socket).  Returns 0, or -1 when there is none. */
+int arfd_control_path(const struct arfd_config *cfg, char *out, size_t cap);
+void arfd_control_stop(struct arfd *d);
+
+/* Deferred seals and waiting replies (pending.c). */
+struct arfd_pending *arfd_pending_create(void);
+void arfd_pending_destroy(struct arfd_pending *p);
+/* Record that transaction seq changed these objects (their seal waits). */
+int arfd_pending_add_txn(struct arfd_pending *p, uint64_t seq, const struct arf_meta_dirty *list,
+			 size_t n);
+/* Queue a reply to send once seq is durable. */
+int arfd_pending_add_reply(struct arfd_pending *p, uint64_t seq, struct arf_net_sconn *c,
+			   uint64_t id, uint16_t op, int32_t status, void *body, size_t len);
+/* seq is durable: seal the objects whose last change is <= seq (caller holds
+ * fs_lock) and detach the replies to send (send them after unlocking). */
+struct arfd_reply *arfd_pending_commit(struct arfd_pending *p, struct arf_meta_fs *fs, uint64_t seq);
+void arfd_pending_send(struct arfd_reply *r);
+
+#endif

@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arfd configuration from one typed table: see config.h.  Unknown sections
+ * and keys, values of the wrong type and values out of bounds are errors
+ * naming the file and line.
+ */
+#include <errno.h>
+#include <ini.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "access.h"
+#include "config.h"
+#include "log.h"
+
+enum ctype { C_STR, C_INT, C_BOOL, C_LEVEL, C_CLIENTS, C_CHOICE };
+
+struct centry {
+	const char *section;
+	const char *key;
+	enum ctype type;
+	size_t off;      /* offset in struct arfd_config */
+	size_t size;     /* C_STR: buffer size */
+	int64_t min, max;
+	const char *def; /* default, as text */
+	const char *help;
+};
+
+#define S(f) offsetof(struct arfd_config, f), sizeof(((struct arfd_config *)0)->f)
+
+static const struct centry table[] = {
+	{ "server", "listen", C_STR, S(listen), 0, 0, ARFD_DEFAULT_LISTEN,
+	  "tcp address and port to listen on (ADDR:PORT; empty = no tcp; port 0 = any free port)" },
+	{ "server", "socket", C_STR, S(socket), 0, 0, ARFD_DEFAULT_SOCKET,
+	  "UNIX socket for shm clients on this host (empty = none)" },
+	{ "server", "data_dir", C_STR, S(data_dir), 0, 0, ARFD_DEFAULT_DATA_DIR,
+	  "directory holding the RocksDB database (created if missing)" },
+	{ "server", "pid_file", C_STR, S(pid_file), 0, 0, "", "write arfd's pid here (empty = none)" },
+	{ "server", "port_file", C_STR, S(port_file), 0, 0, "",
+	  "write the bound tcp port here once serving (empty = none)" },
+	{ "server", "log_level", C_LEVEL, S(log_level), 0, 3, "info", "error, warn, info or debug" },
+	{ "server", "spin_us", C_INT, S(spin_us), 0, 100000, "50",
+	  "microseconds to poll before sleeping when idle (0 = never spin)" },
+	{ "server", "workers", C_INT, S(workers), 1, 64, "1", "request worker threads" },
+	{ "server", "control", C_STR, S(control), 0, 0, "auto",
+	  "management socket for arfctl's status, stats, clients, exports, fsck, checkpoint; "
+	  "auto = beside the UNIX socket (arfd.sock -> arfd.ctl, so " ARFD_DEFAULT_CONTROL
+	  " by default); empty = none" },
+	{ "server", "control_group", C_STR, S(control_group), 0, 0, "",
+	  "group allowed on the management socket besides root (empty = root only)" },
+	{ "server", "test_hooks", C_BOOL, S(test_hooks), 0, 1, "false",
+	  "test only: let the management socket damage the live regions (for fsck tests)" },
+	{ "export", "name", C_STR, S(export_name), 0, 0, "/", "export path clients name in URLs" },
+	{ "export", "sync", C_BOOL, S(sync), 0, 1, "true",
+	  "true: changes are durable (WAL synced, group commit) before the reply; false: as NFS async" },
+	{ "export", "read_only", C_BOOL, S(read_only), 0, 1, "false", "refuse every change (EROFS)" },
+	{ "export", "root_squash", C_BOOL, S(root_squash), 0, 1, "true",
+	  "map requests from uid 0 to anon_uid/anon_gid, as NFS (the embedded configuration, "
+	  "used when there is no file, does not squash)" },
+	{ "export", "clients", C_CLIENTS, S(clients), 0, 0, "127.0.0.0/8 ::1 unix",
+	  "who may connect: addresses, networks (ADDR/BITS), 'unix' (the UNIX socket), '*' (anyone)" },
+	{ "export", "one_sided", C_CHOICE, S(one_sided), 0, 0, "all",
+	  "who gets region keys for one-sided reads, which bypass file permissions: all, root "
+	  "(shm peers with uid 0, tcp from a reserved port, or the shared secret) or none" },
+	{ "export", "secret_file", C_STR, S(secret_file), 0, 0, "",
+	  "file with a shared secret every client must prove (challenge-response; readable by "
+	  "root only); empty = none" },
+	{ "export", "anon_uid", C_INT, S(anon_uid), 0, 2147483647LL, "65534", "uid for squashed requests" },
+	{ "export", "anon_gid", C_INT, S(anon_gid), 0, 2147483647LL, "65534", "gid for squashed requests" },
+	{ "regions", "inodes", C_INT, S(inodes), 16, 1LL << 30, "262144", "inode slots (256 bytes each)" },
+	{ "regions", "dir_buckets", C_INT, S(dir_buckets), 1, 1LL << 30, "262144",
+	  "directory hash buckets (320 bytes each)" },
+	{ "regions", "dir_entries", C_INT, S(dir_entries), 16, 1LL << 30, "262144",
+	  "overflow directory entries (320 bytes each)" },
+	{ "regions", "pages", C_INT, S(pages), 16, 1LL << 28, "16384",
+	  "4 KiB meta pages for directory listings and extent maps" },
+	{ "regions", "data_blocks", C_INT, S(data_blocks), 16, 4294967294LL, "524288",
+	  "4 KiB data blocks (524288 = 2 GiB)" },
+	{ "regions", "dir_hash_mask", C_INT, S(dir_hash_mask), 0, 4294967295LL, "0",
+	  "test only: mask applied to name hashes to force long chains (0 = off)" },
+	{ "regions", "test_torn_delay_us", C_INT, S(test_torn_delay_us), 0, 1000000, "0",
+	  "test only: widen the window in which data blocks are being written" },
+	{ "programs", "enable", C_BOOL, S(prog_enable), 0, 1, "true",
+	  "accept mobile code (PROG_LOAD, PROG_EXEC); false: refuse it" },
+	{ "programs", "cache_size", C_INT, S(prog_cache_size), 1, 65536, "256",
+	  "verified programs kept by hash; the least recently used is evicted (its client reloads it)" },
+	{ "programs", "max_insns", C_INT, S(prog_max_insns), 1000, 1LL << 40, "10000000",
+	  "instruction budget of one run (ARF_EBUDGET past it)" },
+	{ "programs", "max_output", C_INT, S(prog_max_output), 64, 16LL << 20, "1048576",
+	  "output bytes of one run (ARF_EOUTPUT past it)" },
+	{ "programs", "max_wall_ms", C_INT, S(prog_max_wall_ms), 0, 600000, "1000",
+	  "wall-clock limit of one run in milliseconds (ARF_EBUDGET past it; 0 = none)" },
+};
+
+#define NTABLE (sizeof(table) / sizeof(table[0]))
+
+static const struct centry *find(const char *section, const char *key)
+{
+	for (size_t i = 0; i < NTABLE; i++)
+		if ((!section || strcasecmp(section, table[i].section) == 0) &&
+		    strcasecmp(key, table[i].key) == 0)
+			return &table[i];
+	return NULL;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+	if (!strcasecmp(v, "true") || !strcasecmp(v, "yes") || !strcasecmp(v, "on") || !strcmp(v, "1"))
+		*out = 1;
+	else if (!strcasecmp(v, "false") || !strcasecmp(v, "no") || !strcasecmp(v, "off") || !strcmp(v, "0"))
+		*out = 0;
+	else
+		return -1;
+	return 0;
+}
+
+static int apply(struct arfd_config *cfg, const struct centry *e, const char *value, char *err,
+		 size_t errlen)
+{
+	char *base = (char *)cfg + e->off;
+
+	switch (e->type) {
+	case C_CLIENTS: {
+		struct arfd_nets nets;
+		char why[200];
+		if (arfd_access_parse(value, &nets, why, sizeof(why))) {
+			snprintf(err, errlen, "'%s': %s", e->key, why);
+			return -1;
+		}
+		if (!nets.n) {
+			snprintf(err, errlen, "'%s' is empty: nobody could connect", e->key);
+			return -1;
+		}
+	}
+		/* fall through */
+	case C_CHOICE:
+		if (e->type == C_CHOICE && strcmp(value, "all") && strcmp(value, "root") &&
+		    strcmp(value, "none")) {
+			snprintf(err, errlen, "'%s' must be all, root or none, not '%s'", e->key, value);
+			return -1;
+		}
+		/* fall through */
+	case C_STR:
+		if (strlen(value) >= e->size) {
+			snprintf(err, errlen, "value of '%s' is too long (at most %zu bytes)", e->key,
+				 e->size - 1);
+			return -1;
+		}
+		strcpy(base, value);
+		return 0;
+	case C_BOOL: {
+		int b;
+		if (parse_bool(value, &b)) {
+			snprintf(err, errlen, "'%s' must be true or false, not '%s'", e->key, value);
+			return -1;
+		}
+		*(int *)base = b;
+		return 0;
+	}
+	case C_LEVEL: {
+		int l = arfd_log_parse_level(value);
+		if (l < 0) {
+			snprintf(err, errlen, "'%s' must be error, warn, info or debug, not '%s'", e->key,
+				 value);
+			return -1;
+		}
+		*(int *)base = l;
+		return 0;
+	}
+	case C_INT: {
+		char *end;
+		errno = 0;
+		long long v = strtoll(value, &end, 0);
+		if (errno || end == value || *end) {
+			snprintf(err, errlen, "'%s' must be an integer, not '%s'", e->key, value);
+			return -1;
+		}
+		if (v < e->min || v > e->max) {
+			snprintf(err, errlen, "'%s' = %lld is out of range [%lld, %lld]", e->key, v,
+				 (long long)e->min, (long long)e->max);
+			return -1;
+		}
+		if (e->size == sizeof(int))
+			*(int *)base = (int)v;
+		else
+			*(int64_t *)base = v;
+		return 0;
+	}
+	}
+	return -1;
+}
+
+void arfd_config_defaults(struct arfd_config *cfg)
+{
+	char err[256];
+
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < NTABLE; i++)
+		if (apply(cfg, &table[i], table[i].def, err, sizeof(err)))
+			abort(); /* a bad default is a programming error */
+}
+
+void arfd_config_embedded(struct arfd_config *cfg)
+{
+	arfd_config_defaults(cfg);
+	cfg->root_squash = 0;
+}
+
+int arfd_config_set(struct arfd_config *cfg, const char *section, const char *key,
+		    const char *value, char *err, size_t errlen)
+{
+	const struct centry *e = find(section, key);
+	if (!e) {
+		if (section)
+			snprintf(err, errlen, "unknown key '%s' in [%s]", key, section);
+		else
+			snprintf(err, errlen, "unknown key '%s'", key);
+		return -1;
+	}
+	return apply(cfg, e, value, err, errlen);
+}
+
+struct load_ctx {
+	struct arfd_config *cfg;
+	char msg[256];
+	int failed;
+};
+
+static int on_ini(void *user, const char *section, const char *name, const char *value)
+{
+	struct load_ctx *lc = user;
+
+	if (lc->failed)
+		return 0;
+	if (!name) /* a bare section header (inih INI_CALL_HANDLER_ON_NEW_SECTION) */
+		return 1;
+	int known_section = 0;
+	for (size_t i = 0; i < NTABLE; i++)
+		if (strcasecmp(section, table[i].section) == 0)
+			known_section = 1;
+	if (!known_section) {
+		snprintf(lc->msg, sizeof(lc->msg), "unknown section [%s] (key '%s')", section, name);
+		lc->failed = 1;
+		return 0;
+	}
+	if (arfd_config_set(lc->cfg, section, name, value, lc->msg, sizeof(lc->msg))) {
+		lc->failed = 1;
+		return 0;
+	}
+	return 1;
+}
+
+int arfd_config_load(struct arfd_config *cfg, const char *path, char *err, size_t errlen)
+{
+	struct load_ctx lc = { .cfg = cfg };
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	int line = ini_parse_file(f, on_ini, &lc);
+	fclose(f);
+	if (line == 0)
+		return 0;
+	if (line < 0)
+		snprintf(err, errlen, "%s: cannot read the file", path);
+	else if (lc.failed)
+		snprintf(err, errlen, "%s:%d: %s", path, line, lc.msg);
+	else
+		snprintf(err, errlen, "%s:%d: syntax error (expected [section] or key = value)", path,
+			 line);
+	return -1;
+}
+
+void arfd_config_dump(const struct arfd_config *cfg, FILE *out)
+{
+	static const char *const levels[] = { "error", "warn", "info", "debug" };
+	const char *section = "";
+
+	for (size_t i = 0; i < NTABLE; i++) {
+		const struct centry *e = &table[i];
+		const char *base = (const char *)cfg + e->off;
+		if (strcmp(section, e->section)) {
+			fprintf(out, "%s[%s]\n", i ? "\n" : "", e->section);
+			section = e->section;
+		}
+		fprintf(out, "# %s\n", e->help);
+		switch (e->type) {
+		case C_STR:
+		case C_CLIENTS:
+		case C_CHOICE:
+			fprintf(out, "%s = %s\n", e->key, base);
+			break;
+		case C_BOOL:
+			fprintf(out, "%s = %s\n", e->key, *(const int *)base ? "true" : "false");
+			break;
+		case C_LEVEL:
+			fprintf(out, "%s = %s\n", e->key, levels[*(const int *)base & 3]);
+			break;
+		case C_INT:
+			if (e->size == sizeof(int))
+				fprintf(out, "%s = %d\n", e->key, *(const int *)base);
+			else
+				fprintf(out, "%s = %lld\n", e->key, (long long)*(const int64_t *)base);
+			break;
+		}
+	}
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arfd configuration: one typed table (section, key, type, bounds, default,
+ * help) drives parsing of the INI file (libinih), command-line overrides,
+ * checking, `--help`-style documentation and dumping (as Redis's config.c).
+ * With no file and no flags the defaults serve a filesystem on loopback and
+ * on a UNIX socket, from a data directory arfd creates.
+ */
+#ifndef ARFD_CONFIG_H
+#define ARFD_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define ARFD_DEFAULT_CONFIG   "/etc/arf/arfd.conf"
+#define ARFD_DEFAULT_DATA_DIR "/var/lib/arf"
+#define ARFD_DEFAULT_SOCKET   "/run/arf/arfd.sock"
+#define ARFD_DEFAULT_LISTEN   "127.0.0.1:20490"
+#define ARFD_DEFAULT_CONTROL  "/run/arf/arfd.ctl"
+
+struct arfd_config {
+	/* [server] */
+	char listen[128];        /* tcp ADDR:PORT ("" = no tcp; port 0 = any free port) */
+	char socket[256];        /* UNIX socket for shm clients ("" = none) */
+	char data_dir[256];      /* RocksDB and runtime state */
+	char pid_file[256];      /* "" = none */
+	char port_file[256];     /* write the bound tcp port here ("" = none; for tests) */
+	int  log_level;          /* enum arfd_log_level */
+	int  spin_us;            /* adaptive polling spin; 0 = never spin */
+	int  workers;            /* request worker threads */
+	char control[256];       /* management socket ("" = none) */
+	char control_group[64];  /* group that may use it besides root ("" = root only) */
+	int  test_hooks;         /* test only: allow the control socket's scribble command */
+	/* [export] */
+	char export_name[64];    /* export path clients name ("/") */
+	int  sync;               /* 1 = WAL synced before the reply (group commit) */
+	int  read_only;
+	int  root_squash;        /* map uid 0 to anon_uid */
+	int  anon_uid, anon_gid;
+	char clients[512];       /* who may connect (see arfd/access.c) */
+	char one_sided[8];       /* who gets region keys: all, root, none */
+	char secret_file[256];   /* shared secret for challenge-response ("" = none) */
+	/* [regions] */
+	int64_t inodes;          /* inode slots */
+	int64_t dir_buckets;     /* directory hash buckets */
+	int64_t dir_entries;     /* overflow directory entries */
+	int64_t pages;           /* 4 KiB meta pages (listings, extent maps) */
+	int64_t data_blocks;     /* 4 KiB data blocks */
+	int64_t dir_hash_mask;   /* test only: mask name hashes to force collisions */
+	int64_t test_torn_delay_us; /* test only: pause between begin and seal of data writes */
+	/* [programs] (mobile code) */
+	int  prog_enable;        /* 0: PROG_LOAD and PROG_EXEC are refused (ENOSYS) */
+	int64_t prog_cache_size; /* verified programs kept, least recently used evicted */
+	int64_t prog_max_insns;  /* instruction budget of one run */
+	int64_t prog_max_output; /* output bytes of one run */
+	int64_t prog_max_wall_ms;/* wall-clock limit of one run (0 = none) */
+};
+
+/* Fill with the built-in defaults. */
+void arfd_config_defaults(struct arfd_config *cfg);
+/* The embedded configuration (no file at all): the defaults, except that a
+ * root user on the server's own host is not squashed. */
+void arfd_config_embedded(struct arfd_config *cfg);
+
+/* Parse an INI file into cfg.  Returns 0, or -1 with "FILE:LINE: reason" in err. */
+int arfd_config_load(struct arfd_config *cfg, const char *path, char *err, size_t errlen);
+
+/* Set one key ("section.key" or "key") from a string, e.g. a flag.
+ * Returns 0 or -1 with the reason in err. */
+int arfd_config_set(struct arfd_config *cfg, const char *section, const char *key,
+		    const char *value, char *err, size_t errlen);
+
+/* Write every key with its value as INI, with help comments. */
+void arfd_config_dump(const struct arfd_config *cfg, FILE *out);
+
+#endif

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arfd/progs — mobile code in the server: the program cache and the two
+ * requests that use it.
+ *
+ * PROG_LOAD verifies a program once (raw bytecode, or an ELF object from
+ * clang -target bpf) against arfd's helper table and keeps it under the
+ * BLAKE2b-256 hash of its bytes; a load of bytes already cached is a hit
+ * only when the bytes compare equal, not merely their hashes.  The cache
+ * holds [programs] cache_size programs and evicts the least recently used;
+ * an evicted (or never loaded, or lost at a restart) hash answers
+ * ARF_ENOPROG and the client loads it again.
+ *
+ * PROG_EXEC runs a cached program on the worker that took the request, in
+ * that worker's own vm, *without* the filesystem lock: a program reads the
+ * exported regions the way one-sided readers do (through the obj_read
+ * helper, which validates what it copies), so a long or runaway run holds
+ * up nobody but its own worker; the ops/ hooks it calls take the lock one
+ * at a time (helpers.c).  Each run has an instruction budget, an output
+ * limit and a wall-clock limit from [programs].  A connection without region
+ * keys runs programs with empty META and DATA regions: programs give no
+ * more access than one-sided reads would.
+ *
+ * On failure the reply body says what happened (struct
+ * arf_proto_prog_error: instruction, instructions executed, message).  A
+ * run whose hooks changed the filesystem is answered, on a sync export,
+ * once the group commit has made those changes durable, as a request's
+ * would be.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "arf_mc.h"
+#include "arf_ops.h"
+#include "arf_prog_abi.h"
+#include "arf_proto.h"
+#include "arfd.h"
+#include "helpers.h"
+#include "log.h"
+
+/* One cached program; shared by the cache and the runs using it. */
+struct centry {
+	uint8_t hash[ARF_PROTO_PROG_HASH];
+	uint8_t *bytes;              /* the bytes as loaded, for the byte-for-byte check */
+	size_t len;
+	struct arf_mc_prog *prog;    /* verified, immutable */
+	uint64_t last_used;          /* cache clock, for LRU eviction */
+	unsigned refs;               /* the cache's own + one per run (under lock) */
+};
+
+struct arfd_progs {
+	pthread_mutex_t lock;        /* the table, refs, clock */
+	struct arf_mc_helpers *helpers;
+	struct centry **tab;         /* cap slots, NULL = free */
+	size_t cap;
+	uint64_t clock;
+};
+
+/* A worker's execution context, made on its first run. */
+struct wvm {
+	struct arf_mc_vm *vm;
+	uint8_t *scratch;            /* ARF_PROG_SCRATCH_SIZE, zeroed before each run */
+	uint8_t *out;                /* [programs] max_output bytes */
+	size_t out_cap;
+};
+static __thread struct wvm *tls_wvm;
+
+static void centry_put(struct centry *e)
+{
+	if (!e || --e->refs)
+		return;
+	arf_mc_prog_destroy(e->prog);
+	free(e->bytes);
+	free(e);
+}
+
+int arfd_progs_start(struct arfd *d, char *err, size_t errlen)
+{
+	struct arfd_progs *p = calloc(1, sizeof(*p));
+	int rc;
+
+	if (!p || sodium_init() < 0) {
+		free(p);
+		snprintf(err, errlen, "program cache: out of memory");
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&p->lock, NULL);
+	p->cap = (size_t)d->cfg.prog_cache_size;
+	p->tab = calloc(p->cap, sizeof(*p->tab));
+	if (!p->tab || arf_mc_helpers_create(&p->helpers) || arf_mc_helpers_add_std(p->helpers)) {
+		snprintf(err, errlen, "program cache: out of memory");
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if ((rc = arfd_helpers_register(p->helpers, err, errlen)))
+		goto fail;
+	d->progs = p;
+	return 0;
+fail:
+	arf_mc_helpers_destroy(p->helpers);
+	free(p->tab);
+	free(p);
+	return rc;
+}
+
+void arfd_progs_stop(struct arfd *d)
+{
+	struct arfd_progs *p = d->progs;
+
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->cap; i++)
+		centry_put(p->tab[i]);
+	free(p->tab);
+	arf_mc_helpers_destroy(p->helpers);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+	d->progs = NULL;
+}
+
+void arfd_prog_thread_exit(void)
+{
+	struct wvm *w = tls_wvm;
+
+	if (!w)
+		return;
+	arf_mc_vm_destroy(w->vm);
+	free(w->scratch);
+	free(w->out);
+	free(w);
+	tls_wvm = NULL;
+}
+
+static struct wvm *worker_vm(struct arfd *d)
+{
+	struct wvm *w = tls_wvm;
+
+	if (w)
+		return w;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->out_cap = (size_t)d->cfg.prog_max_output;
+	w->scratch = malloc(ARF_PROG_SCRATCH_SIZE);
+	w->out = malloc(w->out_cap);
+	if (!w->scratch || !w->out || arf_mc_vm_create(d->progs->helpers, &w->vm)) {
+		free(w->scratch);
+		free(w->out);
+		free(w);
+		return NULL;
+	}
+	tls_wvm = w;
+	return w;
+}
+
+/* Under p->lock: the entry for hash, or NULL. */
+static struct centry **find(struct arfd_progs *p, const uint8_t *hash)
+{
+	for (size_t i = 0; i < p->cap; i++)
+		if (p->tab[i] && !memcmp(p->tab[i]->hash, hash, ARF_PROTO_PROG_HASH))
+			return &p->tab[i];
+	return NULL;
+}
+
+static void errmsg(struct arf_proto_prog_error *pe, uint32_t pc, uint64_t insns, const char *fmt,
+		   ...) __attribute__((format(printf, 4, 5)));
+static void errmsg(struct arf_proto_prog_error *pe, uint32_t pc, uint64_t insns, const char *fmt,
+		   ...)
+{
+	va_list ap;
+
+	pe->pc = pc;
+	pe->insns = insns;
+	va_start(ap, fmt);
+	vsnprintf(pe->msg, sizeof(pe->msg), fmt, ap);
+	va_end(ap);
+}
+
+/* PROG_LOAD: 0 with the hash and instruction count in w, or an error
+ * with its message in pe. */
+static int do_load(struct arfd *d, struct arf_proto_rd *r, struct arf_proto_wr *w,
+		   struct arf_proto_prog_error *pe, int *hit, int *evicted)
+{
+	struct arfd_progs *p = d->progs;
+	struct centry *e = NULL, **slot;
+	struct arf_mc_prog *prog = NULL;
+	uint8_t hash[ARF_PROTO_PROG_HASH];
+	uint32_t len = 0;
+	char err[ARF_PROTO_MAX_PROG_MSG];
+	size_t n = 0;
+	int rc;
+
+	const uint8_t *bytes = arf_proto_get_bytes(r, ARF_PROTO_MAX_PROG, &len);
+	if (!arf_proto_rd_done(r)) {
+		errmsg(pe, 0, 0, "malformed PROG_LOAD (at most %u bytes of program)",
+		       ARF_PROTO_MAX_PROG);
+		return ARF_EPROTO;
+	}
+	crypto_generichash(hash, sizeof(hash), bytes, len, NULL, 0);
+
+	pthread_mutex_lock(&p->lock);
+	slot = find(p, hash);
+	if (slot) {
+		e = *slot;
+		if (e->len != len || memcmp(e->bytes, bytes, len)) {
+			pthread_mutex_unlock(&p->lock);
+			errmsg(pe, 0, 0, "a different program with the same BLAKE2b hash is cached");
+			return -EEXIST;
+		}
+		e->last_used = ++p->clock;
+		pthread_mutex_unlock(&p->lock);
+		*hit = 1;
+		arf_mc_prog_insns(e->prog, &n); /* immutable: no lock needed */
+		goto reply;
+	}
+	pthread_mutex_unlock(&p->lock);
+
+	/* Verify outside the lock: other runs and loads go on meanwhile. */
+	err[0] = 0;
+	if (len >= 4 && !memcmp(bytes, "\177ELF", 4))
+		rc = arf_mc_prog_load_elf(p->helpers, bytes, len, NULL, &prog, err, sizeof(err));
+	else
+		rc = arf_mc_prog_load(p->helpers, bytes, len, NULL, 0, &prog, err, sizeof(err));
+	if (rc) {
+		errmsg(pe, 0, 0, "%s", err[0] ? err : arf_err_text(rc) ? arf_err_text(rc) : strerror(-rc));
+		return rc == -ENOMEM ? rc : rc == ARF_EVERIFY ? ARF_EVERIFY : -EINVAL;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e || !(e->bytes = malloc(len ? len : 1))) {
+		free(e);
+		arf_mc_prog_destroy(prog);
+		errmsg(pe, 0, 0, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(e->hash, hash, sizeof(hash));
+	memcpy(e->bytes, bytes, len);
+	e->len = len;
+	e->prog = prog;
+	e->refs = 1;
+	arf_mc_prog_insns(prog, &n);
+
+	pthread_mutex_lock(&p->lock);
+	if ((slot = find(p, hash))) {
+		/* another worker loaded it meanwhile: keep that one */
+		(*slot)->last_used = ++p->clock;
+		pthread_mutex_unlock(&p->lock);
+		centry_put(e);
+		*hit = 1;
+		goto reply;
+	}
+	struct centry **victim = NULL;
+	for (size_t i = 0; i < p->cap; i++) {
+		if (!p->tab[i]) {
+			victim = &p->tab[i];
+			break;
+		}
+		if (!victim || p->tab[i]->last_used < (*victim)->last_used)
+			victim = &p->tab[i];
+	}
+	if (*victim) {
+		arfd_log(ARFD_LOG_DEBUG, "program cache full: evicting the least recently used");
+		centry_put(*victim); /* a run still holding it keeps it alive */
+		*evicted = 1;
+	}
+	e->last_used = ++p->clock;
+	*victim = e;
+	pthread_mutex_unlock(&p->lock);
+reply:
+	arf_proto_put(w, hash, sizeof(hash));
+	arf_proto_put_u32(w, (uint32_t)n);
+	return 0;
+}
+
+/* PROG_EXEC: 0 with the result in w, or an error with its message in pe.
+ * *seq: the last transaction a hook applied (0: none). */
+static int do_exec(struct arfd *d, struct arf_net_sconn *c, const struct arf_proto_cred *pc,
+		   struct arf_proto_rd *r, struct arf_proto_wr *w, struct arf_proto_prog_error *pe,
+		   uint64_t *seq, uint64_t *insns)
+{
+	struct arfd_progs *p = d->progs;
+	struct arfd_conn *ac = arf_net_sconn_udata(c);
+	struct arfd_exec ex;
+	struct arf_mc_result res;
+	struct centry **slot, *e;
+	uint8_t hash[ARF_PROTO_PROG_HASH];
+	uint32_t arg_len = 0;
+	uint8_t *arg = NULL;
+	int rc;
+
+	arf_proto_get(r, hash, sizeof(hash));
+	uint32_t out_max = arf_proto_get_u32(r);
+	const uint8_t *argp = arf_proto_get_bytes(r, ARF_PROTO_MAX_PROG_ARG, &arg_len);
+	if (!arf_proto_rd_done(r)) {
+		errmsg(pe, 0, 0, "malformed PROG_EXEC (argument at most %u bytes)",
+		       ARF_PROTO_MAX_PROG_ARG);
+		return ARF_EPROTO;
+	}
+	struct wvm *wv = worker_vm(d);
+	if (!wv || (arg_len && !(arg = malloc(arg_len)))) {
+		errmsg(pe, 0, 0, "out of memory");
+		return -ENOMEM;
+	}
+	if (arg_len)
+		memcpy(arg, argp, arg_len); /* the program's context: read-write */
+
+	pthread_mutex_lock(&p->lock);
+	slot = find(p, hash);
+	e = slot ? *slot : NULL;
+	if (e) {
+		e->refs++;
+		e->last_used = ++p->clock;
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (!e) {
+		free(arg);
+		errmsg(pe, 0, 0, "unknown program (never loaded, evicted, or the server restarted): "
+			   "load it again");
+		return ARF_ENOPROG;
+	}
+
+	memset(&ex, 0, sizeof(ex));
+	ex.d = d;
+	pthread_mutex_lock(&d->fs_lock); /* the export's squashing may change on SIGHUP */
+	arfd_squash(d, ac, pc, &ex.cr);
+	pthread_mutex_unlock(&d->fs_lock);
+
+	/* regions: META and DATA read-only (empty without region keys), scratch */
+	int grant = ac && ac->grant;
+	arf_mc_vm_clear_regions(wv->vm);
+	memset(wv->scratch, 0, ARF_PROG_SCRATCH_SIZE);
+	arf_mc_vm_add_region(wv->vm, grant ? d->meta : NULL, grant ? d->meta_size : 0, 0, NULL);
+	arf_mc_vm_add_region(wv->vm, grant ? d->data : NULL, grant ? d->data_size : 0, 0, NULL);
+	arf_mc_vm_add_region(wv->vm, wv->scratch, ARF_PROG_SCRATCH_SIZE, ARF_MC_REGION_WRITE, NULL);
+	arf_mc_vm_name_region(wv->vm, ARF_PROG_META, grant ? "exported META region"
+			      : "META region (empty: this connection has no region keys)");
+	arf_mc_vm_name_region(wv->vm, ARF_PROG_DATA, grant ? "exported DATA region"
+			      : "DATA region (empty: this connection has no region keys)");
+	arf_mc_vm_name_region(wv->vm, ARF_PROG_SCRATCH, "scratch region");
+	arf_mc_vm_set_output(wv->vm, wv->out, out_max && out_max < wv->out_cap ? out_max : wv->out_cap);
+	arf_mc_vm_set_user(wv->vm, &ex);
+	uint64_t deadline = 0;
+	if (d->cfg.prog_max_wall_ms) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		deadline = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec +
+			   (uint64_t)d->cfg.prog_max_wall_ms * 1000000u;
+	}
+	arf_mc_vm_set_deadline(wv->vm, deadline);
+	rc = arf_mc_run(wv->vm, e->prog, arg, arg_len, (uint64_t)d->cfg.prog_max_insns, &res);
+	arf_mc_vm_set_user(wv->vm, NULL);
+
+	pthread_mutex_lock(&p->lock);
+	centry_put(e);
+	pthread_mutex_unlock(&p->lock);
+	free(arg);
+	*seq = ex.seq;
+	*insns = res.insns;
+	if (rc) {
+		errmsg(pe, res.pc, res.insns, "%s", res.msg[0] ? res.msg
+			   : arf_err_text(rc) ? arf_err_text(rc) : strerror(-rc));
+		return rc;
+	}
+	struct arf_proto_prog_result pr = { .r0 = res.r0, .insns = res.insns, .out = wv->out,
+					    .out_len = (uint32_t)res.out_len };
+	arf_proto_put_prog_result(w, &pr);
+	return 0;
+}
+
+void arfd_prog_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
+		       const uint8_t *body, size_t len)
+{
+	struct arf_proto_rd r;
+	struct arf_proto_cred pc;
+	struct arf_proto_wr w;
+	struct arf_proto_prog_error pe;
+	uint64_t seq = 0, insns = 0;
+	int rc, hit = 0, evicted = 0, deferred = 0;
+
+	memset(&pe, 0, sizeof(pe));
+	arf_proto_wr_init(&w);
+	arf_proto_rd_init(&r, body, len);
+	arf_proto_get_cred(&r, &pc);
+	if (r.err) {
+		errmsg(&pe, 0, 0, "malformed credentials");
+		rc = ARF_EPROTO;
+	} else if (!d->cfg.prog_enable) {
+		errmsg(&pe, 0, 0, "mobile code is disabled on this server ([programs] enable)");
+		rc = -ENOSYS;
+	} else if (op == ARF_OP_PROG_LOAD) {
+		rc = do_load(d, &r, &w, &pe, &hit, &evicted);
+	} else {
+		rc = do_exec(d, c, &pc, &r, &w, &pe, &seq, &insns);
+	}
+	if (rc) {
+		arf_proto_wr_free(&w);
+		arf_proto_wr_init(&w);
+		arf_proto_put_prog_error(&w, &pe);
+		arfd_log(ARFD_LOG_DEBUG, "%s from %s: %s", arf_proto_op_name(op),
+			 arf_net_sconn_peer(c)->addr, pe.msg);
+	}
+
+	pthread_mutex_lock(&d->fs_lock);
+	d->ctr.requests[arf_proto_op_index(op)]++;
+	if (rc)
+		d->ctr.errors++;
+	if (rc == ARF_EPROTO)
+		d->ctr.bad_requests++;
+	d->ctr.prog_evictions += (uint64_t)evicted;
+	if (op == ARF_OP_PROG_LOAD) {
+		if (!rc && hit)
+			d->ctr.prog_load_hits++;
+		else if (!rc)
+			d->ctr.prog_loads++;
+		else
+			d->ctr.prog_rejected++;
+	} else if (rc != ARF_ENOPROG && rc != ARF_EPROTO && rc != -ENOSYS) {
+		d->ctr.prog_execs++;
+		d->ctr.prog_insns += insns;
+		if (rc)
+			d->ctr.prog_failures++;
+		if (rc == ARF_EBUDGET)
+			d->ctr.prog_budget_stops++;
+	}
+	if (seq && d->cfg.sync && d->durable_seq < seq) {
+		/* the program's changes are not durable yet: reply after the group commit */
+		arfd_pending_add_reply(d->pending, seq, c, id, op, arf_net_status_from_err(rc), w.buf,
+				       w.len);
+		w.buf = NULL;
+		if (d->sync_wanted < seq)
+			d->sync_wanted = seq;
+		pthread_cond_signal(&d->commit_cond);
+		deferred = 1;
+	}
+	pthread_mutex_unlock(&d->fs_lock);
+
+	if (!deferred) {
+		struct iovec iov = { w.buf, w.len };
+		arf_net_reply(c, id, op, arf_net_status_from_err(rc), &iov, w.len ? 1 : 0);
+	}
+	arf_proto_wr_free(&w);
+}

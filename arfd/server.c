@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arfd/server — start and stop: regions as memfds, the filesystem formatted
+ * or rebuilt from RocksDB, the transport server with its regions and
+ * handshake, the worker and committer threads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "arf_proto.h"
+#include "arfd.h"
+#include "log.h"
+
+#define SCRATCH_SIZE (64u << 10)
+
+static int map_region(const char *name, uint64_t size, int *fd, void **base, char *err,
+		      size_t errlen)
+{
+	/* sealable: net/ seals the read-only regions against writes before
+	 * handing them to shm clients (our own mapping, made here, stays) */
+	*fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (*fd < 0 || ftruncate(*fd, (off_t)size) < 0) {
+		snprintf(err, errlen, "region %s (%llu bytes): %s", name, (unsigned long long)size,
+			 strerror(errno));
+		return -errno;
+	}
+	*base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, *fd, 0);
+	if (*base == MAP_FAILED) {
+		*base = NULL;
+		snprintf(err, errlen, "map region %s (%llu bytes): %s", name,
+			 (unsigned long long)size, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* mkdir -p for the data directory and the socket's directory. */
+static int make_dirs(const char *path)
+{
+	char tmp[512];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	memcpy(tmp, path, n + 1);
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_peer *peer,
+		    const void *hello, size_t hello_len, char *msg, size_t msglen)
+{
+	struct arfd *d = ctx;
+	struct arf_proto_rd r;
+	struct arf_proto_hello h;
+
+	arf_proto_rd_init(&r, hello, hello_len);
+	arf_proto_get_hello(&r, &h);
+	if (r.err) {
+		snprintf(msg, msglen, "malformed hello");
+		return ARF_EPROTO;
+	}
+	if (h.version != ARF_PROTO_INFO_VERSION) {
+		snprintf(msg, msglen, "client speaks request protocol %u, arfd speaks %u", h.version,
+			 ARF_PROTO_INFO_VERSION);
+		return ARF_EVERSION;
+	}
+	pthread_mutex_lock(&d->fs_lock); /* SIGHUP may change the lists */
+	int allowed = arfd_access_allowed(&d->nets, peer);
+	char policy = d->cfg.one_sided[0];
+	pthread_mutex_unlock(&d->fs_lock);
+	if (!allowed) {
+		snprintf(msg, msglen, "client %s is not in this export's clients list", peer->addr);
+		arfd_log(ARFD_LOG_WARN, "refused %s over %s: not in [export] clients", peer->addr,
+			 peer->transport);
+		return ARF_EAUTH;
+	}
+	size_t en = strlen(d->cfg.export_name);
+	if (strcmp(d->cfg.export_name, "/") != 0 &&
+	    (strncmp(h.path, d->cfg.export_name, en) != 0 || (h.path[en] && h.path[en] != '/'))) {
+		snprintf(msg, msglen, "no export matches path '%s' (arfd exports '%s')", h.path,
+			 d->cfg.export_name);
+		return -ENOENT;
+	}
+	struct arfd_conn *ac = calloc(1, sizeof(*ac));
+	if (!ac) {
+		snprintf(msg, msglen, "out of memory");
+		return -ENOMEM;
+	}
+	ac->d = d;
+	if (!strcmp(peer->transport, "shm") && peer->has_cred && peer->uid != 0) {
+		/* the kernel says who this is: requests act as that user */
+		ac->pinned = 1;
+		ac->uid = peer->uid;
+		ac->gid = peer->gid;
+		char path[64], line[1024];
+		snprintf(path, sizeof(path), "/proc/%u/status", peer->pid);
+		FILE *f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			if (strncmp(line, "Groups:", 7))
+				continue;
+			char *save = NULL;
+			for (char *t = strtok_r(line + 7, " \t\n", &save); t && ac->ngroups < 16;
+			     t = strtok_r(NULL, " \t\n", &save))
+				ac->groups[ac->ngroups++] = (uint32_t)strtoul(t, NULL, 10);
+		}
+		if (f)
+			fclose(f);
+	}
+	int grant = policy == 'a' || (policy == 'r' && arfd_access_proven_root(peer));
+	arf_net_sconn_set_grant(c, grant);
+	ac->grant = grant;
+	__atomic_add_fetch(&d->clients, 1, __ATOMIC_RELAXED);
+	arf_net_sconn_set_udata(c, ac);
+	arfd_log(ARFD_LOG_DEBUG, "client %s connected over %s%s%s", peer->addr, peer->transport,
+		 grant ? "" : " (requests only)", peer->authenticated ? ", secret proven" : "");
+	return 0;
+}
+
+static void on_close(void *ctx, struct arf_net_sconn *c)
+{
+	struct arfd *d = ctx;
+	struct arfd_conn *ac = arf_net_sconn_udata(c);
+	if (ac) {
+		__atomic_sub_fetch(&d->clients, 1, __ATOMIC_RELAXED);
+		arf_net_sconn_set_udata(c, NULL);
+		free(ac);
+	}
+}
+
+/* The shared secret: readable by root only, hashed to the 32-byte key the
+ * challenge-response uses (libsodium BLAKE2b). */
+static int load_secret(struct arfd *d, char *err, size_t errlen)
+{
+	struct stat st;
+	uint8_t buf[4096];
+	int fd = open(d->cfg.secret_file, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		int e = errno;
+		snprintf(err, errlen, "secret_file %s: %s", d->cfg.secret_file, strerror(e));
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	if (st.st_mode & 077) {
+		close(fd);
+		snprintf(err, errlen, "secret_file %s is readable by others (mode %o): chmod 600 it",
+			 d->cfg.secret_file, st.st_mode & 0777);
+		return -EPERM;
+	}
+	ssize_t n = read(fd, buf, sizeof(buf));
+	close(fd);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	if (n <= 0) {
+		snprintf(err, errlen, "secret_file %s is empty", d->cfg.secret_file);
+		return -EINVAL;
+	}
+	if (sodium_init() < 0) {
+		snprintf(err, errlen, "libsodium failed to initialise");
+		return -EIO;
+	}
+	crypto_generichash(d->auth_key, sizeof(d->auth_key), buf, (size_t)n, NULL, 0);
+	sodium_memzero(buf, sizeof(buf));
+	d->has_auth_key = 1;
+	return 0;
+}
+
+static int set_info(struct arfd *d)
+{
+	struct arf_proto_info info;
+	struct arf_proto_wr w;
+	int rc;
+
+	memset(&info, 0, sizeof(info));
+	info.version = ARF_PROTO_INFO_VERSION;
+	info.flags = (d->cfg.read_only ? ARF_PROTO_INFO_RO : 0) | (d->cfg.sync ? ARF_PROTO_INFO_SYNC : 0);
+	info.incarnation = d->incarnation;
+	info.max_io = ARF_PROTO_MAX_IO;
+	info.root_gen = arf_meta_inode_ptr(&d->fs, ARF_ROOT_INO)->gen;
+	snprintf(info.export_name, sizeof(info.export_name), "%s", d->cfg.export_name);
+	memcpy(info.super, d->meta, sizeof(info.super));
+	arf_proto_wr_init(&w);
+	arf_proto_put_info(&w, &info);
+	rc = w.err ? w.err : arf_net_server_set_info(d->net, w.buf, w.len);
+	arf_proto_wr_free(&w);
+	return rc;
+}
+
+/* Format a new filesystem or rebuild the regions from RocksDB. */
+static int open_fs(struct arfd *d, char *err, size_t errlen)
+{
+	struct arf_meta_super sb;
+	const struct arfd_config *cfg = &d->cfg;
+	int found, rc;
+
+	found = arfd_store_super(d->store, &sb, err, errlen);
+	if (found < 0)
+		return found;
+	if (!found) {
+		arf_meta_super_layout(&sb, (uint32_t)cfg->inodes, (uint32_t)cfg->dir_buckets,
+				      (uint32_t)cfg->dir_entries, (uint32_t)cfg->pages,
+				      (uint32_t)cfg->data_blocks, (uint32_t)cfg->dir_hash_mask);
+	} else {
+		rc = arf_meta_super_check(&sb, err, errlen);
+		if (rc)
+			return rc;
+	}
+	d->meta_size = sb.meta_size;
+	d->data_size = sb.data_size;
+	d->scratch_size = SCRATCH_SIZE;
+	if ((rc = map_region("arf-meta", d->meta_size, &d->meta_fd, &d->meta, err, errlen)) ||
+	    (rc = map_region("arf-data", d->data_size, &d->data_fd, &d->data, err, errlen)) ||
+	    (rc = map_region("arf-scratch", d->scratch_size, &d->scratch_fd, &d->scratch, err, errlen)))
+		return rc;
+
+	if (!found) {
+		const struct arf_meta_dirty *list;
+		rc = arf_meta_fs_format(&d->fs, d->meta, d->meta_size, d->data, d->data_size, &sb,
+					0, 0);
+		if (rc) {
+			snprintf(err, errlen, "format: %s", strerror(-rc));
+			return rc;
+		}
+		list = d->fs.dirty; /* format ran as one transaction */
+		size_t n = d->fs.ndirty;
+		rc = arfd_store_put_txn(d->store, &d->fs, list, n, err, errlen);
+		if (!rc)
+			rc = arfd_store_sync(d->store, err, errlen);
+		if (rc)
+			return rc;
+		arfd_log(ARFD_LOG_INFO, "formatted a new filesystem in %s: %u inodes, %u blocks",
+			 cfg->data_dir, sb.n_inodes, sb.n_blocks);
+	} else {
+		uint64_t nobj = 0;
+		rc = arfd_store_load(d->store, d->meta, d->meta_size, d->data, d->data_size, &nobj,
+				     err, errlen);
+		if (rc)
+			return rc;
+		rc = arf_meta_fs_attach(&d->fs, d->meta, d->meta_size, d->data, d->data_size, err,
+					errlen);
+		if (rc)
+			return rc;
+		arfd_log(ARFD_LOG_INFO, "rebuilt the regions from %s: %llu objects", cfg->data_dir,
+			 (unsigned long long)nobj);
+	}
+	d->fs.defer_seal = cfg->sync;
+	return 0;
+}
+
+static int split_listen(const char *listen, char *addr, size_t alen, uint16_t *port)
+{
+	const char *colon = strrchr(listen, ':');
+	if (!colon || (size_t)(colon - listen) >= alen)
+		return -EINVAL;
+	char *end;
+	long p = strtol(colon + 1, &end, 10);
+	if (*end || p < 0 || p > 65535)
+		return -EINVAL;
+	memcpy(addr, listen, (size_t)(colon - listen));
+	addr[colon - listen] = 0;
+	if (addr[0] == '[') { /* [::1]:port */
+		size_t n = strlen(addr);
+		if (n < 2 || addr[n - 1] != ']')
+			return -EINVAL;
+		memmove(addr, addr + 1, n - 2);
+		addr[n - 2] = 0;
+	}
+	*port = (uint16_t)p;
+	return 0;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	char tmp[300];
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	fputs(text, f);
+	if (fclose(f))
+		return -errno;
+	return rename(tmp, path) ? -errno : 0;
+}
+
+int arfd_start(struct arfd *d, char *err, size_t errlen)
+{
+	struct arf_net_server_opts so;
+	char addr[128];
+	uint16_t port = 0;
+	int rc;
+
+	d->meta_fd = d->data_fd = d->scratch_fd = -1;
+	clock_gettime(CLOCK_MONOTONIC, &d->started);
+	pthread_mutex_init(&d->fs_lock, NULL);
+	pthread_mutex_init(&d->q_lock, NULL);
+	pthread_cond_init(&d->q_cond, NULL);
+	pthread_cond_init(&d->commit_cond, NULL);
+	d->pending = arfd_pending_create();
+	if (!d->pending) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (d->cfg.listen[0] && split_listen(d->cfg.listen, addr, sizeof(addr), &port)) {
+		snprintf(err, errlen, "listen = '%s': expected ADDR:PORT", d->cfg.listen);
+		return -EINVAL;
+	}
+	if (!d->cfg.listen[0] && !d->cfg.socket[0]) {
+		snprintf(err, errlen, "neither listen nor socket is set: nothing to serve on");
+		return -EINVAL;
+	}
+	if ((rc = make_dirs(d->cfg.data_dir))) {
+		snprintf(err, errlen, "data directory %s: %s", d->cfg.data_dir, strerror(-rc));
+		return rc;
+	}
+	if (d->cfg.socket[0]) {
+		char dir[256];
+		snprintf(dir, sizeof(dir), "%s", d->cfg.socket);
+		char *slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = 0;
+			if ((rc = make_dirs(dir))) {
+				snprintf(err, errlen, "socket directory %s: %s", dir, strerror(-rc));
+				return rc;
+			}
+		}
+	}
+	if ((rc = arfd_access_parse(d->cfg.clients, &d->nets, err, errlen)))
+		return rc;
+	if (d->cfg.secret_file[0] && (rc = load_secret(d, err, errlen)))
+		return rc;
+	if ((rc = arfd_store_open(d->cfg.data_dir, &d->store, err, errlen)))
+		return rc;
+	if ((rc = arfd_store_incarnation(d->store, &d->incarnation, err, errlen)))
+		return rc;
+	if ((rc = open_fs(d, err, errlen)))
+		return rc;
+
+	memset(&so, 0, sizeof(so));
+	so.listen_addr = d->cfg.listen[0] ? addr : NULL;
+	so.port = port;
+	so.unix_path = d->cfg.socket[0] ? d->cfg.socket : NULL;
+	so.spin_us = (uint32_t)d->cfg.spin_us;
+	so.ctx = d;
+	so.on_hello = on_hello;
+	so.auth_key = d->has_auth_key ? d->auth_key : NULL;
+	so.on_request = arfd_on_request;
+	so.on_close = on_close;
+	if ((rc = arf_net_server_create(&so, &d->net, err, errlen)))
+		return rc;
+	if ((rc = arf_net_server_add_region(d->net, ARF_REGION_META, d->meta, d->meta_size, d->meta_fd, 0)) ||
+	    (rc = arf_net_server_add_region(d->net, ARF_REGION_DATA, d->data, d->data_size, d->data_fd, 0)) ||
+	    (rc = arf_net_server_add_region(d->net, ARF_REGION_SCRATCH, d->scratch, d->scratch_size,
+					    d->scratch_fd, ARF_NET_REGION_WRITABLE))) {
+		snprintf(err, errlen, "register regions: %s", strerror(-rc));
+		return rc;
+	}
+	if ((rc = set_info(d))) {
+		snprintf(err, errlen, "server info: %s", strerror(-rc));
+		return rc;
+	}
+	if ((rc = arfd_progs_start(d, err, errlen)))
+		return rc;
+	d->nworkers = d->cfg.workers;
+	for (int i = 0; i < d->nworkers; i++)
+		pthread_create(&d->workers[i], NULL, arfd_worker_main, d);
+	pthread_create(&d->committer, NULL, arfd_committer_main, d);
+	if ((rc = arf_net_server_start(d->net, err, errlen)))
+		return rc;
+	if ((rc = arfd_control_start(d, err, errlen)))
+		return rc;
+
+	char buf[64];
+	if (d->cfg.port_file[0]) {
+		snprintf(buf, sizeof(buf), "%u\n", arf_net_server_port(d->net));
+		if ((rc = write_file(d->cfg.port_file, buf))) {
+			snprintf(err, errlen, "port file %s: %s", d->cfg.port_file, strerror(-rc));
+			return rc;
+		}
+	}
+	if (d->cfg.pid_file[0]) {
+		snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+		if ((rc = write_file(d->cfg.pid_file, buf))) {
+			snprintf(err, errlen, "pid file %s: %s", d->cfg.pid_file, strerror(-rc));
+			return rc;
+		}
+	}
+	char where[400] = "";
+	if (d->cfg.listen[0])
+		snprintf(where, sizeof(where), "tcp %s%s%s:%u", strchr(addr, ':') ? "[" : "", addr,
+			 strchr(addr, ':') ? "]" : "", arf_net_server_port(d->net));
+	if (d->cfg.socket[0]) {
+		size_t wl = strlen(where);
+		snprintf(where + wl, sizeof(where) - wl, "%sshm %.200s", wl ? " and " : "", d->cfg.socket);
+	}
+	arfd_log(ARFD_LOG_INFO, "serving export '%s' (%s) on %s, incarnation %llu",
+		 d->cfg.export_name, d->cfg.sync ? "sync" : "async", where,
+		 (unsigned long long)d->incarnation);
+	return 0;
+}
+
+void arfd_stop(struct arfd *d)
+{
+	/* Stop taking requests first, then drain the workers and the committer
+	 * (which syncs what is still waiting), then close the store. */
+	arfd_control_stop(d);
+	arf_net_server_destroy(d->net);
+	d->net = NULL;
+	pthread_mutex_lock(&d->q_lock);
+	__atomic_store_n(&d->stopping, 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&d->q_cond);
+	pthread_mutex_unlock(&d->q_lock);
+	for (int i = 0; i < d->nworkers; i++)
+		pthread_join(d->workers[i], NULL);
+	if (d->nworkers) {
+		pthread_mutex_lock(&d->fs_lock);
+		pthread_cond_signal(&d->commit_cond);
+		pthread_mutex_unlock(&d->fs_lock);
+		pthread_join(d->committer, NULL);
+	}
+	if (d->store) {
+		char err[256];
+		if (arfd_store_sync(d->store, err, sizeof(err)))
+			arfd_log(ARFD_LOG_ERROR, "%s", err);
+	}
+	arfd_pending_destroy(d->pending);
+	arfd_progs_stop(d);
+	arf_meta_fs_detach(&d->fs);
+	arfd_store_close(d->store);
+	if (d->meta)
+		munmap(d->meta, d->meta_size);
+	if (d->data)
+		munmap(d->data, d->data_size);
+	if (d->scratch)
+		munmap(d->scratch, d->scratch_size);
+	if (d->meta_fd >= 0)
+		close(d->meta_fd);
+	if (d->data_fd >= 0)
+		close(d->data_fd);
+	if (d->scratch_fd >= 0)
+		close(d->scratch_fd);
+	if (d->cfg.pid_file[0])
+		unlink(d->cfg.pid_file);
+	if (d->cfg.socket[0])
+		unlink(d->cfg.socket);
+}

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arf-fuse internals: the mount options (one typed table, shared by arf-fuse
+ * and mount.arf), the node table that maps FUSE inode numbers to ARF file
+ * handles (ino, gen), open-file handles, and the low-level operation
+ * handlers split by what they touch (nodes, namespace, files, directories,
+ * extended attributes).
+ *
+ * Consistency (DESIGN.md §6) is NFS's: the kernel caches attributes and
+ * names for the ac* timeouts, open() revalidates with the server
+ * (close-to-open), and libarf's own caches are bounded the same way.
+ * Locks (fcntl and flock) are local to one mount: no lock handlers are
+ * registered, so the kernel arbitrates between processes of this mount
+ * only.  Not installed; libarf's arf.h is the only interface used.
+ */
+#ifndef ARF_FUSE_H
+#define ARF_FUSE_H
+
+#define FUSE_USE_VERSION 312
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "arf.h"
+
+#define ARF_FUSE_MAX_IO   (1u << 20)  /* max_read / max_write per request */
+#define ARF_FUSE_BLKSIZE  (1u << 20)  /* st_blksize: the preferred I/O size */
+#define ARF_FUSE_HIDDEN   ".arf-hidden-"
+
+/* ----- options (options.c) ----- */
+
+/** Everything a mount is told, from -o and the command line. */
+struct arf_fuse_opts {
+	char url[4352];          /* server URL (arf://, arf+shm://), with the export path */
+	char mountpoint[4096];
+	char fsname[4352];       /* fsname=: shown in /proc/mounts (mount.arf passes SPEC) */
+	int foreground;          /* -f: do not daemonize */
+	int debug;               /* `debug` or -d: libfuse and libarf chatter on stderr */
+	int ac;                  /* attribute caching on (default) */
+	uint32_t acregmin, acregmax, acdirmin, acdirmax; /* seconds */
+	int writeback;           /* kernel writeback cache (single-client semantics) */
+	char lookupcache[12];    /* lookupcache=: "positive" (default), "all" or "none" */
+	int neg_cache;           /* from lookupcache: the kernel caches failed lookups */
+	int spin_set;            /* spin_us was given */
+	uint32_t spin_us;        /* libarf: poll this long before sleeping */
+	uint32_t port;           /* port= (0 = from the URL) */
+	char transport[8];       /* transport= ("" = from the URL) */
+	char socket[256];        /* socket= (shm) */
+	char secret[256];        /* secret=: file holding the export's shared secret ("" = none) */
+	int allow_other;         /* allow_other (default when mounted by root) */
+	int sloppy;              /* mount.arf -s: ignore unknown options */
+	char kernel[256];        /* generic options for the kernel: ro,nosuid,... */
+};
+
+void arf_fuse_opts_init(struct arf_fuse_opts *o);
+/** Parse one comma-separated -o string into o.  Returns 0, or -EINVAL with
+ * the reason ("unknown option 'foo'", "acregmin: not a number") in err. */
+int arf_fuse_opts_parse(struct arf_fuse_opts *o, const char *optstr, char *err, size_t errlen);
+/** Resolve the transport options into o->url and check the timeouts.
+ * Returns 0 or -EINVAL with the reason in err. */
+int arf_fuse_opts_finish(struct arf_fuse_opts *o, char *err, size_t errlen);
+/** Print the option table (for --help). */
+void arf_fuse_opts_help(FILE *f);
+
+/** mount.arf: turn SPEC (HOST[:PORT]:/PATH, [V6ADDR][:PORT]:/PATH, or an
+ * arf:// URL) into a URL.  Returns 0 or -EINVAL with the reason in err. */
+int arf_fuse_spec_to_url(const char *spec, char *url, size_t cap, char *err, size_t errlen);
+
+/* ----- the mounted filesystem ----- */
+
+/** One file the kernel knows (nlookup > 0) or that is open. */
+struct arf_fuse_node {
+	uint64_t ino;            /* ARF inode number (st_ino) */
+	uint32_t gen;            /* ARF generation */
+	uint64_t nlookup;        /* kernel references (lookup count); under fs->lock */
+	uint32_t nopen;          /* open handles on this mount; under fs->lock */
+	int64_t seen_mtime_ns;   /* attributes the kernel was last given ... */
+	uint64_t seen_size;      /* ... (close-to-open compares against them) */
+	uint64_t fresh_until_ms; /* until then read through the uncached client */
+	char *hidden;            /* silly-renamed to this name in (hdir, hgen); NULL if not */
+	uint64_t hdir;
+	uint32_t hgen;
+	struct arf_cred hcred;   /* of the unlinker: removes the hidden name at last close */
+	struct arf_fuse_node *next; /* hash chain */
+};
+
+/** An open file. */
+struct arf_fuse_file {
+	struct arf_fuse_node *node;
+	struct arf_cred cred;    /* the opener's: reads and writes use them, as NFS does */
+	int append;              /* O_APPEND: write at the server's end of file */
+};
+
+struct arf_fuse {
+	struct arf_fuse_opts opts;
+	arf_client *c;           /* main client: libarf caches bounded like the kernel's */
+	arf_client *cf;          /* uncached client for revalidation (== c under noac) */
+	uint32_t cache_ms;       /* libarf attr/entry timeout of c */
+	struct fuse_session *se;
+	pthread_mutex_t lock;    /* the node table, nlookup, nopen, hidden */
+	struct arf_fuse_node **table;
+	size_t nbuckets;
+	size_t nnodes;
+	uint64_t open_files;     /* handles open on this mount (under lock) */
+	uint64_t hidden_seq;     /* silly-rename counter */
+	struct arf_fuse_node root;
+};
+
+/* nodes.c */
+int arf_fuse_nodes_init(struct arf_fuse *fs, const struct arf_stat *root);
+void arf_fuse_nodes_fini(struct arf_fuse *fs);
+/** The node for a FUSE inode number (never NULL for a number the kernel holds). */
+struct arf_fuse_node *arf_fuse_node(struct arf_fuse *fs, uint64_t nodeid);
+/** Find or make the node for (ino, gen) and count one kernel reference;
+ * returns its FUSE inode number, 0 on ENOMEM. */
+uint64_t arf_fuse_node_ref(struct arf_fuse *fs, uint64_t ino, uint32_t gen);
+void arf_fuse_node_forget(struct arf_fuse *fs, uint64_t nodeid, uint64_t nlookup);
+/** The node for (ino, gen) if the kernel or an open file holds it, else NULL;
+ * with *nopen set from under the lock. */
+struct arf_fuse_node *arf_fuse_node_find(struct arf_fuse *fs, uint64_t ino, uint32_t gen,
+					 uint32_t *nopen);
+void arf_fuse_node_open(struct arf_fuse *fs, struct arf_fuse_node *n);
+/** Drop one open; returns the hidden name to remove (malloc'd, caller frees)
+ * when this was the last open of a silly-renamed file, else NULL. */
+char *arf_fuse_node_close(struct arf_fuse *fs, struct arf_fuse_node *n, uint64_t *hdir,
+			  uint32_t *hgen, struct arf_cred *hcred);
+/** Record that (ino, gen) now lives on as name in (dir, dgen), taking name.
+ * Returns 0, or -ENOENT if no file of this mount holds it open any more
+ * (the caller then removes the name itself, and still owns it). */
+int arf_fuse_node_hide(struct arf_fuse *fs, uint64_t ino, uint32_t gen, char *name, uint64_t dir,
+		       uint32_t dgen, const struct arf_cred *cred);
+/** Take every hidden name left (at unmount); calls fn for each. */
+void arf_fuse_node_hidden_each(struct arf_fuse *fs,
+			       void (*fn)(struct arf_fuse *fs, struct arf_fuse_node *n));
+/** Remember the attributes handed to the kernel. */
+void arf_fuse_node_seen(struct arf_fuse *fs, struct arf_fuse_node *n, const struct arf_stat *st);
+/** The client to read n through: cf while c may hold a stale copy. */
+arf_client *arf_fuse_reader(struct arf_fuse *fs, struct arf_fuse_node *n);
+
+/* attr.c: conversions, cache timeouts and error codes */
+void arf_fuse_stat(const struct arf_stat *a, struct stat *st);
+double arf_fuse_attr_timeout(const struct arf_fuse *fs, const struct arf_stat *a);
+double arf_fuse_entry_timeout(const struct arf_fuse *fs);
+/** Reply with an entry for a looked-up or created file (one kernel reference). */
+int arf_fuse_reply_entry(struct arf_fuse *fs, fuse_req_t req, const struct arf_stat *a);
+/** Fill e for a file and count a kernel reference; -ENOMEM if out of memory. */
+int arf_fuse_fill_entry(struct arf_fuse *fs, struct fuse_entry_param *e, const struct arf_stat *a);
+/** libarf's -errno or ARF code -> positive errno for fuse_reply_err. */
+int arf_fuse_errno(int rc);
+/** The same for a file named by handle: a vanished file is ESTALE. */
+int arf_fuse_errno_fh(int rc);
+
+/* cred.c: every request runs with the caller's uid, gid and groups */
+void arf_fuse_cred_req(fuse_req_t req, struct arf_cred *cred);
+void arf_fuse_cred_set(fuse_req_t req);
+
+/* hidden.c: NFS's silly rename, for files unlinked while open here */
+/** If name in (dir, dgen) is the last name of a file open on this mount,
+ * rename it to a hidden name first.  Returns 1 (hidden), 0 (nothing to do)
+ * or the rename's error. */
+int arf_fuse_hide_if_open(struct arf_fuse *fs, uint64_t dir, uint32_t dgen, const char *name,
+			  const struct arf_cred *cred);
+/** Remove a hidden name at the last close. */
+void arf_fuse_hidden_remove(struct arf_fuse *fs, uint64_t dir, uint32_t dgen, char *name,
+			    const struct arf_cred *cred);
+/** Remove every hidden name left (at unmount). */
+void arf_fuse_hidden_cleanup(struct arf_fuse *fs);
+
+/* ops_file.c: close-to-open.  Ask the server for n's attributes; read n
+ * through the uncached client while the main one may hold an older copy;
+ * *keep_cache says whether the kernel's pages still match, and if not the
+ * kernel's attributes are dropped too.  Returns 0 or libarf's error. */
+int arf_fuse_revalidate(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_node *n,
+			int *keep_cache);
+
+/* handlers: ops_node.c, ops_ns.c, ops_file.c, ops_dir.c, xattr.c */
+void arf_fuse_ops_node(struct fuse_lowlevel_ops *ops);
+void arf_fuse_ops_ns(struct fuse_lowlevel_ops *ops);
+void arf_fuse_ops_file(struct fuse_lowlevel_ops *ops);
+void arf_fuse_ops_dir(struct fuse_lowlevel_ops *ops);
+void arf_fuse_ops_xattr(struct fuse_lowlevel_ops *ops);
+
+static inline struct arf_fuse *arf_fuse_of(fuse_req_t req)
+{
+	return (struct arf_fuse *)fuse_req_userdata(req);
+}
+
+/* session.c / daemon.c */
+/** Connect, mount and serve until unmounted.  ready_fd (-1 if none) gets
+ * one status byte and an error line once the mount is up or has failed. */
+int arf_fuse_run(struct arf_fuse_opts *o, int ready_fd);
+/** Fork: the parent waits on a pipe for the child's report and exits with
+ * it; the child returns the pipe's write end.  Returns -errno on failure. */
+int arf_fuse_daemonize(void);
+/** Child side: report success (msg NULL) or failure. */
+void arf_fuse_report(int ready_fd, int status, const char *msg);
+/** Stdio to /dev/null, cwd to /, logs to syslog (stderr kept if asked). */
+void arf_fuse_detach(int keep_stderr);
+/** Logs through libfuse's log sink (stderr, or syslog once daemonized). */
+void arf_fuse_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif /* ARF_FUSE_H */

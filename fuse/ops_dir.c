@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Directory handlers: opendir, readdir, readdirplus, releasedir, fsyncdir.
+ *
+ * Offsets given to the kernel are ARF's stable cookies ("resume after this
+ * entry") shifted by two, below which sit "." (1) and ".." (2), so a
+ * listing resumes exactly where the kernel asks however the directory
+ * changed meanwhile.  Entries are fetched in batches and the last batch is
+ * kept with the open directory (the kernel serialises readdir calls on one
+ * open directory).  readdirplus gives the kernel each entry's attributes
+ * and a lookup reference, saving a lookup per name for `ls -l` and the like.
+ * opendir revalidates like open (close-to-open for listings).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arf_fuse.h"
+
+#define BATCH 128
+
+struct dir_handle {
+	size_t n;                /* entries in ents */
+	int eof;                 /* ents ends the listing */
+	uint64_t from;           /* the cookie ents was fetched after */
+	struct arf_dirent ents[BATCH];
+};
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_node *n = arf_fuse_node(fs, ino);
+	int keep;
+
+	arf_fuse_cred_set(req);
+	int rc = arf_fuse_revalidate(fs, ino, n, &keep);
+	if (rc) {
+		fuse_reply_err(req, arf_fuse_errno_fh(rc));
+		return;
+	}
+	struct dir_handle *d = calloc(1, sizeof(*d));
+	if (!d) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	d->from = UINT64_MAX; /* nothing fetched */
+	fi->fh = (uintptr_t)d;
+	fi->cache_readdir = 0;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		free(d);
+}
+
+/* Make d hold the entries after cookie, starting at *pos.  0 or libarf's error. */
+static int batch_at(struct arf_fuse *fs, struct arf_fuse_node *dn, struct dir_handle *d,
+		    uint64_t cookie, size_t *pos)
+{
+	if (d->from != UINT64_MAX) {
+		if (cookie == d->from) {
+			*pos = 0;
+			return 0;
+		}
+		for (size_t i = 0; i < d->n; i++)
+			if (d->ents[i].cookie == cookie && (i + 1 < d->n || d->eof)) {
+				*pos = i + 1;
+				return 0;
+			}
+	}
+	size_t n = 0;
+	int eof = 0;
+	int rc = arf_readdir(arf_fuse_reader(fs, dn), dn->ino, dn->gen, cookie, d->ents, BATCH,
+			     &n, &eof);
+	if (rc) {
+		d->from = UINT64_MAX;
+		return rc;
+	}
+	d->n = n;
+	d->eof = eof;
+	d->from = cookie;
+	*pos = 0;
+	return 0;
+}
+
+/* Add one entry without attributes; returns its size, or 0 when it does
+ * not fit.  In a readdirplus reply it goes with a zero node id: the kernel
+ * then takes no reference (as for "." and ".."). */
+static size_t add_plain(fuse_req_t req, int plus, char *buf, size_t room, const char *name,
+			uint64_t ino, unsigned type, off_t next)
+{
+	struct fuse_entry_param e;
+	memset(&e, 0, sizeof(e));
+	e.attr.st_ino = (ino_t)ino;
+	e.attr.st_mode = (mode_t)(type << 12);
+	size_t need = plus ? fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0)
+			   : fuse_add_direntry(req, NULL, 0, name, NULL, 0);
+	if (need > room)
+		return 0;
+	return plus ? fuse_add_direntry_plus(req, buf, room, name, &e, next)
+		    : fuse_add_direntry(req, buf, room, name, &e.attr, next);
+}
+
+/* Entries given a lookup reference in this reply, to undo if it is lost. */
+struct refs {
+	uint64_t *ids;
+	size_t n, cap;
+};
+
+static size_t add_plus(struct arf_fuse *fs, fuse_req_t req, char *buf, size_t room,
+		       const struct arf_dirent *de, off_t next, struct refs *refs)
+{
+	struct fuse_entry_param e;
+	struct arf_stat st;
+	size_t need = fuse_add_direntry_plus(req, NULL, 0, de->name, NULL, 0);
+
+	if (need > room)
+		return 0;
+	if (refs->n == refs->cap) {
+		size_t cap = refs->cap ? 2 * refs->cap : 64;
+		uint64_t *ids = realloc(refs->ids, cap * sizeof(*ids));
+		if (!ids)
+			return add_plain(req, 1, buf, room, de->name, de->ino, de->type, next);
+		refs->ids = ids;
+		refs->cap = cap;
+	}
+	if (arf_getattr(fs->c, de->ino, de->gen, &st) || arf_fuse_fill_entry(fs, &e, &st))
+		/* gone meanwhile (or no memory): a name without attributes */
+		return add_plain(req, 1, buf, room, de->name, de->ino, de->type, next);
+	refs->ids[refs->n++] = e.ino;
+	return fuse_add_direntry_plus(req, buf, room, de->name, &e, next);
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi, int plus)
+{
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_node *dn = arf_fuse_node(fs, ino);
+	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
+	char *buf = malloc(size);
+	size_t used = 0, pos, got;
+	struct refs refs = { NULL, 0, 0 };
+	int rc = 0;
+
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	arf_fuse_cred_set(req);
+	if (off == 0) /* a new pass (rewinddir): fetch afresh */
+		d->from = UINT64_MAX;
+	/* "." and ".." first: the kernel takes no reference for them */
+	if (off == 0) {
+		got = add_plain(req, plus, buf, size, ".", dn->ino, DT_DIR, 1);
+		if (!got)
+			goto reply;
+		used += got;
+		off = 1;
+	}
+	if (off == 1) {
+		/* ".." of the mount's root is outside the mount: the root itself */
+		struct arf_stat up;
+		uint64_t upino = dn->ino;
+		if (ino != FUSE_ROOT_ID && !arf_lookup(fs->c, dn->ino, dn->gen, "..", &up))
+			upino = up.ino;
+		got = add_plain(req, plus, buf + used, size - used, "..", upino, DT_DIR, 2);
+		if (!got)
+			goto reply;
+		used += got;
+		off = 2;
+	}
+	uint64_t cookie = (uint64_t)off - 2;
+	for (;;) {
+		rc = batch_at(fs, dn, d, cookie, &pos);
+		if (rc || d->n == pos)
+			break;
+		for (; pos < d->n; pos++) {
+			const struct arf_dirent *de = &d->ents[pos];
+			off_t next = (off_t)(de->cookie + 2);
+			got = plus ? add_plus(fs, req, buf + used, size - used, de, next, &refs)
+				   : add_plain(req, 0, buf + used, size - used, de->name,
+					       de->ino, de->type, next);
+			if (!got)
+				goto reply;
+			used += got;
+			cookie = de->cookie;
+		}
+		if (d->eof)
+			break;
+	}
+reply:
+	if (rc && !used)
+		fuse_reply_err(req, arf_fuse_errno_fh(rc));
+	else if (fuse_reply_buf(req, buf, used) == -ENOENT) /* interrupted: no references */
+		for (size_t i = 0; i < refs.n; i++)
+			arf_fuse_node_forget(fs, refs.ids[i], 1);
+	free(refs.ids);
+	free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, 0);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			   struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, 1);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	free((void *)(uintptr_t)fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_node *n = arf_fuse_node(fs, ino);
+
+	(void)datasync;
+	(void)fi;
+	arf_fuse_cred_set(req);
+	fuse_reply_err(req, arf_fuse_errno_fh(arf_fsync(fs->c, n->ino, n->gen)));
+}
+
+void arf_fuse_ops_dir(struct fuse_lowlevel_ops *ops)
+{
+	ops->opendir = op_opendir;
+	ops->readdir = op_readdir;
+	ops->readdirplus = op_readdirplus;
+	ops->releasedir = op_releasedir;
+	ops->fsyncdir = op_fsyncdir;
+}

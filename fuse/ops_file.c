@@ -1,0 +1,280 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Handlers on open files: create, open, read, write, flush, release, fsync.
+ *
+ * Close-to-open (DESIGN.md §6): open() asks the server for the file's
+ * attributes through the uncached client.  If they differ from what the
+ * kernel was last told, the kernel's cached attributes are dropped and its
+ * page cache is not kept, so the first read sees every write acknowledged
+ * before the open; if they differ from the main client's cached copy, the
+ * file is read through the uncached client until that copy has expired.
+ * Writes are synchronous requests, so close() has nothing to flush.
+ * Reads and writes use the opener's credentials, as NFS does.
+ *
+ * O_APPEND: the kernel would append at its own idea of the size, which
+ * another client may have outgrown since; so (without the writeback cache)
+ * such files are opened for direct I/O and each write goes to the end of
+ * file as the server has it then.  As on NFS, appends from two clients at
+ * the same moment are not atomic with respect to each other.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "arf_fuse.h"
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int same_attr(const struct arf_stat *a, const struct arf_stat *b)
+{
+	return a->gen == b->gen && a->size == b->size && a->mtime_ns == b->mtime_ns &&
+	       a->ctime_ns == b->ctime_ns && a->mode == b->mode && a->nlink == b->nlink;
+}
+
+int arf_fuse_revalidate(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_node *n,
+			int *keep_cache)
+{
+	struct arf_stat fresh, cached;
+	int rc = arf_getattr(fs->cf, n->ino, n->gen, &fresh);
+
+	if (rc)
+		return rc;
+	if (fs->cf != fs->c &&
+	    (arf_getattr(fs->c, n->ino, n->gen, &cached) || !same_attr(&cached, &fresh)))
+		__atomic_store_n(&n->fresh_until_ms, now_ms() + fs->cache_ms + 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&fs->lock);
+	*keep_cache = n->seen_mtime_ns == fresh.mtime_ns && n->seen_size == fresh.size;
+	pthread_mutex_unlock(&fs->lock);
+	if (!*keep_cache && fs->se)
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0); /* attributes only */
+	return 0;
+}
+
+static struct arf_fuse_file *file_of(struct fuse_file_info *fi)
+{
+	return (struct arf_fuse_file *)(uintptr_t)fi->fh;
+}
+
+static struct arf_fuse_file *file_new(struct arf_fuse *fs, fuse_req_t req, struct arf_fuse_node *n,
+				      struct fuse_file_info *fi)
+{
+	struct arf_fuse_file *h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	h->node = n;
+	arf_fuse_cred_req(req, &h->cred);
+	if ((fi->flags & O_APPEND) && !fs->opts.writeback) {
+		h->append = 1;
+		fi->direct_io = 1;
+	}
+	arf_fuse_node_open(fs, n);
+	return h;
+}
+
+static void file_free(struct arf_fuse *fs, struct arf_fuse_file *h)
+{
+	uint64_t hdir = 0;
+	uint32_t hgen = 0;
+	struct arf_cred hcred;
+	char *hidden = arf_fuse_node_close(fs, h->node, &hdir, &hgen, &hcred);
+
+	if (hidden)
+		arf_fuse_hidden_remove(fs, hdir, hgen, hidden, &hcred);
+	free(h);
+}
+
+static int truncate0(struct arf_fuse *fs, struct arf_fuse_node *n)
+{
+	struct arf_setattr sa;
+	struct arf_stat st;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.valid = ARF_SET_SIZE;
+	return arf_setattr(fs->c, n->ino, n->gen, &sa, &st);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+		      struct fuse_file_info *fi)
+{
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_node *p = arf_fuse_node(fs, parent);
+	struct fuse_entry_param e;
+	struct arf_stat st;
+	int rc;
+
+	arf_fuse_cred_set(req);
+	rc = arf_create(fs->c, p->ino, p->gen, name, mode & 07777, (fi->flags & O_EXCL) != 0, &st);
+	if (!rc && (fi->flags & O_TRUNC) && st.size) /* an existing file, reopened */
+		rc = arf_setattr(fs->c, st.ino, st.gen,
+				 &(struct arf_setattr){ .valid = ARF_SET_SIZE }, &st);
+	if (rc) {
+		fuse_reply_err(req, arf_fuse_errno(rc));
+		return;
+	}
+	rc = arf_fuse_fill_entry(fs, &e, &st);
+	if (rc) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	struct arf_fuse_file *h = file_new(fs, req, arf_fuse_node(fs, e.ino), fi);
+	if (!h) {
+		arf_fuse_node_forget(fs, e.ino, 1);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = (uintptr_t)h;
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) { /* interrupted */
+		file_free(fs, h);
+		arf_fuse_node_forget(fs, e.ino, 1);
+	}
+}
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_node *n = arf_fuse_node(fs, ino);
+	int keep = 0, rc;
+
+	arf_fuse_cred_set(req);
+	rc = arf_fuse_revalidate(fs, ino, n, &keep);
+	if (!rc && (fi->flags & O_TRUNC)) {
+		rc = truncate0(fs, n);
+		keep = 0;
+	}
+	if (rc) {
+		fuse_reply_err(req, arf_fuse_errno_fh(rc));
+		return;
+	}
+	struct arf_fuse_file *h = file_new(fs, req, n, fi);
+	if (!h) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = (uintptr_t)h;
+	fi->keep_cache = keep;
+	if (fuse_reply_open(req, fi) == -ENOENT)
+		file_free(fs, h);
+}
+
+/* One read buffer per worker thread: reads are up to 1 MiB, and a fresh
+ * malloc of that size per request would be an mmap and munmap each time. */
+static pthread_key_t buf_key;
+static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
+
+static void buf_key_init(void)
+{
+	pthread_key_create(&buf_key, free);
+}
+
+static void *read_buf(size_t size, int *owned)
+{
+	*owned = 0;
+	if (size > ARF_FUSE_MAX_IO) {
+		*owned = 1;
+		return malloc(size);
+	}
+	pthread_once(&buf_once, buf_key_init);
+	void *b = pthread_getspecific(buf_key);
+	if (!b) {
+		b = malloc(ARF_FUSE_MAX_IO);
+		if (b && pthread_setspecific(buf_key, b)) {
+			*owned = 1;
+		}
+	}
+	return b;
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_file *h = file_of(fi);
+	struct arf_fuse_node *n = h->node;
+	int owned;
+	void *buf = read_buf(size, &owned);
+
+	(void)ino;
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	arf_set_thread_cred(&h->cred);
+	ssize_t r = arf_read(arf_fuse_reader(fs, n), n->ino, n->gen, (uint64_t)off, buf, size);
+	if (r < 0)
+		fuse_reply_err(req, arf_fuse_errno_fh((int)r));
+	else
+		fuse_reply_buf(req, buf, (size_t)r);
+	if (owned)
+		free(buf);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+		     struct fuse_file_info *fi)
+{
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_file *h = file_of(fi);
+	struct arf_fuse_node *n = h->node;
+
+	(void)ino;
+	arf_set_thread_cred(&h->cred);
+	if (h->append) {
+		struct arf_stat st;
+		int rc = arf_getattr(fs->cf, n->ino, n->gen, &st);
+		if (rc) {
+			fuse_reply_err(req, arf_fuse_errno_fh(rc));
+			return;
+		}
+		off = (off_t)st.size;
+	}
+	ssize_t w = arf_write(fs->c, n->ino, n->gen, (uint64_t)off, buf, size);
+	if (w < 0)
+		fuse_reply_err(req, arf_fuse_errno_fh((int)w));
+	else
+		fuse_reply_write(req, (size_t)w);
+}
+
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	/* writes were acknowledged by the server already; locks are the kernel's */
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	file_free(arf_fuse_of(req), file_of(fi));
+	fuse_reply_err(req, 0);
+}
+
+static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_node *n = arf_fuse_node(fs, ino);
+
+	(void)datasync;
+	if (fi && fi->fh)
+		arf_set_thread_cred(&file_of(fi)->cred);
+	else
+		arf_fuse_cred_set(req);
+	fuse_reply_err(req, arf_fuse_errno_fh(arf_fsync(fs->c, n->ino, n->gen)));
+}
+
+void arf_fuse_ops_file(struct fuse_lowlevel_ops *ops)
+{
+	ops->create = op_create;
+	ops->open = op_open;
+	ops->read = op_read;
+	ops->write = op_write;
+	ops->flush = op_flush;
+	ops->release = op_release;
+	ops->fsync = op_fsync;
+}

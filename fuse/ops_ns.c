@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Handlers that change names: mknod, mkdir, symlink, link, unlink, rmdir,
+ * rename.  Each is one libarf request with the caller's credentials; the
+ * two that can remove a file's last name first give an open file a hidden
+ * name (hidden.c).  RENAME_EXCHANGE and RENAME_WHITEOUT are not supported
+ * (EINVAL); RENAME_NOREPLACE is the server's.
+ */
+#include <errno.h>
+#include <stdio.h>
+
+#include "arf_fuse.h"
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#endif
+
+/* Reply to a request that made a new name. */
+static void reply_new(fuse_req_t req, struct arf_fuse *fs, int rc, const struct arf_stat *st)
+{
+	if (rc)
+		fuse_reply_err(req, arf_fuse_errno(rc));
+	else
+		arf_fuse_reply_entry(fs, req, st);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
+{
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_node *p = arf_fuse_node(fs, parent);
+	struct arf_stat st;
+
+	arf_fuse_cred_set(req);
+	int rc = arf_mknod(fs->c, p->ino, p->gen, name, mode, rdev, &st);
+	reply_new(req, fs, rc, &st);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_node *p = arf_fuse_node(fs, parent);
+	struct arf_stat st;
+
+	arf_fuse_cred_set(req);
+	int rc = arf_mkdir(fs->c, p->ino, p->gen, name, mode & 07777, &st);
+	reply_new(req, fs, rc, &st);
+}
+
+static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
+{
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_node *p = arf_fuse_node(fs, parent);
+	struct arf_stat st;
+
+	arf_fuse_cred_set(req);
+	int rc = arf_symlink(fs->c, p->ino, p->gen, name, target, &st);
+	reply_new(req, fs, rc, &st);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_node *n = arf_fuse_node(fs, ino), *p = arf_fuse_node(fs, newparent);
+	struct arf_stat st;
+
+	arf_fuse_cred_set(req);
+	int rc = arf_link(fs->c, n->ino, n->gen, p->ino, p->gen, newname, &st);
+	reply_new(req, fs, rc, &st);
+}
+
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_node *p = arf_fuse_node(fs, parent);
+	struct arf_cred cred;
+
+	arf_fuse_cred_req(req, &cred);
+	arf_set_thread_cred(&cred);
+	int rc = arf_fuse_hide_if_open(fs, p->ino, p->gen, name, &cred);
+	if (rc == 0)
+		rc = arf_unlink(fs->c, p->ino, p->gen, name);
+	else if (rc == 1) /* hidden: the name is gone, which is what was asked */
+		rc = 0;
+	fuse_reply_err(req, arf_fuse_errno(rc));
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_node *p = arf_fuse_node(fs, parent);
+
+	arf_fuse_cred_set(req);
+	fuse_reply_err(req, arf_fuse_errno(arf_rmdir(fs->c, p->ino, p->gen, name)));
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+		      const char *newname, unsigned int flags)
+{
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_node *p = arf_fuse_node(fs, parent), *np = arf_fuse_node(fs, newparent);
+	struct arf_cred cred;
+	int rc = 0;
+
+	if (flags & ~(unsigned)RENAME_NOREPLACE) { /* EXCHANGE, WHITEOUT */
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	arf_fuse_cred_req(req, &cred);
+	arf_set_thread_cred(&cred);
+	/* the kernel has checked the types and rights already, so once the
+	 * target is hidden the rename is not expected to fail */
+	if (!(flags & RENAME_NOREPLACE))
+		rc = arf_fuse_hide_if_open(fs, np->ino, np->gen, newname, &cred);
+	if (rc >= 0)
+		rc = arf_rename(fs->c, p->ino, p->gen, name, np->ino, np->gen, newname,
+				(flags & RENAME_NOREPLACE) ? ARF_RENAME_NOREPLACE : 0);
+	fuse_reply_err(req, arf_fuse_errno(rc));
+}
+
+void arf_fuse_ops_ns(struct fuse_lowlevel_ops *ops)
+{
+	ops->mknod = op_mknod;
+	ops->mkdir = op_mkdir;
+	ops->symlink = op_symlink;
+	ops->link = op_link;
+	ops->unlink = op_unlink;
+	ops->rmdir = op_rmdir;
+	ops->rename = op_rename;
+}

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * meta/ transactions: the record of every object one mutation changed.
+ *
+ * arf_meta_touch() makes an object's version odd (so one-sided readers
+ * reject it until it is sealed again) and appends (region, off, len) to
+ * fs->dirty once, deduplicated through fs->dirty_set, an open-addressing
+ * set of keys.  arfd persists the list and then seals (or lets txn_end seal).
+ *
+ * The set is cleared at txn_begin by zeroing only the clusters the previous
+ * transaction used, so a huge transaction (format) does not make every later
+ * one pay for clearing a huge table.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "meta_int.h"
+
+/* Key of an object in the dedupe set; never 0 (0 marks an empty slot). */
+static uint64_t dkey(int region, uint64_t off)
+{
+	return (((uint64_t)(region & 1) << 63) | off) + 1;
+}
+
+static size_t dslot(uint64_t key, size_t cap)
+{
+	return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 17) & (cap - 1);
+}
+
+static void set_put(uint64_t *set, size_t cap, uint64_t key)
+{
+	size_t i = dslot(key, cap);
+
+	while (set[i] && set[i] != key)
+		i = (i + 1) & (cap - 1);
+	set[i] = key;
+}
+
+/* Make room for n more records: list and set.  0 or -ENOMEM. */
+static int grow(struct arf_meta_fs *fs, size_t n)
+{
+	size_t need = fs->ndirty + n;
+
+	if (need > fs->dirty_cap) {
+		size_t cap = fs->dirty_cap ? fs->dirty_cap : 64;
+		while (cap < need)
+			cap *= 2;
+		struct arf_meta_dirty *d = realloc(fs->dirty, cap * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		fs->dirty = d;
+		fs->dirty_cap = cap;
+	}
+	if (need * 2 > fs->dirty_set_cap) {
+		size_t cap = fs->dirty_set_cap ? fs->dirty_set_cap : 128;
+		while (cap < need * 2)
+			cap *= 2;
+		uint64_t *set = calloc(cap, sizeof(*set));
+		if (!set)
+			return -ENOMEM;
+		for (size_t i = 0; i < fs->ndirty; i++)
+			set_put(set, cap, dkey(fs->dirty[i].region, fs->dirty[i].off));
+		free(fs->dirty_set);
+		fs->dirty_set = set;
+		fs->dirty_set_cap = cap;
+	}
+	return 0;
+}
+
+int arf_meta_txn_reserve(struct arf_meta_fs *fs, size_t n)
+{
+	return grow(fs, n);
+}
+
+void arf_meta_txn_begin(struct arf_meta_fs *fs)
+{
+	size_t cap = fs->dirty_set_cap;
+
+	if (fs->dirty_set && fs->ndirty * 8 >= cap) {
+		memset(fs->dirty_set, 0, cap * sizeof(*fs->dirty_set));
+	} else if (fs->dirty_set) {
+		/* zero each used key's cluster from its home slot on */
+		for (size_t k = 0; k < fs->ndirty; k++) {
+			size_t i = dslot(dkey(fs->dirty[k].region, fs->dirty[k].off), cap);
+			while (fs->dirty_set[i]) {
+				fs->dirty_set[i] = 0;
+				i = (i + 1) & (cap - 1);
+			}
+		}
+	}
+	fs->ndirty = 0;
+	fs->in_txn = 1;
+}
+
+void *arf_meta_touch(struct arf_meta_fs *fs, int region, uint64_t off, uint32_t len)
+{
+	uint8_t *base = region == ARF_REGION_DATA ? fs->data : fs->meta;
+	uint64_t key = dkey(region, off);
+
+	if (fs->dirty_set_cap) {
+		size_t i = dslot(key, fs->dirty_set_cap);
+		while (fs->dirty_set[i]) {
+			if (fs->dirty_set[i] == key)
+				goto found;
+			i = (i + 1) & (fs->dirty_set_cap - 1);
+		}
+	}
+	/* Callers reserve (arf_meta_txn_reserve) before their first touch; a
+	 * list that cannot grow here would lose a change silently, so stop. */
+	if (grow(fs, 1))
+		abort();
+	set_put(fs->dirty_set, fs->dirty_set_cap, key);
+	fs->dirty[fs->ndirty++] = (struct arf_meta_dirty){
+		.region = (uint8_t)region, .len = len, .off = off };
+found:
+	if (region == ARF_REGION_META)
+		arf_meta_obj_begin(base + off, len);
+	return base + off;
+}
+
+size_t arf_meta_txn_end(struct arf_meta_fs *fs, const struct arf_meta_dirty **list)
+{
+	if (!fs->defer_seal)
+		for (size_t i = 0; i < fs->ndirty; i++)
+			if (fs->dirty[i].region == ARF_REGION_META)
+				arf_meta_obj_seal(fs->meta + fs->dirty[i].off, fs->dirty[i].len);
+	fs->in_txn = 0;
+	if (list)
+		*list = fs->dirty;
+	return fs->ndirty;
+}

@@ -1,0 +1,678 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The interpreter.  It trusts what the verifier established about the code
+ * (valid encodings and registers, jumps inside the program, no fall off the
+ * end, registered helper ids) and checks everything that depends on values:
+ * each load, store and atomic goes through one lookup in the region table
+ * and one overflow-safe range check; each instruction counts against the
+ * budget; local calls nest at most ARF_MC_MAX_FRAMES deep; `call %rN`
+ * checks the helper id it finds in the register.
+ *
+ * The loop keeps the registers and the budget in locals and dispatches on
+ * the whole opcode byte through a table of labels (GNU C computed goto),
+ * one indirect jump at the end of every handler.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "mc_int.h"
+
+/* Instructions between two looks at the clock when a deadline is set. */
+#define MC_SLICE (UINT64_C(1) << 16)
+
+static uint64_t mc_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static const char *region_name(const struct arf_mc_vm *vm, uint64_t k)
+{
+	if (k < MC_NREGIONS && vm->rname[k])
+		return vm->rname[k];
+
+	static const char *const names[] = { "null region", "stack", "context", "output buffer",
+					     "program data" };
+
+	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "embedder region";
+}
+
+/* Message and code for an access to [addr, addr + len) that failed. */
+static int fault(const struct arf_mc_vm *vm, struct arf_mc_result *res, size_t pc,
+		 uint64_t addr, unsigned len, const char *what, int write)
+{
+	uint64_t k = addr >> ARF_MC_ADDR_SHIFT, off = addr & ARF_MC_OFF_MASK;
+
+	res->pc = (uint32_t)pc;
+	if (k >= MC_NREGIONS)
+		snprintf(res->msg, sizeof(res->msg),
+			 "instruction %zu: %s of %u bytes at 0x%llx: no such region", pc, what, len,
+			 (unsigned long long)addr);
+	else if (write && arf_range_ok(off, len, vm->rsize[k]))
+		snprintf(res->msg, sizeof(res->msg),
+			 "instruction %zu: %s of %u bytes at 0x%llx: the %s is read-only", pc, what,
+			 len, (unsigned long long)addr, region_name(vm, k));
+	else
+		snprintf(res->msg, sizeof(res->msg),
+			 "instruction %zu: %s of %u bytes at 0x%llx: out of bounds of the %s "
+			 "(%llu bytes)", pc, what, len, (unsigned long long)addr, region_name(vm, k),
+			 (unsigned long long)vm->rsize[k]);
+	return ARF_EFAULT;
+}
+
+static int failf(struct arf_mc_result *res, size_t pc, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int failf(struct arf_mc_result *res, size_t pc, int code, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	res->pc = (uint32_t)pc;
+	k = snprintf(res->msg, sizeof(res->msg), "instruction %zu: ", pc);
+	va_start(ap, fmt);
+	vsnprintf(res->msg + k, sizeof(res->msg) - (size_t)k, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/* Host pointer for len bytes at addr in a region of the given sizes, or NULL. */
+static inline uint8_t *xlate(uint8_t *const *base, const uint64_t *sizes, uint64_t addr,
+			     unsigned len)
+{
+	uint64_t k = addr >> ARF_MC_ADDR_SHIFT, off = addr & ARF_MC_OFF_MASK;
+
+	if (__builtin_expect(k >= MC_NREGIONS || !arf_range_ok(off, len, sizes[k]), 0))
+		return NULL;
+	return base[k] + off;
+}
+
+static inline uint64_t ld(const uint8_t *p, unsigned len)
+{
+	uint8_t b;
+	uint16_t h;
+	uint32_t w;
+	uint64_t d;
+
+	switch (len) {
+	case 1: memcpy(&b, p, 1); return b;
+	case 2: memcpy(&h, p, 2); return h;
+	case 4: memcpy(&w, p, 4); return w;
+	default: memcpy(&d, p, 8); return d;
+	}
+}
+
+static inline void st(uint8_t *p, unsigned len, uint64_t v)
+{
+	uint8_t b = (uint8_t)v;
+	uint16_t h = (uint16_t)v;
+	uint32_t w = (uint32_t)v;
+
+	switch (len) {
+	case 1: memcpy(p, &b, 1); break;
+	case 2: memcpy(p, &h, 2); break;
+	case 4: memcpy(p, &w, 4); break;
+	default: memcpy(p, &v, 8); break;
+	}
+}
+
+/* An atomic operation on a naturally aligned word; returns the old value. */
+static uint64_t atomic_op(uint8_t *p, int dw, int32_t op, uint64_t src, uint64_t *r0)
+{
+	if (dw) {
+		uint64_t *q = (uint64_t *)(void *)p, old;
+
+		switch (op & ~MC_FETCH) {
+		case MC_ADD: return __atomic_fetch_add(q, src, __ATOMIC_SEQ_CST);
+		case MC_OR: return __atomic_fetch_or(q, src, __ATOMIC_SEQ_CST);
+		case MC_AND: return __atomic_fetch_and(q, src, __ATOMIC_SEQ_CST);
+		case MC_XOR: return __atomic_fetch_xor(q, src, __ATOMIC_SEQ_CST);
+		case MC_XCHG & ~MC_FETCH: return __atomic_exchange_n(q, src, __ATOMIC_SEQ_CST);
+		default: /* MC_CMPXCHG */
+			old = *r0;
+			__atomic_compare_exchange_n(q, &old, src, 0, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+			*r0 = old;
+			return old;
+		}
+	} else {
+		uint32_t *q = (uint32_t *)(void *)p, s = (uint32_t)src, old;
+
+		switch (op & ~MC_FETCH) {
+		case MC_ADD: return __atomic_fetch_add(q, s, __ATOMIC_SEQ_CST);
+		case MC_OR: return __atomic_fetch_or(q, s, __ATOMIC_SEQ_CST);
+		case MC_AND: return __atomic_fetch_and(q, s, __ATOMIC_SEQ_CST);
+		case MC_XOR: return __atomic_fetch_xor(q, s, __ATOMIC_SEQ_CST);
+		case MC_XCHG & ~MC_FETCH: return __atomic_exchange_n(q, s, __ATOMIC_SEQ_CST);
+		default: /* MC_CMPXCHG */
+			old = (uint32_t)*r0;
+			__atomic_compare_exchange_n(q, &old, s, 0, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+			*r0 = old;
+			return old;
+		}
+	}
+}
+
+/* Calls helper hp with r1..r5; 0, or the run's error. */
+static int call_helper(struct arf_mc_vm *vm, const struct mc_helper *hp, uint64_t *reg,
+		       size_t pc, int *unwind, struct arf_mc_result *res)
+{
+	struct arf_mc_call c;
+	uint64_t ret = 0;
+	int rc;
+
+	c.vm = vm;
+	c.ctx = hp->ctx;
+	c.user = vm->user;
+	c.pc = (uint32_t)pc;
+	c.unwind = 0;
+	c.why = NULL;
+	for (unsigned i = 0; i < 5; i++) {
+		c.arg[i] = reg[1 + i];
+		c.ptr[i] = NULL;
+	}
+	if (hp->has_ptr) {
+		for (unsigned i = 0; i < hp->nargs; i++) {
+			int w = hp->args[i] == ARF_MC_ARG_PTR_RW;
+			uint64_t len;
+
+			if (hp->args[i] != ARF_MC_ARG_PTR_RO && !w)
+				continue;
+			len = c.arg[hp->size_of[i]];
+			c.ptr[i] = arf_mc_vm_translate(vm, c.arg[i], len, w);
+			if (!c.ptr[i])
+				return failf(res, pc, ARF_EFAULT,
+					     "helper %s: argument %u (%llu bytes at 0x%llx) is not %s memory",
+					     hp->name, i + 1, (unsigned long long)len,
+					     (unsigned long long)c.arg[i], w ? "writable" : "readable");
+		}
+	}
+	rc = hp->fn(&c, &ret);
+	if (rc < 0) {
+		if (rc == ARF_EOUTPUT)
+			return failf(res, pc, rc, "helper %s: output limit of %zu bytes exceeded",
+				     hp->name, vm->out_cap);
+		return failf(res, pc, rc, "helper %s failed: %s", hp->name,
+			     c.why ? c.why : arf_err_text(rc) ? arf_err_text(rc) : strerror(-rc));
+	}
+	reg[0] = ret;
+	*unwind = c.unwind;
+	return 0;
+}
+
+#define U32(x) ((uint32_t)(x))
+#define S32(x) ((int32_t)(uint32_t)(x))
+#define S64(x) ((int64_t)(x))
+/* Fields of the current instruction w (little-endian, as on the wire). */
+#define OPC   ((uint8_t)w)
+#define DST   ((unsigned)(w >> 8) & 0xf)
+#define SRC   ((unsigned)(w >> 12) & 0xf)
+#define OFF   ((int16_t)(w >> 16))
+#define IMM   ((int32_t)(w >> 32))
+#define IMM64 ((uint64_t)(int64_t)IMM)
+
+/* Signed division and modulo as RFC 9669 wants them, without C's traps. */
+static inline uint64_t sdiv64(uint64_t a, uint64_t b)
+{
+	if (b == 0)
+		return 0;
+	if (S64(b) == -1)
+		return (uint64_t)0 - a;
+	return (uint64_t)(S64(a) / S64(b));
+}
+
+static inline uint64_t smod64(uint64_t a, uint64_t b)
+{
+	if (b == 0)
+		return a;
+	if (S64(b) == -1)
+		return 0;
+	return (uint64_t)(S64(a) % S64(b));
+}
+
+static inline uint32_t sdiv32(uint32_t a, uint32_t b)
+{
+	if (b == 0)
+		return 0;
+	if (S32(b) == -1)
+		return 0u - a;
+	return (uint32_t)(S32(a) / S32(b));
+}
+
+static inline uint32_t smod32(uint32_t a, uint32_t b)
+{
+	if (b == 0)
+		return a;
+	if (S32(b) == -1)
+		return 0;
+	return (uint32_t)(S32(a) % S32(b));
+}
+
+static inline uint64_t swap(uint64_t v, int32_t width)
+{
+	switch (width) {
+	case 16: return __builtin_bswap16((uint16_t)v);
+	case 32: return __builtin_bswap32((uint32_t)v);
+	default: return __builtin_bswap64(v);
+	}
+}
+
+static inline uint64_t trunc_le(uint64_t v, int32_t width)
+{
+	switch (width) {
+	case 16: return (uint16_t)v;
+	case 32: return (uint32_t)v;
+	default: return v;
+	}
+}
+
+/* Every opcode the interpreter implements: one label each below. */
+#define MC_OPCODES(X)                                                          \
+	X(0x07) X(0x0f) X(0x17) X(0x1f) X(0x27) X(0x2f) X(0x37) X(0x3f)        \
+	X(0x47) X(0x4f) X(0x57) X(0x5f) X(0x67) X(0x6f) X(0x77) X(0x7f)        \
+	X(0x87) X(0x97) X(0x9f) X(0xa7) X(0xaf) X(0xb7) X(0xbf) X(0xc7)        \
+	X(0xcf) X(0xd7)                                                        \
+	X(0x04) X(0x0c) X(0x14) X(0x1c) X(0x24) X(0x2c) X(0x34) X(0x3c)        \
+	X(0x44) X(0x4c) X(0x54) X(0x5c) X(0x64) X(0x6c) X(0x74) X(0x7c)        \
+	X(0x84) X(0x94) X(0x9c) X(0xa4) X(0xac) X(0xb4) X(0xbc) X(0xc4)        \
+	X(0xcc) X(0xd4) X(0xdc)                                                \
+	X(0x18)                                                                \
+	X(0x61) X(0x69) X(0x71) X(0x79) X(0x81) X(0x89) X(0x91)                \
+	X(0x62) X(0x6a) X(0x72) X(0x7a) X(0x63) X(0x6b) X(0x73) X(0x7b)        \
+	X(0xc3) X(0xdb)                                                        \
+	X(0x05) X(0x06)                                                        \
+	X(0x15) X(0x1d) X(0x25) X(0x2d) X(0x35) X(0x3d) X(0xa5) X(0xad)        \
+	X(0xb5) X(0xbd) X(0x45) X(0x4d) X(0x55) X(0x5d) X(0x65) X(0x6d)        \
+	X(0x75) X(0x7d) X(0xc5) X(0xcd) X(0xd5) X(0xdd)                        \
+	X(0x16) X(0x1e) X(0x26) X(0x2e) X(0x36) X(0x3e) X(0xa6) X(0xae)        \
+	X(0xb6) X(0xbe) X(0x46) X(0x4e) X(0x56) X(0x5e) X(0x66) X(0x6e)        \
+	X(0x76) X(0x7e) X(0xc6) X(0xce) X(0xd6) X(0xde)                        \
+	X(0x85) X(0x8d) X(0x95)
+
+static int run(struct arf_mc_vm *vm, const struct arf_mc_prog *p, void *ctx, size_t ctx_len,
+	       uint64_t budget, struct arf_mc_result *res)
+{
+	const struct arf_mc_insn *insns;
+	uint8_t *const *base;
+	const uint64_t *rsize, *wsize;
+	uint64_t reg[16] = { 0 }; /* 16: any 4-bit field indexes it safely */
+	/*
+	 * The budget is spent in slices: `left` counts down the current slice
+	 * and `reserve` holds the rest, so the loop keeps its one test per
+	 * instruction and the wall-clock deadline is looked at once per slice.
+	 */
+	uint64_t left, reserve, addr = 0;
+	size_t pc, cur = 0;
+	unsigned depth = 0, len = 0;
+	int unwind = 0, rc;
+
+	res->r0 = 0;
+	res->insns = 0;
+	res->out_len = 0;
+	res->pc = 0;
+	res->msg[0] = '\0';
+	if (!vm || !p)
+		return -EINVAL;
+	if (p->helpers != vm->helpers) {
+		snprintf(res->msg, sizeof(res->msg),
+			 "program was verified against another helper table");
+		return -EINVAL;
+	}
+	if ((ctx_len && !ctx) || ctx_len > ARF_MC_OFF_MASK) {
+		snprintf(res->msg, sizeof(res->msg), "bad context buffer");
+		return -EINVAL;
+	}
+
+	vm->base[ARF_MC_REGION_CTX] = ctx_len ? ctx : NULL;
+	vm->rsize[ARF_MC_REGION_CTX] = ctx_len;
+	vm->wsize[ARF_MC_REGION_CTX] = ctx_len;
+	vm->base[ARF_MC_REGION_RODATA] = p->rodata;
+	vm->rsize[ARF_MC_REGION_RODATA] = p->rodata_len;
+	vm->wsize[ARF_MC_REGION_RODATA] = 0;
+	vm->out_len = 0;
+	/* A vm serves many clients: nothing of one run may reach the next. */
+	memset(vm->stack, 0, sizeof(vm->stack));
+
+	insns = p->insns;
+	base = vm->base;
+	rsize = vm->rsize;
+	wsize = vm->wsize;
+	reg[1] = ctx_len ? ARF_MC_ADDR(ARF_MC_REGION_CTX, 0) : 0;
+	reg[2] = ctx_len;
+	reg[MC_FP] = ARF_MC_ADDR(ARF_MC_REGION_STACK, sizeof(vm->stack));
+	pc = p->entry;
+	left = vm->deadline_ns && budget > MC_SLICE ? MC_SLICE : budget;
+	reserve = budget - left;
+
+	/*
+	 * Threaded dispatch: each handler ends in its own indirect jump
+	 * (NEXT), which branch predictors follow far better than the single
+	 * jump of a switch.  Opcodes the verifier lets through have a label;
+	 * everything else lands on op_bad.
+	 */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Woverride-init"
+#ifdef __clang__
+#pragma GCC diagnostic ignored "-Winitializer-overrides"
+#endif
+#define LABEL(x) [x] = &&op_##x,
+	static const void *const dispatch[256] = {
+		[0 ... 255] = &&op_bad,
+		MC_OPCODES(LABEL)
+	};
+#pragma GCC diagnostic pop
+#define OP(x) op_##x:
+#define NEXT                                                           \
+	do {                                                           \
+		cur = pc;                                              \
+		if (__builtin_expect(left == 0, 0))                    \
+			goto out_of_budget;                            \
+		left--;                                                \
+		memcpy(&w, &insns[pc++], sizeof(w));                   \
+		d = &reg[DST];                                         \
+		s = reg[SRC];                                          \
+		goto *dispatch[OPC];                                   \
+	} while (0)
+
+	uint64_t w; /* the instruction, fields taken out where a handler needs them */
+	uint64_t *d, s;
+	uint8_t *q;
+
+	NEXT;
+
+	/* ---- ALU64 ---- */
+	OP(0x07) *d += IMM64; NEXT;
+	OP(0x0f) *d += s; NEXT;
+	OP(0x17) *d -= IMM64; NEXT;
+	OP(0x1f) *d -= s; NEXT;
+	OP(0x27) *d *= IMM64; NEXT;
+	OP(0x2f) *d *= s; NEXT;
+	OP(0x37) *d = OFF ? sdiv64(*d, IMM64) : IMM64 ? *d / IMM64 : 0; NEXT;
+	OP(0x3f) *d = OFF ? sdiv64(*d, s) : s ? *d / s : 0; NEXT;
+	OP(0x47) *d |= IMM64; NEXT;
+	OP(0x4f) *d |= s; NEXT;
+	OP(0x57) *d &= IMM64; NEXT;
+	OP(0x5f) *d &= s; NEXT;
+	OP(0x67) *d <<= (IMM & 63); NEXT;
+	OP(0x6f) *d <<= (s & 63); NEXT;
+	OP(0x77) *d >>= (IMM & 63); NEXT;
+	OP(0x7f) *d >>= (s & 63); NEXT;
+	OP(0x87) *d = (uint64_t)0 - *d; NEXT;
+	OP(0x97) *d = OFF ? smod64(*d, IMM64) : IMM64 ? *d % IMM64 : *d; NEXT;
+	OP(0x9f) *d = OFF ? smod64(*d, s) : s ? *d % s : *d; NEXT;
+	OP(0xa7) *d ^= IMM64; NEXT;
+	OP(0xaf) *d ^= s; NEXT;
+	OP(0xb7) *d = IMM64; NEXT;
+	OP(0xbf)
+		switch (OFF) {
+		case 8: *d = (uint64_t)(int64_t)(int8_t)s; break;
+		case 16: *d = (uint64_t)(int64_t)(int16_t)s; break;
+		case 32: *d = (uint64_t)(int64_t)(int32_t)s; break;
+		default: *d = s; break;
+		}
+		NEXT;
+	OP(0xc7) *d = (uint64_t)(S64(*d) >> (IMM & 63)); NEXT;
+	OP(0xcf) *d = (uint64_t)(S64(*d) >> (s & 63)); NEXT;
+	OP(0xd7) *d = swap(*d, IMM); NEXT;
+
+	/* ---- ALU (32-bit; results zero-extended) ---- */
+	OP(0x04) *d = U32(*d + (uint32_t)IMM); NEXT;
+	OP(0x0c) *d = U32(*d + s); NEXT;
+	OP(0x14) *d = U32(*d - (uint32_t)IMM); NEXT;
+	OP(0x1c) *d = U32(*d - s); NEXT;
+	OP(0x24) *d = U32(U32(*d) * (uint32_t)IMM); NEXT;
+	OP(0x2c) *d = U32(U32(*d) * U32(s)); NEXT;
+	OP(0x34)
+		*d = OFF ? sdiv32(U32(*d), (uint32_t)IMM)
+			    : IMM ? U32(*d) / (uint32_t)IMM : 0;
+		NEXT;
+	OP(0x3c) *d = OFF ? sdiv32(U32(*d), U32(s)) : U32(s) ? U32(*d) / U32(s) : 0; NEXT;
+	OP(0x44) *d = U32(*d | (uint32_t)IMM); NEXT;
+	OP(0x4c) *d = U32(*d | s); NEXT;
+	OP(0x54) *d = U32(*d & (uint32_t)IMM); NEXT;
+	OP(0x5c) *d = U32(*d & s); NEXT;
+	OP(0x64) *d = U32(U32(*d) << (IMM & 31)); NEXT;
+	OP(0x6c) *d = U32(U32(*d) << (s & 31)); NEXT;
+	OP(0x74) *d = U32(*d) >> (IMM & 31); NEXT;
+	OP(0x7c) *d = U32(*d) >> (s & 31); NEXT;
+	OP(0x84) *d = U32(0u - U32(*d)); NEXT;
+	OP(0x94)
+		*d = OFF ? smod32(U32(*d), (uint32_t)IMM)
+			    : IMM ? U32(*d) % (uint32_t)IMM : U32(*d);
+		NEXT;
+	OP(0x9c) *d = OFF ? smod32(U32(*d), U32(s)) : U32(s) ? U32(*d) % U32(s) : U32(*d); NEXT;
+	OP(0xa4) *d = U32(*d ^ (uint32_t)IMM); NEXT;
+	OP(0xac) *d = U32(*d ^ s); NEXT;
+	OP(0xb4) *d = (uint32_t)IMM; NEXT;
+	OP(0xbc)
+		switch (OFF) {
+		case 8: *d = U32((int32_t)(int8_t)s); break;
+		case 16: *d = U32((int32_t)(int16_t)s); break;
+		default: *d = U32(s); break;
+		}
+		NEXT;
+	OP(0xc4) *d = U32(S32(*d) >> (IMM & 31)); NEXT;
+	OP(0xcc) *d = U32(S32(*d) >> (s & 31)); NEXT;
+	OP(0xd4) *d = trunc_le(*d, IMM); NEXT;
+	OP(0xdc) *d = swap(*d, IMM); NEXT;
+
+	/* ---- 64-bit immediate ---- */
+	OP(0x18)
+		*d = (uint64_t)(uint32_t)IMM | ((uint64_t)(uint32_t)insns[pc].imm << 32);
+		pc++;
+		NEXT;
+
+	/* ---- loads ---- */
+#define LOAD(op, n, conv)                                                      \
+	OP(op)                                                                 \
+		addr = s + (uint64_t)(int64_t)OFF;                          \
+		len = n;                                                       \
+		q = xlate(base, rsize, addr, n);                               \
+		if (!q)                                                        \
+			goto load_fault;                                       \
+		*d = conv(ld(q, n));                                           \
+		NEXT;
+#define ZX(v) (v)
+#define SX8(v) ((uint64_t)(int64_t)(int8_t)(v))
+#define SX16(v) ((uint64_t)(int64_t)(int16_t)(v))
+#define SX32(v) ((uint64_t)(int64_t)(int32_t)(v))
+	LOAD(0x61, 4, ZX)
+	LOAD(0x69, 2, ZX)
+	LOAD(0x71, 1, ZX)
+	LOAD(0x79, 8, ZX)
+	LOAD(0x81, 4, SX32)
+	LOAD(0x89, 2, SX16)
+	LOAD(0x91, 1, SX8)
+
+	/* ---- stores ---- */
+#define STORE(op, n, val)                                                      \
+	OP(op)                                                                 \
+		addr = *d + (uint64_t)(int64_t)OFF;                         \
+		len = n;                                                       \
+		q = xlate(base, wsize, addr, n);                               \
+		if (!q)                                                        \
+			goto store_fault;                                      \
+		st(q, n, val);                                                 \
+		NEXT;
+	STORE(0x62, 4, IMM64)
+	STORE(0x6a, 2, IMM64)
+	STORE(0x72, 1, IMM64)
+	STORE(0x7a, 8, IMM64)
+	STORE(0x63, 4, s)
+	STORE(0x6b, 2, s)
+	STORE(0x73, 1, s)
+	STORE(0x7b, 8, s)
+
+	/* ---- atomics ---- */
+	OP(0xc3)
+	OP(0xdb) {
+		int dw = OPC == 0xdb;
+		uint64_t old;
+
+		addr = *d + (uint64_t)(int64_t)OFF;
+		len = dw ? 8 : 4;
+		q = xlate(base, wsize, addr, len);
+		if (!q)
+			goto store_fault;
+		if ((uintptr_t)q & (len - 1))
+			return failf(res, cur, ARF_EFAULT, "misaligned atomic operation at 0x%llx",
+				     (unsigned long long)addr);
+		old = atomic_op(q, dw, IMM, s, &reg[0]);
+		if ((IMM & MC_FETCH) && IMM != MC_CMPXCHG)
+			reg[SRC] = old;
+		NEXT;
+	}
+
+	/* ---- jumps ---- */
+	OP(0x05) pc += (size_t)(ptrdiff_t)OFF; NEXT;
+	OP(0x06) pc += (size_t)(ptrdiff_t)IMM; NEXT;
+#define JMP(op, cond)                                                          \
+	OP(op)                                                                 \
+		if (cond)                                                      \
+			pc += (size_t)(ptrdiff_t)OFF;                       \
+		NEXT;
+	JMP(0x15, *d == IMM64)
+	JMP(0x1d, *d == s)
+	JMP(0x25, *d > IMM64)
+	JMP(0x2d, *d > s)
+	JMP(0x35, *d >= IMM64)
+	JMP(0x3d, *d >= s)
+	JMP(0xa5, *d < IMM64)
+	JMP(0xad, *d < s)
+	JMP(0xb5, *d <= IMM64)
+	JMP(0xbd, *d <= s)
+	JMP(0x45, *d & IMM64)
+	JMP(0x4d, *d & s)
+	JMP(0x55, *d != IMM64)
+	JMP(0x5d, *d != s)
+	JMP(0x65, S64(*d) > S64(IMM64))
+	JMP(0x6d, S64(*d) > S64(s))
+	JMP(0x75, S64(*d) >= S64(IMM64))
+	JMP(0x7d, S64(*d) >= S64(s))
+	JMP(0xc5, S64(*d) < S64(IMM64))
+	JMP(0xcd, S64(*d) < S64(s))
+	JMP(0xd5, S64(*d) <= S64(IMM64))
+	JMP(0xdd, S64(*d) <= S64(s))
+	JMP(0x16, U32(*d) == (uint32_t)IMM)
+	JMP(0x1e, U32(*d) == U32(s))
+	JMP(0x26, U32(*d) > (uint32_t)IMM)
+	JMP(0x2e, U32(*d) > U32(s))
+	JMP(0x36, U32(*d) >= (uint32_t)IMM)
+	JMP(0x3e, U32(*d) >= U32(s))
+	JMP(0xa6, U32(*d) < (uint32_t)IMM)
+	JMP(0xae, U32(*d) < U32(s))
+	JMP(0xb6, U32(*d) <= (uint32_t)IMM)
+	JMP(0xbe, U32(*d) <= U32(s))
+	JMP(0x46, U32(*d) & (uint32_t)IMM)
+	JMP(0x4e, U32(*d) & U32(s))
+	JMP(0x56, U32(*d) != (uint32_t)IMM)
+	JMP(0x5e, U32(*d) != U32(s))
+	JMP(0x66, S32(*d) > IMM)
+	JMP(0x6e, S32(*d) > S32(s))
+	JMP(0x76, S32(*d) >= IMM)
+	JMP(0x7e, S32(*d) >= S32(s))
+	JMP(0xc6, S32(*d) < IMM)
+	JMP(0xce, S32(*d) < S32(s))
+	JMP(0xd6, S32(*d) <= IMM)
+	JMP(0xde, S32(*d) <= S32(s))
+
+	/* ---- calls and exit ---- */
+	OP(0x85)
+		if (SRC == MC_CALL_LOCAL) {
+			struct mc_frame *fr;
+
+			if (depth + 1 >= ARF_MC_MAX_FRAMES)
+				return failf(res, cur, ARF_EFAULT, "local calls nest deeper than %u frames",
+					     ARF_MC_MAX_FRAMES);
+			fr = &vm->frames[depth++];
+			memcpy(fr->saved, &reg[6], sizeof(fr->saved));
+			fr->ret_pc = pc;
+			reg[MC_FP] -= ARF_MC_STACK_SIZE;
+			pc += (size_t)(ptrdiff_t)IMM;
+			NEXT;
+		}
+		rc = call_helper(vm, &vm->helpers->tab[IMM], reg, cur, &unwind, res);
+		if (rc)
+			goto failed;
+		if (unwind)
+			goto done;
+		NEXT;
+	OP(0x8d) {
+		const struct mc_helper *hp = NULL;
+
+		if (*d < ARF_MC_MAX_HELPERS && vm->helpers)
+			hp = &vm->helpers->tab[*d];
+		if (!hp || !hp->fn)
+			return failf(res, cur, -ENOSYS, "call %%r%u: unknown helper %llu", DST,
+				     (unsigned long long)*d);
+		rc = call_helper(vm, hp, reg, cur, &unwind, res);
+		if (rc)
+			goto failed;
+		if (unwind)
+			goto done;
+		NEXT;
+	}
+	OP(0x95)
+		if (depth == 0)
+			goto done;
+		depth--;
+		memcpy(&reg[6], vm->frames[depth].saved, sizeof(vm->frames[depth].saved));
+		pc = vm->frames[depth].ret_pc;
+		NEXT;
+	op_bad:
+		/* The verifier lets nothing else through. */
+		return failf(res, cur, ARF_EVERIFY, "unknown opcode 0x%02x", OPC);
+
+done:
+	res->r0 = reg[0];
+	res->insns = budget - reserve - left;
+	res->out_len = vm->out_len;
+	return 0;
+out_of_budget:
+	if (reserve) {
+		if (mc_now_ns() >= vm->deadline_ns) {
+			res->insns = budget - reserve;
+			res->out_len = vm->out_len;
+			return failf(res, cur, ARF_EBUDGET,
+				     "wall-clock limit reached after %llu instructions",
+				     (unsigned long long)(budget - reserve));
+		}
+		left = reserve > MC_SLICE ? MC_SLICE : reserve;
+		reserve -= left;
+		NEXT;
+	}
+	res->insns = budget;
+	res->out_len = vm->out_len;
+	return failf(res, cur, ARF_EBUDGET, "instruction budget of %llu exhausted",
+		     (unsigned long long)budget);
+load_fault:
+	res->insns = budget - reserve - left;
+	return fault(vm, res, cur, addr, len, "load", 0);
+store_fault:
+	res->insns = budget - reserve - left;
+	return fault(vm, res, cur, addr, len, "store", 1);
+failed:
+	res->insns = budget - reserve - left;
+	res->out_len = vm->out_len;
+	return rc;
+}
+
+int arf_mc_run(struct arf_mc_vm *vm, const struct arf_mc_prog *p, void *ctx, size_t ctx_len,
+	       uint64_t budget, struct arf_mc_result *res)
+{
+	int rc = run(vm, p, ctx, ctx_len, budget, res);
+
+	/* The caller's context and the program end with the run: forget them. */
+	if (vm) {
+		vm->base[ARF_MC_REGION_CTX] = NULL;
+		vm->rsize[ARF_MC_REGION_CTX] = vm->wsize[ARF_MC_REGION_CTX] = 0;
+		vm->base[ARF_MC_REGION_RODATA] = NULL;
+		vm->rsize[ARF_MC_REGION_RODATA] = 0;
+	}
+	return rc;
+}

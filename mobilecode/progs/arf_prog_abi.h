@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The contract between arfd and the programs it runs: where the exported
+ * regions appear in a program's address space, the helpers arfd lends
+ * (ids, arguments, results), and the argument and output layouts of the
+ * standard programs in this folder.  Included by the programs themselves
+ * (clang -target bpf), by arfd (which registers the helpers) and by libarf
+ * (which builds the arguments and reads the outputs), so it holds only
+ * fixed-size, little-endian, pointer-free layouts.
+ *
+ * Addresses are those of mobilecode (arf_mc.h): region number in the top
+ * 16 bits.  arfd adds, in this order, META (read-only), DATA (read-only)
+ * and a scratch region (read-write, zeroed before every run), so their
+ * numbers are fixed.  A program reads a self-verifying object with
+ * arf_obj_read(), which copies it and validates version and checksum; a
+ * direct load of a live object may see it half-written.
+ *
+ * Helpers never resolve names, walk chains, list directories or match
+ * patterns: the programs do, so their cost shows in the instructions they
+ * execute.
+ */
+#ifndef ARF_PROG_ABI_H
+#define ARF_PROG_ABI_H
+
+#include <stdint.h>
+
+/* ---- regions -------------------------------------------------------- */
+
+#define ARF_PROG_REGION(k)   ((uint64_t)(k) << 48)
+#define ARF_PROG_META        ARF_PROG_REGION(5) /* META region, offset 0: the superblock */
+#define ARF_PROG_DATA        ARF_PROG_REGION(6) /* DATA region */
+#define ARF_PROG_SCRATCH     ARF_PROG_REGION(7) /* per-run scratch, read-write */
+#define ARF_PROG_SCRATCH_SIZE 16384u
+#define ARF_PROG_OUT         ARF_PROG_REGION(3) /* the output buffer (arf_mc.h) */
+
+/* ---- helpers (call id) ------------------------------------------------ */
+
+enum arf_prog_helper {
+	/* the engine's own (arf_mc.h) */
+	ARF_PH_EMIT      = 1,  /* emit(ptr, len) -> 0; run fails with ARF_EOUTPUT past the limit */
+	ARF_PH_MEMCMP    = 2,  /* memcmp(a, b, len) -> -1, 0, 1 */
+	ARF_PH_MEMMEM    = 3,  /* memmem(hay, hlen, needle, nlen) -> offset or -1 */
+	/* arfd's */
+	ARF_PH_NAME_HASH = 16, /* name_hash(parent, name, len) -> arf_meta_name_hash() */
+	ARF_PH_OBJ_READ  = 17, /* obj_read(dst, len, src) -> 0, ARF_ETORN or ARF_ECSUM (after
+				* retries): copies len bytes at address src (any readable
+				* region) to dst and validates them as a self-verifying object */
+	ARF_PH_EMIT_U64  = 18, /* emit_u64(v) -> 0: appends 8 bytes */
+	ARF_PH_MKDIR     = 20, /* mkdir(attr, attr_len, name, len, mode) -> 0 or -errno */
+	ARF_PH_CREATE    = 21, /* create(attr, attr_len, name, len, mode | ARF_PROG_EXCL) */
+};
+
+/* ARF_PH_CREATE: fail with -EEXIST when the name exists (O_EXCL). */
+#define ARF_PROG_EXCL ((uint64_t)1 << 32)
+
+/*
+ * Attributes as the ops hooks and the standard programs give them.  For
+ * ARF_PH_MKDIR and ARF_PH_CREATE, ino and gen name the parent directory on
+ * the way in; the new (or existing) child's attributes come back in the
+ * same buffer.  The hooks run with the credentials of the request that
+ * started the program, with the same permission checks as requests, and
+ * each change is persisted as a request's is.
+ */
+struct arf_prog_attr {
+	uint64_t ino;
+	uint32_t gen, mode, nlink, uid, gid, pad0;
+	uint64_t size, blocks;      /* blocks: 512-byte units */
+	int64_t  atime_ns, mtime_ns, ctime_ns;
+	uint64_t rdev;
+};
+
+/* ---- chain lookup: one name in one directory ---------------------------- */
+
+struct arf_prog_lookup_arg {
+	uint64_t dir;               /* directory inode */
+	uint32_t namelen;           /* 1 .. 255 */
+	uint32_t pad0;
+	char     name[256];
+};
+/* Output on r0 == 0; r0 = -ENOENT when absent, ARF_ETORN/ARF_ECSUM when an
+ * entry kept changing (the client asks the server instead). */
+struct arf_prog_lookup_out {
+	uint64_t child;
+	uint32_t gen;
+	uint32_t type;              /* DT_* */
+	uint32_t hops;              /* chain entries read */
+	uint32_t pad0;
+};
+
+/* ---- whole-path resolution ---------------------------------------------- */
+
+/* Followed in the context by len bytes of path (relative to dir; '/'
+ * separated, empty components skipped). */
+struct arf_prog_resolve_arg {
+	uint64_t dir;
+	uint32_t dgen;
+	uint32_t len;
+};
+/* One per component resolved, in order ("." gives the directory itself). */
+struct arf_prog_ent {
+	uint64_t ino;
+	uint32_t gen;
+	uint32_t type;
+};
+/* r0: 0 = every component resolved: the entries, then the final struct
+ * arf_prog_attr; < 0: -errno (ENOENT, ENOTDIR, ENAMETOOLONG, ESTALE) or
+ * ARF_ETORN/ARF_ECSUM; > 0: stopped early for the client to go on by itself
+ * (the entries resolved so far are the output), with the reason: */
+#define ARF_PROG_STOP_SYMLINK 1 /* the next component is a symbolic link */
+#define ARF_PROG_STOP_DOTDOT  2 /* the next component is ".." */
+
+/* ---- mkdir -p ------------------------------------------------------------ */
+
+/* Followed in the context by len bytes of path (relative to dir). */
+struct arf_prog_mkdirp_arg {
+	uint64_t dir;
+	uint32_t dgen;
+	uint32_t len;
+	uint32_t mode;              /* of each directory made */
+	uint32_t pad0;
+};
+
+/* ---- batched readdir with attributes ------------------------------------ */
+
+struct arf_prog_readdir_arg {
+	uint64_t dir;
+	uint32_t dgen;
+	uint32_t max;               /* entries at most */
+	uint64_t cookie;            /* resume after this entry (0 = start) */
+	uint32_t flags;             /* ARF_PROG_RD_ATTRS */
+	uint32_t pad0;
+};
+#define ARF_PROG_RD_ATTRS 1u    /* include each child's attributes */
+/* Each record: this header, then struct arf_prog_attr when has_attr, then
+ * namelen bytes of name padded to a multiple of 8.  r0: 1 = end of the
+ * directory reached, 0 = more, < 0 = error. */
+struct arf_prog_dirent {
+	uint64_t ino;
+	uint64_t cookie;
+	uint32_t gen;
+	uint8_t  type;
+	uint8_t  namelen;
+	uint8_t  has_attr;          /* the child's inode validated and matched */
+	uint8_t  pad0;
+};
+
+#ifndef __bpf__
+_Static_assert(sizeof(struct arf_prog_attr) == 80, "arf_prog_attr");
+_Static_assert(sizeof(struct arf_prog_lookup_arg) == 272, "arf_prog_lookup_arg");
+_Static_assert(sizeof(struct arf_prog_lookup_out) == 24, "arf_prog_lookup_out");
+_Static_assert(sizeof(struct arf_prog_resolve_arg) == 16, "arf_prog_resolve_arg");
+_Static_assert(sizeof(struct arf_prog_ent) == 16, "arf_prog_ent");
+_Static_assert(sizeof(struct arf_prog_readdir_arg) == 32, "arf_prog_readdir_arg");
+_Static_assert(sizeof(struct arf_prog_dirent) == 24, "arf_prog_dirent");
+_Static_assert(sizeof(struct arf_prog_mkdirp_arg) == 24, "arf_prog_mkdirp_arg");
+#endif
+
+#endif /* ARF_PROG_ABI_H */

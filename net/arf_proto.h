@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * net/arf_proto.h — the filesystem request protocol carried by net/'s
+ * two-sided requests: request kinds, the server info blob of the handshake,
+ * and a bounds-checked little-endian encoder/decoder for message bodies.
+ *
+ * Every request body starts with the caller's credentials (AUTH_SYS-like),
+ * then the fields of its kind, in the order the arf_proto_* encoders below
+ * write them.  Replies carry a wire status in the frame header (never a raw
+ * errno) and, on success, the fields listed beside each kind.
+ *
+ * The decoder (struct arf_proto_rd) never reads past its buffer: every get
+ * checks the remaining length and latches an error flag, so a handler decodes
+ * all fields and then checks `rd.err` once.
+ */
+#ifndef ARF_PROTO_H
+#define ARF_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include "arf_common.h"
+
+#define ARF_PROTO_INFO_VERSION 1u
+#define ARF_PROTO_NGROUPS      16u
+#define ARF_PROTO_MAX_IO       (4u << 20)  /* largest READ/WRITE payload */
+#define ARF_PROTO_MAX_READDIR  1024u       /* most entries in one READDIR reply */
+#define ARF_PROTO_MAX_PROG     (1u << 20)  /* largest program (raw bytecode or ELF) */
+#define ARF_PROTO_MAX_PROG_ARG (64u << 10) /* largest PROG_EXEC argument */
+#define ARF_PROTO_MAX_PROG_MSG 512u        /* longest error message of a program */
+#define ARF_PROTO_PROG_HASH    32u         /* BLAKE2b-256 of the program's bytes */
+
+/* Request kinds (frame op).  Request fields after the credentials -> reply. */
+enum arf_proto_op {
+	ARF_OP_GETATTR  = 0x100, /* fh -> attr */
+	ARF_OP_LOOKUP   = 0x101, /* fh, name -> attr */
+	ARF_OP_READDIR  = 0x102, /* fh, u64 cookie, u32 max -> u32 n, u32 eof, n x dirent */
+	ARF_OP_READ     = 0x103, /* fh, u64 off, u32 len -> bytes */
+	ARF_OP_READLINK = 0x104, /* fh -> bytes */
+	ARF_OP_STATFS   = 0x105, /* - -> statfs */
+	ARF_OP_ACCESS   = 0x106, /* fh, u32 mask -> - */
+	ARF_OP_CREATE   = 0x110, /* fh, name, u32 mode, u32 excl -> attr */
+	ARF_OP_MKDIR    = 0x111, /* fh, name, u32 mode -> attr */
+	ARF_OP_MKNOD    = 0x112, /* fh, name, u32 mode, u64 rdev -> attr */
+	ARF_OP_UNLINK   = 0x113, /* fh, name -> - */
+	ARF_OP_RMDIR    = 0x114, /* fh, name -> - */
+	ARF_OP_RENAME   = 0x115, /* fh, name, fh, name, u32 flags -> - */
+	ARF_OP_LINK     = 0x116, /* fh, fh(dir), name -> attr */
+	ARF_OP_SYMLINK  = 0x117, /* fh, name, bytes(target) -> attr */
+	ARF_OP_SETATTR  = 0x118, /* fh, setattr -> attr */
+	ARF_OP_WRITE    = 0x119, /* fh, u64 off, bytes -> u32 written, attr */
+	ARF_OP_FSYNC    = 0x11a, /* fh -> - */
+	ARF_OP_STATUS   = 0x120, /* - -> string (JSON object) */
+	/* Mobile code.  On failure the reply body is a prog_error (pc, insns,
+	 * message) whenever there is something to say. */
+	ARF_OP_PROG_LOAD = 0x130, /* bytes(program: raw bytecode or ELF) -> hash[32], u32 insns */
+	ARF_OP_PROG_EXEC = 0x131, /* hash[32], u32 out_max, bytes(arg) -> prog_result */
+	ARF_OP_MAX      = 0x1ff,
+};
+
+/* Name of a request kind ("lookup"), "unknown" otherwise. */
+const char *arf_proto_op_name(uint16_t op);
+/* Dense index 0..ARF_PROTO_NKINDS-1 for counters, -1 if unknown. */
+int arf_proto_op_index(uint16_t op);
+#define ARF_PROTO_NKINDS 22
+
+/* Caller credentials, first in every request. */
+struct arf_proto_cred {
+	uint32_t uid, gid, ngroups;
+	uint32_t groups[ARF_PROTO_NGROUPS];
+};
+
+/* A file handle: inode number and generation. */
+struct arf_proto_fh {
+	uint64_t ino;
+	uint32_t gen;
+};
+
+struct arf_proto_attr {
+	uint64_t ino;
+	uint32_t gen, mode, nlink, uid, gid;
+	uint64_t size, blocks;       /* blocks in 512-byte units */
+	int64_t  atime_ns, mtime_ns, ctime_ns;
+	uint64_t rdev;
+};
+
+struct arf_proto_setattr {
+	uint32_t valid;              /* ARF_OPS_SET_* values */
+	uint32_t mode, uid, gid;
+	uint64_t size;
+	int64_t  atime_ns, mtime_ns;
+};
+
+struct arf_proto_statfs {
+	uint64_t bsize, blocks, bfree, files, ffree, namemax;
+};
+
+/* PROG_EXEC's reply on success.  out points into the reply buffer. */
+struct arf_proto_prog_result {
+	uint64_t r0;                 /* the program's return value */
+	uint64_t insns;              /* instructions executed */
+	const uint8_t *out;          /* what it emitted */
+	uint32_t out_len;
+};
+
+/* Reply body of a failed PROG_LOAD or PROG_EXEC: ARF_EVERIFY ("instruction
+ * 12: jump out of range"), ARF_EBUDGET, ARF_EFAULT (instruction and
+ * address), ARF_EOUTPUT, ARF_ENOPROG, a helper's error. */
+struct arf_proto_prog_error {
+	uint32_t pc;                 /* instruction that failed (0 when none) */
+	uint64_t insns;              /* instructions executed before it */
+	char msg[ARF_PROTO_MAX_PROG_MSG];
+};
+
+/* Server info blob of the handshake (after HELLO). */
+struct arf_proto_info {
+	uint32_t version;            /* ARF_PROTO_INFO_VERSION */
+	uint32_t flags;              /* ARF_PROTO_INFO_* */
+	uint64_t incarnation;        /* changes at every server start */
+	uint32_t max_io;             /* largest READ/WRITE payload */
+	uint32_t root_gen;           /* generation of the root inode */
+	char     export_name[64];    /* NUL-terminated */
+	uint8_t  super[4096];        /* copy of the superblock (struct arf_meta_super) */
+};
+#define ARF_PROTO_INFO_RO   0x1u /* read-only export */
+#define ARF_PROTO_INFO_SYNC 0x2u /* sync export */
+#define ARF_PROTO_INFO_SIZE (4 + 4 + 8 + 4 + 4 + 64 + 4096)
+
+/* Client hello blob: what the client asks for. */
+struct arf_proto_hello {
+	uint32_t version;            /* ARF_PROTO_INFO_VERSION */
+	uint32_t flags;
+	char     path[256];          /* URL path (export selection) */
+};
+#define ARF_PROTO_HELLO_SIZE (4 + 4 + 256)
+
+/* ---- encoder: a growable buffer ---- */
+struct arf_proto_wr {
+	uint8_t *buf;
+	size_t len, cap;
+	int err;                     /* -ENOMEM latched */
+};
+void arf_proto_wr_init(struct arf_proto_wr *w);
+void arf_proto_wr_free(struct arf_proto_wr *w);
+void arf_proto_put(struct arf_proto_wr *w, const void *p, size_t n);
+void arf_proto_put_u32(struct arf_proto_wr *w, uint32_t v);
+void arf_proto_put_u64(struct arf_proto_wr *w, uint64_t v);
+void arf_proto_put_bytes(struct arf_proto_wr *w, const void *p, uint32_t n); /* u32 length + bytes */
+void arf_proto_put_cred(struct arf_proto_wr *w, const struct arf_proto_cred *c);
+void arf_proto_put_fh(struct arf_proto_wr *w, const struct arf_proto_fh *fh);
+void arf_proto_put_attr(struct arf_proto_wr *w, const struct arf_proto_attr *a);
+void arf_proto_put_setattr(struct arf_proto_wr *w, const struct arf_proto_setattr *s);
+void arf_proto_put_statfs(struct arf_proto_wr *w, const struct arf_proto_statfs *s);
+void arf_proto_put_info(struct arf_proto_wr *w, const struct arf_proto_info *i);
+void arf_proto_put_hello(struct arf_proto_wr *w, const struct arf_proto_hello *h);
+void arf_proto_put_prog_result(struct arf_proto_wr *w, const struct arf_proto_prog_result *r);
+void arf_proto_put_prog_error(struct arf_proto_wr *w, const struct arf_proto_prog_error *e);
+
+/* ---- decoder over untrusted bytes ---- */
+struct arf_proto_rd {
+	const uint8_t *p;
+	size_t len, pos;
+	int err;                     /* ARF_EPROTO latched on any overrun or bad value */
+};
+static inline void arf_proto_rd_init(struct arf_proto_rd *r, const void *p, size_t len)
+{
+	r->p = (const uint8_t *)p;
+	r->len = len;
+	r->pos = 0;
+	r->err = 0;
+}
+void arf_proto_get(struct arf_proto_rd *r, void *p, size_t n);
+uint32_t arf_proto_get_u32(struct arf_proto_rd *r);
+uint64_t arf_proto_get_u64(struct arf_proto_rd *r);
+/* Length-prefixed bytes: returns a pointer into the buffer (not copied) and
+ * the length; fails if longer than max. */
+const uint8_t *arf_proto_get_bytes(struct arf_proto_rd *r, uint32_t max, uint32_t *n);
+void arf_proto_get_cred(struct arf_proto_rd *r, struct arf_proto_cred *c);
+void arf_proto_get_fh(struct arf_proto_rd *r, struct arf_proto_fh *fh);
+void arf_proto_get_attr(struct arf_proto_rd *r, struct arf_proto_attr *a);
+void arf_proto_get_setattr(struct arf_proto_rd *r, struct arf_proto_setattr *s);
+void arf_proto_get_statfs(struct arf_proto_rd *r, struct arf_proto_statfs *s);
+void arf_proto_get_info(struct arf_proto_rd *r, struct arf_proto_info *i);
+void arf_proto_get_hello(struct arf_proto_rd *r, struct arf_proto_hello *h);
+/* out points into r's buffer (valid while it is). */
+void arf_proto_get_prog_result(struct arf_proto_rd *r, struct arf_proto_prog_result *res);
+/* The message is NUL-terminated (cut to fit). */
+void arf_proto_get_prog_error(struct arf_proto_rd *r, struct arf_proto_prog_error *e);
+/* A name: 1..255 bytes (ENAMETOOLONG past that is the server's business:
+ * up to 4096 is accepted here so the server can say ENAMETOOLONG). */
+const char *arf_proto_get_name(struct arf_proto_rd *r, uint32_t *n);
+/* True when the whole buffer was consumed without error. */
+static inline int arf_proto_rd_done(const struct arf_proto_rd *r)
+{
+	return !r->err && r->pos == r->len;
+}
+
+#endif /* ARF_PROTO_H */

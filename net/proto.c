@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The filesystem request protocol: names of request kinds and the
+ * little-endian encoder/decoder of message bodies (see arf_proto.h).
+ * The decoder is the first code to touch untrusted bytes from a peer: it
+ * checks every length before reading and latches ARF_EPROTO.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arf_proto.h"
+
+static const struct {
+	uint16_t op;
+	const char *name;
+} op_names[ARF_PROTO_NKINDS] = {
+	{ ARF_OP_GETATTR, "getattr" },   { ARF_OP_LOOKUP, "lookup" },
+	{ ARF_OP_READDIR, "readdir" },   { ARF_OP_READ, "read" },
+	{ ARF_OP_READLINK, "readlink" }, { ARF_OP_STATFS, "statfs" },
+	{ ARF_OP_ACCESS, "access" },     { ARF_OP_CREATE, "create" },
+	{ ARF_OP_MKDIR, "mkdir" },       { ARF_OP_MKNOD, "mknod" },
+	{ ARF_OP_UNLINK, "unlink" },     { ARF_OP_RMDIR, "rmdir" },
+	{ ARF_OP_RENAME, "rename" },     { ARF_OP_LINK, "link" },
+	{ ARF_OP_SYMLINK, "symlink" },   { ARF_OP_SETATTR, "setattr" },
+	{ ARF_OP_WRITE, "write" },       { ARF_OP_FSYNC, "fsync" },
+	{ ARF_OP_STATUS, "status" },     { ARF_OP_PROG_LOAD, "prog_load" },
+	{ ARF_OP_PROG_EXEC, "prog_exec" }, { 0, "other" },
+};
+
+int arf_proto_op_index(uint16_t op)
+{
+	for (int i = 0; i < ARF_PROTO_NKINDS - 1; i++)
+		if (op_names[i].op == op)
+			return i;
+	return -1;
+}
+
+const char *arf_proto_op_name(uint16_t op)
+{
+	int i = arf_proto_op_index(op);
+	return i < 0 ? "unknown" : op_names[i].name;
+}
+
+/* ---- encoder ---- */
+
+void arf_proto_wr_init(struct arf_proto_wr *w)
+{
+	memset(w, 0, sizeof(*w));
+}
+
+void arf_proto_wr_free(struct arf_proto_wr *w)
+{
+	free(w->buf);
+	memset(w, 0, sizeof(*w));
+}
+
+void arf_proto_put(struct arf_proto_wr *w, const void *p, size_t n)
+{
+	if (w->err)
+		return;
+	if (w->len + n > w->cap) {
+		size_t cap = w->cap ? w->cap : 256;
+		while (cap < w->len + n)
+			cap *= 2;
+		uint8_t *nb = realloc(w->buf, cap);
+		if (!nb) {
+			w->err = -ENOMEM;
+			return;
+		}
+		w->buf = nb;
+		w->cap = cap;
+	}
+	if (n)
+		memcpy(w->buf + w->len, p, n);
+	w->len += n;
+}
+
+void arf_proto_put_u32(struct arf_proto_wr *w, uint32_t v)
+{
+	arf_proto_put(w, &v, 4); /* little-endian host (asserted in arf_meta.h) */
+}
+
+void arf_proto_put_u64(struct arf_proto_wr *w, uint64_t v)
+{
+	arf_proto_put(w, &v, 8);
+}
+
+void arf_proto_put_bytes(struct arf_proto_wr *w, const void *p, uint32_t n)
+{
+	arf_proto_put_u32(w, n);
+	arf_proto_put(w, p, n);
+}
+
+void arf_proto_put_cred(struct arf_proto_wr *w, const struct arf_proto_cred *c)
+{
+	uint32_t ng = c->ngroups > ARF_PROTO_NGROUPS ? ARF_PROTO_NGROUPS : c->ngroups;
+	arf_proto_put_u32(w, c->uid);
+	arf_proto_put_u32(w, c->gid);
+	arf_proto_put_u32(w, ng);
+	for (uint32_t i = 0; i < ng; i++)
+		arf_proto_put_u32(w, c->groups[i]);
+}
+
+void arf_proto_put_fh(struct arf_proto_wr *w, const struct arf_proto_fh *fh)
+{
+	arf_proto_put_u64(w, fh->ino);
+	arf_proto_put_u32(w, fh->gen);
+}
+
+void arf_proto_put_attr(struct arf_proto_wr *w, const struct arf_proto_attr *a)
+{
+	arf_proto_put_u64(w, a->ino);
+	arf_proto_put_u32(w, a->gen);
+	arf_proto_put_u32(w, a->mode);
+	arf_proto_put_u32(w, a->nlink);
+	arf_proto_put_u32(w, a->uid);
+	arf_proto_put_u32(w, a->gid);
+	arf_proto_put_u64(w, a->size);
+	arf_proto_put_u64(w, a->blocks);
+	arf_proto_put_u64(w, (uint64_t)a->atime_ns);
+	arf_proto_put_u64(w, (uint64_t)a->mtime_ns);
+	arf_proto_put_u64(w, (uint64_t)a->ctime_ns);
+	arf_proto_put_u64(w, a->rdev);
+}
+
+void arf_proto_put_setattr(struct arf_proto_wr *w, const struct arf_proto_setattr *s)
+{
+	arf_proto_put_u32(w, s->valid);
+	arf_proto_put_u32(w, s->mode);
+	arf_proto_put_u32(w, s->uid);
+	arf_proto_put_u32(w, s->gid);
+	arf_proto_put_u64(w, s->size);
+	arf_proto_put_u64(w, (uint64_t)s->atime_ns);
+	arf_proto_put_u64(w, (uint64_t)s->mtime_ns);
+}
+
+void arf_proto_put_statfs(struct arf_proto_wr *w, const struct arf_proto_statfs *s)
+{
+	arf_proto_put_u64(w, s->bsize);
+	arf_proto_put_u64(w, s->blocks);
+	arf_proto_put_u64(w, s->bfree);
+	arf_proto_put_u64(w, s->files);
+	arf_proto_put_u64(w, s->ffree);
+	arf_proto_put_u64(w, s->namemax);
+}
+
+void arf_proto_put_info(struct arf_proto_wr *w, const struct arf_proto_info *i)
+{
+	arf_proto_put_u32(w, i->version);
+	arf_proto_put_u32(w, i->flags);
+	arf_proto_put_u64(w, i->incarnation);
+	arf_proto_put_u32(w, i->max_io);
+	arf_proto_put_u32(w, i->root_gen);
+	arf_proto_put(w, i->export_name, sizeof(i->export_name));
+	arf_proto_put(w, i->super, sizeof(i->super));
+}
+
+void arf_proto_put_hello(struct arf_proto_wr *w, const struct arf_proto_hello *h)
+{
+	arf_proto_put_u32(w, h->version);
+	arf_proto_put_u32(w, h->flags);
+	arf_proto_put(w, h->path, sizeof(h->path));
+}
+
+void arf_proto_put_prog_result(struct arf_proto_wr *w, const struct arf_proto_prog_result *r)
+{
+	arf_proto_put_u64(w, r->r0);
+	arf_proto_put_u64(w, r->insns);
+	arf_proto_put_bytes(w, r->out, r->out_len);
+}
+
+void arf_proto_put_prog_error(struct arf_proto_wr *w, const struct arf_proto_prog_error *e)
+{
+	size_t n = strnlen(e->msg, sizeof(e->msg) - 1);
+	arf_proto_put_u32(w, e->pc);
+	arf_proto_put_u64(w, e->insns);
+	arf_proto_put_bytes(w, e->msg, (uint32_t)n);
+}
+
+/* ---- decoder ---- */
+
+void arf_proto_get(struct arf_proto_rd *r, void *p, size_t n)
+{
+	if (r->err || n > r->len - r->pos) {
+		r->err = ARF_EPROTO;
+		memset(p, 0, n);
+		return;
+	}
+	memcpy(p, r->p + r->pos, n);
+	r->pos += n;
+}
+
+uint32_t arf_proto_get_u32(struct arf_proto_rd *r)
+{
+	uint32_t v;
+	arf_proto_get(r, &v, 4);
+	return v;
+}
+
+uint64_t arf_proto_get_u64(struct arf_proto_rd *r)
+{
+	uint64_t v;
+	arf_proto_get(r, &v, 8);
+	return v;
+}
+
+const uint8_t *arf_proto_get_bytes(struct arf_proto_rd *r, uint32_t max, uint32_t *n)
+{
+	uint32_t len = arf_proto_get_u32(r);
+	*n = 0;
+	if (r->err || len > max || len > r->len - r->pos) {
+		r->err = ARF_EPROTO;
+		return NULL;
+	}
+	const uint8_t *p = r->p + r->pos;
+	r->pos += len;
+	*n = len;
+	return p;
+}
+
+void arf_proto_get_cred(struct arf_proto_rd *r, struct arf_proto_cred *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->uid = arf_proto_get_u32(r);
+	c->gid = arf_proto_get_u32(r);
+	c->ngroups = arf_proto_get_u32(r);
+	if (c->ngroups > ARF_PROTO_NGROUPS) {
+		r->err = ARF_EPROTO;
+		c->ngroups = 0;
+		return;
+	}
+	for (uint32_t i = 0; i < c->ngroups; i++)
+		c->groups[i] = arf_proto_get_u32(r);
+}
+
+void arf_proto_get_fh(struct arf_proto_rd *r, struct arf_proto_fh *fh)
+{
+	fh->ino = arf_proto_get_u64(r);
+	fh->gen = arf_proto_get_u32(r);
+}
+
+void arf_proto_get_attr(struct arf_proto_rd *r, struct arf_proto_attr *a)
+{
+	a->ino = arf_proto_get_u64(r);
+	a->gen = arf_proto_get_u32(r);
+	a->mode = arf_proto_get_u32(r);
+	a->nlink = arf_proto_get_u32(r);
+	a->uid = arf_proto_get_u32(r);
+	a->gid = arf_proto_get_u32(r);
+	a->size = arf_proto_get_u64(r);
+	a->blocks = arf_proto_get_u64(r);
+	a->atime_ns = (int64_t)arf_proto_get_u64(r);
+	a->mtime_ns = (int64_t)arf_proto_get_u64(r);
+	a->ctime_ns = (int64_t)arf_proto_get_u64(r);
+	a->rdev = arf_proto_get_u64(r);
+}
+
+void arf_proto_get_setattr(struct arf_proto_rd *r, struct arf_proto_setattr *s)
+{
+	s->valid = arf_proto_get_u32(r);
+	s->mode = arf_proto_get_u32(r);
+	s->uid = arf_proto_get_u32(r);
+	s->gid = arf_proto_get_u32(r);
+	s->size = arf_proto_get_u64(r);
+	s->atime_ns = (int64_t)arf_proto_get_u64(r);
+	s->mtime_ns = (int64_t)arf_proto_get_u64(r);
+}
+
+void arf_proto_get_statfs(struct arf_proto_rd *r, struct arf_proto_statfs *s)
+{
+	s->bsize = arf_proto_get_u64(r);
+	s->blocks = arf_proto_get_u64(r);
+	s->bfree = arf_proto_get_u64(r);
+	s->files = arf_proto_get_u64(r);
+	s->ffree = arf_proto_get_u64(r);
+	s->namemax = arf_proto_get_u64(r);
+}
+
+void arf_proto_get_info(struct arf_proto_rd *r, struct arf_proto_info *i)
+{
+	i->version = arf_proto_get_u32(r);
+	i->flags = arf_proto_get_u32(r);
+	i->incarnation = arf_proto_get_u64(r);
+	i->max_io = arf_proto_get_u32(r);
+	i->root_gen = arf_proto_get_u32(r);
+	arf_proto_get(r, i->export_name, sizeof(i->export_name));
+	i->export_name[sizeof(i->export_name) - 1] = 0;
+	arf_proto_get(r, i->super, sizeof(i->super));
+}
+
+void arf_proto_get_hello(struct arf_proto_rd *r, struct arf_proto_hello *h)
+{
+	h->version = arf_proto_get_u32(r);
+	h->flags = arf_proto_get_u32(r);
+	arf_proto_get(r, h->path, sizeof(h->path));
+	h->path[sizeof(h->path) - 1] = 0;
+}
+
+const char *arf_proto_get_name(struct arf_proto_rd *r, uint32_t *n)
+{
+	const uint8_t *p = arf_proto_get_bytes(r, 4096, n);
+	if (p && *n == 0)
+		r->err = ARF_EPROTO;
+	return (const char *)p;
+}
+
+void arf_proto_get_prog_result(struct arf_proto_rd *r, struct arf_proto_prog_result *res)
+{
+	res->r0 = arf_proto_get_u64(r);
+	res->insns = arf_proto_get_u64(r);
+	res->out = arf_proto_get_bytes(r, UINT32_MAX, &res->out_len);
+}
+
+void arf_proto_get_prog_error(struct arf_proto_rd *r, struct arf_proto_prog_error *e)
+{
+	uint32_t n = 0;
+	e->pc = arf_proto_get_u32(r);
+	e->insns = arf_proto_get_u64(r);
+	const uint8_t *m = arf_proto_get_bytes(r, UINT32_MAX, &n);
+	if (n >= sizeof(e->msg))
+		n = sizeof(e->msg) - 1;
+	if (m)
+		memcpy(e->msg, m, n);
+	e->msg[m ? n : 0] = 0;
+}

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * net/tcp — the client side of the tcp transport.  One-sided operations are
+ * frames to the server's soft-NIC, which only checks and copies; a batched
+ * READ is one frame out and one back, however many reads it carries.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net_int.h"
+
+static int tcp_dial(const struct arf_net_client_opts *o, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	char port[8];
+	int fd = -1, rc = -ECONNREFUSED, one = 1;
+	int timeout_ms = o->timeout_ms ? (int)o->timeout_ms : 30000;
+
+	if (!o->host || !o->host[0]) {
+		snprintf(err, errlen, "tcp: no host given");
+		return -EINVAL;
+	}
+	snprintf(port, sizeof(port), "%u", o->port ? o->port : ARF_NET_DEFAULT_PORT);
+	int g = getaddrinfo(o->host, port, &hints, &res);
+	if (g) {
+		snprintf(err, errlen, "tcp: %s: %s", o->host, gai_strerror(g));
+		return -EHOSTUNREACH;
+	}
+	for (struct addrinfo *a = res; a; a = a->ai_next) {
+		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+		if (fd < 0) {
+			rc = -errno;
+			continue;
+		}
+		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+			break;
+		if (errno == EINPROGRESS) {
+			rc = arf_net_wait_fd(fd, POLLOUT, 0, timeout_ms);
+			if (!rc) {
+				int soerr = 0;
+				socklen_t sl = sizeof(soerr);
+				getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+				rc = -soerr;
+			}
+			if (!rc)
+				break;
+		} else {
+			rc = -errno;
+		}
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		snprintf(err, errlen, "tcp: connect to %s:%s: %s", o->host, port, strerror(-rc));
+		return rc;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+static uint64_t key_for(struct arf_net_conn *c, uint32_t region, uint64_t key)
+{
+	if (key)
+		return key;
+	const struct arf_net_region_info *r = arf_net_find_region(c, region);
+	return r ? r->key : 0;
+}
+
+/* One round: reads [first, first+n) whose bytes fit in one frame. */
+static int tcp_read_round(struct arf_net_conn *c, struct arf_net_read_op *ops, size_t n)
+{
+	struct arf_net_wire_read *w = malloc(n * sizeof(*w));
+	struct arf_net_buf resp = { 0 };
+	uint64_t total = 0;
+	int32_t status;
+	int rc;
+
+	if (!w)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		w[i].region = htole32(ops[i].region);
+		w[i].len = htole32(ops[i].len);
+		w[i].key = htole64(key_for(c, ops[i].region, ops[i].key));
+		w[i].off = htole64(ops[i].off);
+		total += ops[i].len;
+	}
+	struct iovec v = { w, n * sizeof(*w) };
+	rc = arf_net_exchange(c, ARF_NET_OP_READ, (uint32_t)n, &v, 1, &status, NULL, &resp);
+	free(w);
+	if (rc)
+		return rc;
+	ARF_NET_CTR(c, rounds, 1);
+	rc = arf_net_status_to_err(status);
+	if (!rc && resp.len != total)
+		rc = ARF_EPROTO;
+	if (!rc) {
+		size_t off = 0;
+		for (size_t i = 0; i < n; i++) {
+			memcpy(ops[i].dst, resp.data + off, ops[i].len);
+			off += ops[i].len;
+		}
+		ARF_NET_CTR(c, one_sided_reads, n);
+		ARF_NET_CTR(c, one_sided_bytes, total);
+	}
+	arf_net_buf_free(&resp);
+	return rc;
+}
+
+static int tcp_read(struct arf_net_conn *c, struct arf_net_read_op *ops, size_t n)
+{
+	const uint64_t room = ARF_NET_MAX_FRAME - sizeof(struct arf_net_hdr);
+	size_t first = 0;
+
+	/* As many reads per round as a frame holds; a single read larger than
+	 * a frame is refused like any out-of-range access. */
+	while (first < n) {
+		uint64_t bytes = 0;
+		size_t k = 0;
+		while (first + k < n && k < ARF_NET_MAX_BATCH &&
+		       bytes + ops[first + k].len <= room &&
+		       (k + 1) * sizeof(struct arf_net_wire_read) <= room) {
+			bytes += ops[first + k].len;
+			k++;
+		}
+		if (k == 0)
+			return ARF_EKEY;
+		int rc = tcp_read_round(c, ops + first, k);
+		if (rc)
+			return rc;
+		first += k;
+	}
+	return 0;
+}
+
+static int tcp_rmw(struct arf_net_conn *c, uint16_t op, uint32_t region, uint64_t key,
+		   uint64_t off, const void *buf, uint32_t len, uint64_t arg0, uint64_t arg1,
+		   uint64_t *old)
+{
+	struct arf_net_wire_rmw w = {
+		.region = htole32(region), .len = htole32(len), .key = htole64(key_for(c, region, key)),
+		.off = htole64(off), .arg0 = htole64(arg0), .arg1 = htole64(arg1),
+	};
+	struct iovec v[2] = { { &w, sizeof(w) }, { (void *)buf, op == ARF_NET_OP_WRITE ? len : 0 } };
+	struct arf_net_buf resp = { 0 };
+	int32_t status;
+	int rc;
+
+	rc = arf_net_exchange(c, op, 0, v, 2, &status, NULL, &resp);
+	if (rc)
+		return rc;
+	ARF_NET_CTR(c, rounds, 1);
+	rc = arf_net_status_to_err(status);
+	if (!rc) {
+		ARF_NET_CTR(c, one_sided_writes, 1);
+		if (op != ARF_NET_OP_WRITE) {
+			if (resp.len != 8)
+				rc = ARF_EPROTO;
+			else if (old) {
+				uint64_t v64;
+				memcpy(&v64, resp.data, 8);
+				*old = le64toh(v64);
+			}
+		}
+	}
+	arf_net_buf_free(&resp);
+	return rc;
+}
+
+const struct arf_net_cops arf_net_tcp_cops = {
+	.name = "tcp",
+	.dial = tcp_dial,
+	.attach = NULL,
+	.read = tcp_read,
+	.rmw = tcp_rmw,
+	.detach = NULL,
+};

@@ -1,0 +1,6 @@
+mov %r0, 1
+ja +1
+label:
+exit
+# comment
+exit

@@ -1,0 +1,3 @@
+mov32 %r0, 2
+neg %r0
+exit

@@ -1,0 +1,251 @@
+# SPDX-License-Identifier: MIT
+"""Differential tests of arf-grep against GNU grep 3.8 (/usr/bin/grep).
+
+Every case is (options, patterns, files); both programs run it under
+LC_ALL=C and their standard output and exit status must be identical.  The
+cases cover fixed strings, BRE, ERE, anchors, bracket expressions and
+classes, alternation, repetition and intervals, case folding, -w/-x, empty
+lines, a missing final newline, long lines, binary data (NULs early and past
+GNU grep's first 96 KiB buffer) and the output options (-n -b -c -l -L -o -q
+-m -H -h -v -s -a), plus errors (exit 2) for malformed patterns.
+
+Each local case runs three ways: arf-grep's native DFA, and the generated
+eBPF program in the mobilecode interpreter (--engine=mc) with the default
+slices and with 7-byte slices (so that resuming by cursor is exercised).
+When ARF_GREP_REMOTE=1 (the ARF mount and URL tiers), the same cases are
+also run on copies of the files inside an ARF mount and by arf:// URL
+(see test_grep_remote.py).
+
+Run: ARF_BUILD=build-dir python3 tests/grep/test_grep_diff.py [-v]
+"""
+import itertools
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.path.abspath(os.environ.get("ARF_BUILD", os.path.join(HERE, "..", "..", "build")))
+ARF_GREP = os.environ.get("ARF_GREP", os.path.join(BUILD, "tools", "arf-grep", "arf-grep"))
+GNU_GREP = "/usr/bin/grep"
+ENV = dict(os.environ, LC_ALL="C", LANG="C")
+ENV.pop("GREP_COLOR", None)
+ENV.pop("GREP_COLORS", None)
+
+
+def make_files(d):
+    """The corpus; returns {name: bytes}."""
+    files = {}
+    files["words.txt"] = (
+        b"hello world\n"
+        b"Hello World\n"
+        b"HELLO, world!\n"
+        b"\n"
+        b"the quick brown fox jumps over the lazy dog\n"
+        b"The Quick Brown Fox\n"
+        b"foo bar baz\n"
+        b"foobar foo_bar foo-bar\n"
+        b"  leading spaces\n"
+        b"trailing spaces   \n"
+        b"\ttab\tseparated\tline\n"
+        b"abc123 456def 7890\n"
+        b"a.b*c+d?e|f(g)h[i]j{k}l\\m^n$o\n"
+        b"aaa aab abb bbb\n"
+        b"x\n"
+        b"\n"
+        b"email: someone@example.com, other@test.org\n"
+        b"path/to/some/file.c:42: error: oops\n"
+        b"ab\n"
+        b"abab ababab\n"
+        b"word-word word_word wordword\n"
+        b"123-456-7890\n"
+        b"last line\n"
+    )
+    files["noeol.txt"] = b"first line\nsecond foo line\nno newline at end foo"
+    files["empty.txt"] = b""
+    files["blank.txt"] = b"\n\n\n"
+    long_line = (b"abcdefghij" * 12000) + b" needle " + (b"klmnopqrst" * 12000)
+    files["long.txt"] = b"short one\n" + long_line + b"\n" + b"x" * 70000 + b"\nend needle\n"
+    files["bin.txt"] = b"text line one\nbinary\x00data here\nmore text foo\nfoo\x00bar\n"
+    lines = b"".join(b"line %06d some text foo\n" % i for i in range(12000))
+    files["binlate.txt"] = lines + b"here comes a NUL\x00 foo\n" + b"after foo\n"
+    files["high.txt"] = bytes(range(1, 256)).replace(b"\n", b"") + b"\n\xff\xfe foo \x80\n"
+    big = b"".join(b"%d the line with words foo%d bar\n" % (i, i % 97) for i in range(20000))
+    files["big.txt"] = big
+    files["crlf.txt"] = b"dos line\r\nfoo\r\n\r\nend\r\n"
+    for name, data in files.items():
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+    with open(os.path.join(d, "pats.txt"), "wb") as f:
+        f.write(b"foo\nworld\n")
+    with open(os.path.join(d, "pats_empty.txt"), "wb") as f:
+        f.write(b"")
+    return files
+
+
+# (options, pattern args) -- pattern args include -e/-f or a bare pattern
+PATTERNS = [
+    # fixed strings
+    (["-F"], ["foo"]), (["-F"], ["a.b*c"]), (["-F"], ["\\m^n$"]), (["-F"], ["hello"]),
+    (["-F", "-i"], ["HELLO"]), (["-F"], ["-e", "foo", "-e", "dog"]), (["-F"], [""]),
+    (["-F", "-x"], ["x"]), (["-F", "-w"], ["foo"]), (["-F", "-i", "-w"], ["the"]),
+    (["-F"], ["needle"]), (["-F"], ["zzz-not-there"]), (["-F"], ["o"]),
+    # BRE
+    (["-G"], ["hel*o"]), ([], ["^the"]), ([], ["foo$"]), ([], ["^$"]), ([], ["."]),
+    ([], ["a\\{2\\}"]), ([], ["ab\\{1,2\\}a"]), ([], ["\\(ab\\)\\{2,\\}"]), ([], ["x*"]),
+    ([], ["[[:digit:]]\\+"]), ([], ["[[:upper:]][[:lower:]]*"]), ([], ["[^a-z ]"]),
+    ([], ["\\<foo"]), ([], ["bar\\>"]), ([], ["\\bword\\b"]), ([], ["\\Boo"]),
+    ([], ["a\\|b\\|z"]), ([], ["\\w\\+@\\w\\+"]), ([], ["\\s\\S"]), ([], ["*a"]),
+    ([], ["a\\?b"]), ([], ["[]a]"]), ([], ["[a-]x"]), ([], ["\\.c"]), ([], ["$o"]),
+    ([], ["n\\$o"]), ([], ["^\\(the\\|The\\) "]), ([], ["[[:space:]]$"]),
+    ([], ["[[:punct:]][[:alpha:]]"]), ([], ["o\\{3,\\}"]), ([], ["\\(\\)"]),
+    ([], ["-e", "world", "-e", "^foo"]), ([], ["-f", "pats.txt"]),
+    ([], ["-f", "pats_empty.txt", "-e", "dog"]), ([], ["\\`the"]), ([], ["line\\'"]),
+    # ERE
+    (["-E"], ["fo+"]), (["-E"], ["(ab)+"]), (["-E"], ["^(foo|bar)"]), (["-E"], ["a|b"]),
+    (["-E"], ["[0-9]{3}-[0-9]{4}"]), (["-E"], ["o{2}"]), (["-E"], ["x?y?z?$"]),
+    (["-E"], ["(a|ab)(c|bcd)"]), (["-E"], ["w(or)?d"]), (["-E"], ["a{,2}b"]),
+    (["-E"], ["a{1"]), (["-E"], ["{"]), (["-E"], ["a)"]), (["-E"], ["()"]), (["-E"], ["a||b"]),
+    (["-E"], ["[[:alnum:]_]+@[a-z]+\\.(com|org)"]), (["-E"], ["\\(g\\)"]), (["-E"], ["^.{5}$"]),
+    (["-E"], ["(^| )b+( |$)"]), (["-E"], ["[^[:print:]]"]), (["-E"], ["\\bfoo_?bar\\b"]),
+    (["-E"], ["(x|y|z)*q"]), (["-E"], ["(.)(.)(.)(.)"]), (["-E"], ["foo.*bar"]),
+    (["-E"], ["*b"]), (["-E"], ["+a"]), (["-E"], ["e$|^t"]),
+    # case folding
+    (["-i"], ["hello"]), (["-i"], ["[A-C]"]), (["-i"], ["[[:upper:]]x"]), (["-i", "-E"], ["FO{2}"]),
+    (["-i"], ["[^a-z]"]), (["-y"], ["QUICK"]),
+    # -w / -x
+    (["-w"], ["foo"]), (["-w"], ["word"]), (["-w"], ["o*"]), (["-w"], [""]), (["-x"], [""]),
+    (["-x"], ["x"]), (["-x", "-E"], ["[a-z ]+"]), (["-w", "-E"], ["foo|bar"]),
+    (["-w"], ["b*"]), (["-x", "-i"], ["AB"]), (["-w"], ["[0-9]*"]),
+    # binary / high bytes
+    ([], ["\\x"]), ([], ["[\x80-\xff]"]), ([], ["data"]), ([], ["NUL"]), ([], ["^bar"]),
+]
+
+OPTSETS = [[], ["-n"], ["-c"], ["-o"], ["-v"], ["-i", "-n"], ["-l"], ["-L"], ["-b"],
+           ["-o", "-b", "-n"], ["-m", "2"], ["-v", "-c"], ["-q"], ["-a"], ["-h"], ["-H"],
+           ["-m", "1", "-c"], ["-v", "-n", "-m", "3"], ["-s"], ["-o", "-i"], ["-n", "-a"]]
+
+ERRORS = [
+    ([], ["\\(a"]), ([], ["a\\)"]), (["-E"], ["(a"]), ([], ["[a"]), ([], ["[[:foo:]]"]),
+    ([], ["[:space:]"]), ([], ["a\\{1"]), ([], ["a\\{x\\}"]), (["-E"], ["a{2,1}"]),
+    (["-E"], ["x{32768}"]), ([], ["[b-a]"]), ([], ["a\\"]), ([], ["--no-such-option", "a"]),
+]
+
+
+def cases(files):
+    """A deterministic list of at least several hundred cases."""
+    names = sorted(files)
+    out = []
+    # every pattern against the main corpus with a rotating option set
+    for i, (popts, pargs) in enumerate(PATTERNS):
+        for j in range(3):
+            opts = OPTSETS[(i * 3 + j) % len(OPTSETS)]
+            out.append((popts + opts, pargs, ["words.txt"]))
+    # every option set against every file with a few patterns
+    for k, name in enumerate(names):
+        for j, opts in enumerate(OPTSETS):
+            popts, pargs = [([], ["foo"]), (["-E"], ["^.?$"]), (["-F", "-i"], ["LINE"]),
+                            (["-w"], ["text"]), (["-E"], ["o+ "])][(k + j) % 5]
+            out.append((popts + opts, pargs, [name]))
+    # several files at once, -r
+    for opts in OPTSETS[:8]:
+        out.append((opts, ["foo"], ["words.txt", "noeol.txt", "empty.txt", "bin.txt"]))
+    out.append((["-r"], ["needle"], ["."]))
+    out.append((["-r", "-c"], ["foo"], ["sub"]))
+    out.append((["-r", "-l"], ["foo"], ["sub/"]))
+    out.append((["-r", "-h"], ["foo"], ["sub/a.txt"]))
+    out.append(([], ["foo"], ["missing.txt", "words.txt"]))
+    out.append((["-s"], ["foo"], ["missing.txt", "words.txt"]))
+    out.append((["-q"], ["foo"], ["missing.txt", "words.txt"]))
+    out.append(([], ["foo"], ["sub"]))
+    out.append((["--"], ["-foo"], ["words.txt"]))
+    out.append((["-e", "-bar"], [], ["words.txt"]))
+    out.append((["-m", "0"], ["foo"], ["words.txt"]))
+    out.append((["-c"], ["-f", "pats_empty.txt"], ["words.txt"]))
+    for popts, pargs in ERRORS:
+        out.append((popts, pargs, ["words.txt"]))
+    return out
+
+
+def run(prog, args, cwd, extra_env=None):
+    env = dict(ENV)
+    if extra_env:
+        env.update(extra_env)
+    p = subprocess.run([prog] + args, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    return p.stdout, p.returncode, p.stderr
+
+
+class GrepDiff(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(ARF_GREP):
+            raise unittest.SkipTest("arf-grep not built at %s" % ARF_GREP)
+        if not os.path.exists(GNU_GREP):
+            raise unittest.SkipTest("GNU grep missing at %s" % GNU_GREP)
+        cls.dir = tempfile.mkdtemp(prefix="arfgrep-")
+        cls.files = make_files(cls.dir)
+        os.makedirs(os.path.join(cls.dir, "sub", "deeper"))
+        with open(os.path.join(cls.dir, "sub", "a.txt"), "wb") as f:
+            f.write(b"foo in a\n")
+        with open(os.path.join(cls.dir, "sub", "deeper", "b.txt"), "wb") as f:
+            f.write(b"no match\nfoo foo\n")
+        cls.cases = cases(cls.files)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def check_engine(self, engine_args, extra_env=None):
+        failures = []
+        for opts, pargs, files in self.cases:
+            args = opts + pargs + files
+            want = run(GNU_GREP, args, self.dir)
+            got = run(ARF_GREP, engine_args + args, self.dir, extra_env)
+            if want[:2] != got[:2]:
+                failures.append("grep %s\n  gnu: rc=%d out=%r\n  arf: rc=%d out=%r err=%r" % (
+                    " ".join(repr(a) for a in args), want[1], want[0][:300], got[1],
+                    got[0][:300], got[2][:300]))
+        print("%s: %d cases, %d identical" % (" ".join(engine_args) or "native",
+                                              len(self.cases), len(self.cases) - len(failures)))
+        self.assertFalse(failures, "\n".join(failures[:20]) + "\n(%d differ)" % len(failures))
+
+    def test_native(self):
+        self.check_engine([])
+
+    def test_mc_interpreter(self):
+        self.check_engine(["--engine=mc"])
+
+    def test_mc_small_slices(self):
+        self.check_engine(["--engine=mc"], {"ARF_GREP_SLICE": "7"})
+
+    def test_case_count(self):
+        self.assertGreaterEqual(len(self.cases), 200)
+
+    def test_explain(self):
+        p = subprocess.run([ARF_GREP, "--explain", "-E", "fo+|ba[rz]"], stdout=subprocess.PIPE,
+                           env=ENV)
+        self.assertEqual(p.returncode, 0)
+        self.assertIn(b"call 1", p.stdout)
+        p = subprocess.run([ARF_GREP, "--explain", "-F", "needle"], stdout=subprocess.PIPE,
+                           env=ENV)
+        self.assertIn(b"skip loop", p.stdout)
+
+    def test_unsupported_refused(self):
+        for args in (["-A", "1"], ["-C2"], ["--color=always"], ["-P"], ["-z"], ["--include=*.c"]):
+            p = subprocess.run([ARF_GREP] + args + ["a", "/dev/null"], stderr=subprocess.PIPE,
+                               env=ENV)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(b"not supported", p.stderr, args)
+
+    def test_backref_refused(self):
+        p = subprocess.run([ARF_GREP, "\\(a\\)\\1", "/dev/null"], stderr=subprocess.PIPE,
+                           env=ENV)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"back-references are not supported", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arf-mctest — mobile-code workloads for tests/integration/test_mc.py,
+ * driven by libarf against a real arfd:
+ *
+ *   arf-mctest chain URL NFILES     a directory with long hash chains (the
+ *                                   server runs with a small dir_hash_mask):
+ *                                   a lookup deep in a chain costs 1 execution
+ *                                   and 0 requests and agrees with the
+ *                                   one-sided walk and the LOOKUP request;
+ *                                   instructions grow with chain length
+ *   arf-mctest deep URL DEPTH       a path DEPTH directories deep resolves in
+ *                                   one execution from a cold client
+ *   arf-mctest readdir URL NFILES   a large directory lists through the readdir
+ *                                   program, the same as the LOOKUP-free
+ *                                   request listing, attributes included
+ *   arf-mctest runaway URL          a program looping forever is stopped at its
+ *                                   budget while another client reads and writes
+ *   arf-mctest reload URL           a program evicted from the server's cache
+ *                                   (cache_size = 1) is reloaded transparently
+ *
+ * Each prints what it measured and exits 0, or prints "FAIL: reason" and
+ * exits 1.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arf.h"
+#include "arf_common.h"
+#include "arf_prog_abi.h"
+#include "arf_progs.h"
+
+#define FAIL(...)                                   \
+	do {                                        \
+		fprintf(stdout, "FAIL: " __VA_ARGS__); \
+		fprintf(stdout, "\n");              \
+		exit(1);                            \
+	} while (0)
+
+static arf_client *conn(const char *url, int one_sided, uint32_t max_hops, int shipped)
+{
+	struct arf_client_opts o;
+	char err[512];
+	arf_client *c;
+
+	arf_client_opts_init(&o);
+	o.one_sided = one_sided;
+	o.spin_us = 0;
+	if (max_hops)
+		o.max_hops = max_hops;
+	o.shipped_lookup = shipped;
+	if (arf_connect(url, &o, &c, err, sizeof(err)))
+		FAIL("connect %s: %s", url, err);
+	return c;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The shipped chain lookup run directly: hops and instructions. */
+static int probe(arf_client *c, uint64_t dir, const char *name, uint32_t *hops, uint64_t *insns)
+{
+	const struct arf_std_prog_image *im = &arf_std_progs[ARF_STD_PROG_LOOKUP];
+	struct arf_prog_lookup_arg a;
+	struct arf_prog_lookup_out o;
+	struct arf_exec_result res;
+
+	memset(&a, 0, sizeof(a));
+	a.dir = dir;
+	a.namelen = (uint32_t)strlen(name);
+	memcpy(a.name, name, a.namelen);
+	int rc = arf_exec(c, im->elf, im->len, &a, sizeof(a), &o, sizeof(o), &res);
+	if (rc)
+		FAIL("exec lookup %s: %s (%s)", name, res.msg, arf_strerror(rc));
+	if (res.r0)
+		FAIL("lookup program on %s returned %" PRId64, name, res.r0);
+	*hops = o.hops;
+	*insns = res.insns;
+	return 0;
+}
+
+static int cmd_chain(const char *url, int nfiles)
+{
+	arf_client *w = conn(url, 1, 0, 1);
+	struct arf_stat root, dir, st;
+	char name[64];
+	int rc;
+
+	if ((rc = arf_root(w, &root)) || (rc = arf_mkdir(w, root.ino, root.gen, "chain", 0755, &dir)))
+		FAIL("mkdir chain: %s", arf_strerror(rc));
+	for (int i = 0; i < nfiles; i++) {
+		snprintf(name, sizeof(name), "f%05d", i);
+		if ((rc = arf_create(w, dir.ino, dir.gen, name, 0644, 1, &st)))
+			FAIL("create %s: %s", name, arf_strerror(rc));
+	}
+	/* chain positions and the program's instructions, name by name */
+	uint32_t *hops = calloc((size_t)nfiles, sizeof(*hops));
+	uint64_t *insns = calloc((size_t)nfiles, sizeof(*insns));
+	uint32_t maxh = 0;
+	int deep = -1, deep2 = -1;
+	for (int i = 0; i < nfiles; i++) {
+		snprintf(name, sizeof(name), "f%05d", i);
+		probe(w, dir.ino, name, &hops[i], &insns[i]);
+		if (hops[i] >= maxh) {
+			deep2 = deep;
+			maxh = hops[i];
+			deep = i;
+		}
+	}
+	if (maxh < 20)
+		FAIL("longest chain is %u entries: dir_hash_mask did not make long chains", maxh);
+	/* instructions grow with the chain: the walking is the program's */
+	uint64_t sum[4096] = { 0 }, cnt[4096] = { 0 };
+	for (int i = 0; i < nfiles; i++)
+		if (hops[i] < 4096) {
+			sum[hops[i]] += insns[i];
+			cnt[hops[i]]++;
+		}
+	printf("hops insns (mean over names at that depth)\n");
+	double prev = 0;
+	int points = 0;
+	for (uint32_t h = 1; h <= maxh; h++) {
+		if (!cnt[h])
+			continue;
+		double mean = (double)sum[h] / (double)cnt[h];
+		if (h <= 4 || h % 10 == 0 || h == maxh)
+			printf("%4u %8.1f\n", h, mean);
+		if (points && mean <= prev)
+			FAIL("instructions did not grow with chain length at %u hops (%.1f <= %.1f)", h,
+			     mean, prev);
+		prev = mean;
+		points++;
+	}
+	double per_hop = ((double)sum[maxh] / (double)cnt[maxh] - (double)sum[1] / (double)cnt[1]) /
+			 (double)(maxh - 1);
+	printf("about %.1f instructions per hop\n", per_hop);
+	if (per_hop < 10)
+		FAIL("%.1f instructions per hop: is a helper walking the chain?", per_hop);
+
+	/* a cold client (programs already loaded on the server by w) */
+	snprintf(name, sizeof(name), "f%05d", deep);
+	arf_client *c = conn(url, 1, 4, 1);
+	struct arf_client_stats s0, s1;
+	struct arf_stat a, b, r;
+	char warm[64];
+	snprintf(warm, sizeof(warm), "f%05d", deep2); /* warms up the load of the program */
+	if ((rc = arf_lookup(c, dir.ino, dir.gen, warm, &a)))
+		FAIL("lookup %s: %s", warm, arf_strerror(rc));
+	arf_stats(c, &s0);
+	if ((rc = arf_lookup(c, dir.ino, dir.gen, name, &a)))
+		FAIL("lookup %s: %s", name, arf_strerror(rc));
+	arf_stats(c, &s1);
+	uint64_t execs = s1.execs - s0.execs, reqs = s1.requests - s0.requests;
+	printf("lookup of %s (%u hops) with max_hops 4: %" PRIu64 " execution(s), %" PRIu64
+	       " request(s), %" PRIu64 " one-sided reads\n", name, maxh, execs, reqs,
+	       s1.one_sided_reads - s0.one_sided_reads);
+	if (execs != 1 || reqs != 0)
+		FAIL("expected 1 execution and 0 requests, got %" PRIu64 " and %" PRIu64, execs, reqs);
+	if (s1.execs_by_reason[ARF_EXEC_HOPS] - s0.execs_by_reason[ARF_EXEC_HOPS] != 1)
+		FAIL("execution not counted under reason 'hops'");
+	if (s1.fallbacks_by_reason[ARF_FALLBACK_HOPS] == s0.fallbacks_by_reason[ARF_FALLBACK_HOPS])
+		FAIL("fallback for 'hops' not counted");
+	/* the same answer as the one-sided walk, and as the server's LOOKUP */
+	arf_client *os = conn(url, 1, 100000, 0), *rq = conn(url, 0, 0, 1);
+	if ((rc = arf_lookup(os, dir.ino, dir.gen, name, &b)))
+		FAIL("one-sided lookup %s: %s", name, arf_strerror(rc));
+	if ((rc = arf_lookup(rq, dir.ino, dir.gen, name, &r)))
+		FAIL("request lookup %s: %s", name, arf_strerror(rc));
+	struct arf_client_stats so;
+	arf_stats(os, &so);
+	if (so.execs || so.requests)
+		FAIL("the one-sided walk used %" PRIu64 " executions and %" PRIu64 " requests",
+		     so.execs, so.requests);
+	if (a.ino != b.ino || a.gen != b.gen || a.mode != b.mode || a.ino != r.ino || a.gen != r.gen)
+		FAIL("answers differ: shipped %" PRIu64 "/%u, one-sided %" PRIu64 "/%u, request %" PRIu64
+		     "/%u", a.ino, a.gen, b.ino, b.gen, r.ino, r.gen);
+	/* a name that is not there: ENOENT from the program too */
+	if ((rc = arf_lookup(c, dir.ino, dir.gen, "no-such-name", &a)) != -ENOENT)
+		FAIL("lookup of a missing name: %s", arf_strerror(rc));
+	printf("same answer from the shipped lookup, the one-sided walk and LOOKUP: ino %" PRIu64
+	       " gen %u\n", b.ino, b.gen);
+	arf_close(c);
+	arf_close(os);
+	arf_close(rq);
+	arf_close(w);
+	free(hops);
+	free(insns);
+	return 0;
+}
+
+static int cmd_deep(const char *url, int depth)
+{
+	arf_client *w = conn(url, 1, 0, 1);
+	struct arf_stat d, f, got;
+	char path[4096] = "", name[32];
+	int rc;
+
+	if ((rc = arf_root(w, &d)))
+		FAIL("root: %s", arf_strerror(rc));
+	for (int i = 0; i < depth; i++) {
+		snprintf(name, sizeof(name), "d%02d", i);
+		if ((rc = arf_mkdir(w, d.ino, d.gen, name, 0755, &d)))
+			FAIL("mkdir %s: %s", name, arf_strerror(rc));
+		strcat(path, "/");
+		strcat(path, name);
+	}
+	if ((rc = arf_create(w, d.ino, d.gen, "leaf", 0640, 1, &f)))
+		FAIL("create leaf: %s", arf_strerror(rc));
+	strcat(path, "/leaf");
+
+	arf_client *c = conn(url, 1, 0, 1);
+	struct arf_client_stats s0, s1;
+	arf_stats(c, &s0);
+	if ((rc = arf_resolve(c, path, &got)))
+		FAIL("resolve %s: %s", path, arf_strerror(rc));
+	arf_stats(c, &s1);
+	uint64_t execs = s1.execs - s0.execs, reqs = s1.requests - s0.requests;
+	printf("resolve of a path %d directories deep: %" PRIu64 " execution(s), %" PRIu64
+	       " request(s), %" PRIu64 " one-sided reads, %" PRIu64 " instructions\n", depth, execs,
+	       reqs, s1.one_sided_reads - s0.one_sided_reads, s1.exec_insns - s0.exec_insns);
+	if (execs != 1 || reqs != 0)
+		FAIL("expected 1 execution and 0 requests, got %" PRIu64 " and %" PRIu64, execs, reqs);
+	if (s1.execs_by_reason[ARF_EXEC_PATH] != 1)
+		FAIL("execution not counted under reason 'path'");
+	if (got.ino != f.ino || got.gen != f.gen || got.mode != f.mode || got.uid != f.uid)
+		FAIL("resolve gave ino %" PRIu64 " mode %o, expected %" PRIu64 " mode %o", got.ino,
+		     got.mode, f.ino, f.mode);
+	/* again: what the entry cache holds is not asked for twice, and never
+	 * by a request */
+	arf_stats(c, &s0);
+	if ((rc = arf_resolve(c, path, &got)) || got.ino != f.ino)
+		FAIL("second resolve: %s", arf_strerror(rc));
+	arf_stats(c, &s1);
+	if (s1.execs - s0.execs > 1 || s1.requests != s0.requests)
+		FAIL("second resolve ran %" PRIu64 " program(s) and %" PRIu64 " request(s)",
+		     s1.execs - s0.execs, s1.requests - s0.requests);
+	/* missing leaf: ENOENT */
+	strcat(path, "x");
+	arf_client *c2 = conn(url, 1, 0, 1);
+	if ((rc = arf_resolve(c2, path, &got)) != -ENOENT)
+		FAIL("resolve of a missing name: %s", arf_strerror(rc));
+	printf("attributes match; second walk took no request; missing leaf: ENOENT\n");
+	arf_close(c2);
+	arf_close(c);
+	arf_close(w);
+	return 0;
+}
+
+static int cmp_name(const void *a, const void *b)
+{
+	return strcmp(((const struct arf_dirent *)a)->name, ((const struct arf_dirent *)b)->name);
+}
+
+static size_t list(arf_client *c, uint64_t ino, uint32_t gen, struct arf_dirent *all,
+		   struct arf_stat *st, size_t cap)
+{
+	uint64_t cookie = 0;
+	size_t n = 0;
+	int eof = 0;
+
+	while (!eof && n < cap) {
+		size_t got = 0;
+		size_t want = cap - n < 100 ? cap - n : 100; /* several batches */
+		int rc = st ? arf_readdirplus(c, ino, gen, cookie, all + n, st + n, want, &got, &eof)
+			    : arf_readdir(c, ino, gen, cookie, all + n, want, &got, &eof);
+		if (rc)
+			FAIL("readdir: %s", arf_strerror(rc));
+		if (!got)
+			break;
+		n += got;
+		cookie = all[n - 1].cookie;
+	}
+	return n;
+}
+
+static int cmd_readdir(const char *url, int nfiles)
+{
+	arf_client *w = conn(url, 1, 0, 1);
+	struct arf_stat root, dir, st;
+	char name[64];
+	int rc;
+
+	if ((rc = arf_root(w, &root)) || (rc = arf_mkdir(w, root.ino, root.gen, "big", 0755, &dir)))
+		FAIL("mkdir big: %s", arf_strerror(rc));
+	for (int i = 0; i < nfiles; i++) {
+		snprintf(name, sizeof(name), "entry-%05d", i);
+		if ((rc = arf_create(w, dir.ino, dir.gen, name, 0600 | (i & 7) << 6, 1, &st)))
+			FAIL("create %s: %s", name, arf_strerror(rc));
+	}
+	size_t cap = (size_t)nfiles + 10;
+	struct arf_dirent *a = calloc(cap, sizeof(*a)), *b = calloc(cap, sizeof(*b));
+	struct arf_stat *sa = calloc(cap, sizeof(*sa));
+	arf_client *c = conn(url, 1, 0, 1), *rq = conn(url, 0, 0, 1);
+	struct arf_client_stats s;
+	size_t na = list(c, dir.ino, dir.gen, a, sa, cap);
+	arf_stats(c, &s);
+	size_t nb = list(rq, dir.ino, dir.gen, b, NULL, cap);
+	printf("readdirplus of %d entries: %" PRIu64 " execution(s), %" PRIu64
+	       " request(s), %" PRIu64 " one-sided reads, %" PRIu64 " instructions\n", nfiles,
+	       s.execs, s.requests, s.one_sided_reads, s.exec_insns);
+	if (na != (size_t)nfiles || nb != (size_t)nfiles)
+		FAIL("listed %zu (program) and %zu (requests) of %d", na, nb, nfiles);
+	if (s.execs_by_reason[ARF_EXEC_READDIR] == 0 || s.requests)
+		FAIL("the listing did not go through the readdir program alone");
+	for (size_t i = 0; i < na; i++) {
+		struct arf_stat g;
+		if (!sa[i].ino)
+			FAIL("no attributes for %s", a[i].name);
+		if ((rc = arf_getattr(rq, a[i].ino, a[i].gen, &g)) || g.mode != sa[i].mode ||
+		    g.ino != sa[i].ino || g.uid != sa[i].uid || g.size != sa[i].size)
+			FAIL("attributes of %s differ from GETATTR's", a[i].name);
+	}
+	qsort(a, na, sizeof(*a), cmp_name);
+	qsort(b, nb, sizeof(*b), cmp_name);
+	for (size_t i = 0; i < na; i++)
+		if (strcmp(a[i].name, b[i].name) || a[i].ino != b[i].ino || a[i].type != b[i].type)
+			FAIL("entry %zu differs: %s / %s", i, a[i].name, b[i].name);
+	printf("same entries as READDIR requests, attributes as GETATTR\n");
+	arf_close(c);
+	arf_close(rq);
+	arf_close(w);
+	free(a);
+	free(b);
+	free(sa);
+	return 0;
+}
+
+/* ---- runaway ---- */
+
+struct other {
+	const char *url;
+	volatile int stop;
+	uint64_t ops, max_ms;
+	int failed;
+	char why[256];
+};
+
+static void *other_client(void *arg)
+{
+	struct other *o = arg;
+	arf_client *c = conn(o->url, 1, 0, 1);
+	struct arf_stat root, f, st;
+	char buf[64], name[32];
+	int rc;
+
+	if ((rc = arf_root(c, &root)))
+		goto fail;
+	for (uint64_t i = 0; !o->stop; i++) {
+		uint64_t t0 = now_ms();
+		snprintf(name, sizeof(name), "other-%d-%" PRIu64, (int)getpid(), i);
+		if ((rc = arf_create(c, root.ino, root.gen, name, 0644, 1, &f)))
+			goto fail;
+		if (arf_write(c, f.ino, f.gen, 0, name, strlen(name)) != (ssize_t)strlen(name)) {
+			rc = -EIO;
+			goto fail;
+		}
+		ssize_t n = arf_read(c, f.ino, f.gen, 0, buf, sizeof(buf));
+		if (n != (ssize_t)strlen(name) || memcmp(buf, name, (size_t)n)) {
+			rc = -EIO;
+			goto fail;
+		}
+		if ((rc = arf_getattr(c, f.ino, f.gen, &st)))
+			goto fail;
+		uint64_t dt = now_ms() - t0;
+		if (dt > o->max_ms)
+			o->max_ms = dt;
+		o->ops++;
+	}
+	arf_close(c);
+	return NULL;
+fail:
+	o->failed = 1;
+	snprintf(o->why, sizeof(o->why), "%s", arf_strerror(rc));
+	arf_close(c);
+	return NULL;
+}
+
+static int cmd_runaway(const char *url)
+{
+	/* mov r0, 0; loop: add r0, 1; ja loop */
+	static const uint8_t loop[] = {
+		0xb7, 0x00, 0, 0, 0, 0, 0, 0,
+		0x07, 0x00, 0, 0, 1, 0, 0, 0,
+		0x05, 0x00, 0xfe, 0xff, 0, 0, 0, 0,
+	};
+	struct other o = { .url = url };
+	struct arf_exec_result res;
+	pthread_t t;
+	arf_client *c = conn(url, 1, 0, 1);
+
+	pthread_create(&t, NULL, other_client, &o);
+	struct timespec ts = { 0, 200 * 1000 * 1000 };
+	nanosleep(&ts, NULL); /* the other client is going */
+	uint64_t before = o.ops, t0 = now_ms();
+	int rc = arf_exec(c, loop, sizeof(loop), NULL, 0, NULL, 0, &res);
+	uint64_t ran = now_ms() - t0, during = o.ops - before;
+	o.stop = 1;
+	pthread_join(t, NULL);
+	printf("runaway: %s after %" PRIu64 " ms, %" PRIu64 " instructions: \"%s\"\n",
+	       arf_strerror(rc), ran, res.insns, res.msg);
+	printf("meanwhile the other client did %" PRIu64 " create+write+read+getattr rounds, "
+	       "slowest %" PRIu64 " ms\n", during, o.max_ms);
+	if (rc != ARF_EBUDGET)
+		FAIL("expected ARF_EBUDGET, got %s", arf_strerror(rc));
+	if (!strstr(res.msg, "instruction ") ||
+	    (!strstr(res.msg, "budget") && !strstr(res.msg, "wall-clock")))
+		FAIL("unclear message: %s", res.msg);
+	if (o.failed)
+		FAIL("the other client failed: %s", o.why);
+	if (during < 10)
+		FAIL("the other client made only %" PRIu64 " rounds while the program ran", during);
+	if (o.max_ms * 2 > ran)
+		FAIL("the other client waited %" PRIu64 " ms of the %" PRIu64 " ms run", o.max_ms, ran);
+	/* the server still serves programs afterwards */
+	struct arf_stat root;
+	if ((rc = arf_root(c, &root)))
+		FAIL("after the runaway: %s", arf_strerror(rc));
+	arf_close(c);
+	return 0;
+}
+
+static int cmd_reload(const char *url)
+{
+	arf_client *c = conn(url, 1, 0, 1);
+	struct arf_client_stats s;
+	struct arf_exec_result res;
+	static const uint8_t ret7[] = { 0xb7, 0, 0, 0, 7, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0 };
+	static const uint8_t ret9[] = { 0xb7, 0, 0, 0, 9, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0 };
+	int rc;
+
+	for (int round = 0; round < 3; round++) {
+		if ((rc = arf_exec(c, ret7, sizeof(ret7), NULL, 0, NULL, 0, &res)) || res.r0 != 7)
+			FAIL("ret7 round %d: %s %s", round, arf_strerror(rc), res.msg);
+		/* evicts ret7 from a one-program cache */
+		if ((rc = arf_exec(c, ret9, sizeof(ret9), NULL, 0, NULL, 0, &res)) || res.r0 != 9)
+			FAIL("ret9 round %d: %s %s", round, arf_strerror(rc), res.msg);
+	}
+	arf_stats(c, &s);
+	printf("6 runs of 2 programs through a 1-program cache: %" PRIu64 " loads, %" PRIu64
+	       " executions\n", s.prog_loads, s.execs);
+	if (s.execs != 6 || s.prog_loads != 6)
+		FAIL("expected 6 executions and 6 loads");
+	arf_close(c);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: arf-mctest chain|deep|readdir|runaway|reload URL [N]\n");
+		return 2;
+	}
+	const char *cmd = argv[1], *url = argv[2];
+	if (!strcmp(cmd, "chain") && argc == 4)
+		return cmd_chain(url, atoi(argv[3]));
+	if (!strcmp(cmd, "deep") && argc == 4)
+		return cmd_deep(url, atoi(argv[3]));
+	if (!strcmp(cmd, "readdir") && argc == 4)
+		return cmd_readdir(url, atoi(argv[3]));
+	if (!strcmp(cmd, "runaway") && argc == 3)
+		return cmd_runaway(url);
+	if (!strcmp(cmd, "reload") && argc == 3)
+		return cmd_reload(url);
+	fprintf(stderr, "arf-mctest: bad arguments\n");
+	return 2;
+}

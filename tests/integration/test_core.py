@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Core data path against a real arfd on loopback, over tcp and shm:
+trees, byte ranges, durability across SIGKILL, torn reads, one-sided
+request counts, arfctl's commands and errors."""
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+from harness import Arfd, ArfdTestCase, arfctl, arfctl_json, run, ITEST  # noqa: E402
+
+TRANSPORTS = ("tcp", "shm")
+
+
+class Tree(ArfdTestCase):
+    def test_tree_10000_files(self):
+        for t in TRANSPORTS:
+            with self.subTest(transport=t):
+                url = self.arfd.url("/", t)
+                if t == "shm":
+                    # a second tree next to the first: rename the first away
+                    arfctl("mv", self.arfd.url("/tree"), self.arfd.url("/tree-tcp"))
+                p = run([ITEST, "tree", url, "10000"], timeout=900)
+                print(p.stdout.decode().strip())
+
+
+class Ranges(ArfdTestCase):
+    def test_random_ranges(self):
+        for i, t in enumerate(TRANSPORTS):
+            with self.subTest(transport=t):
+                p = run([ITEST, "ranges", self.arfd.url("/", t), str(1000 + i), "300"])
+                print(p.stdout.decode().strip())
+
+
+class Torn(ArfdTestCase):
+    extra = {"regions.test_torn_delay_us": "300"}
+
+    def test_readers_never_see_unwritten_bytes(self):
+        for t in TRANSPORTS:
+            with self.subTest(transport=t):
+                arfctl("rm", self.arfd.url("/torn"), check=False)
+                p = run([ITEST, "torn", self.arfd.url("/", t), "4", "2"])
+                print(p.stdout.decode().strip())
+
+
+class Durability(unittest.TestCase):
+    def test_sigkill_after_acknowledged_writes(self):
+        tmp = tempfile.TemporaryDirectory(prefix="arf-it-")
+        self.addCleanup(tmp.cleanup)
+        d = Arfd(workdir=tmp.name, sync=True)
+        self.addCleanup(d.stop)
+        d.start()
+        writer = subprocess.Popen([ITEST, "acked", d.url("/"), "100000"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.addCleanup(lambda: writer.poll() is None and writer.kill())
+        acked = -1
+        target = random.randint(150, 400)
+        deadline = time.time() + 120
+        while acked < target and time.time() < deadline:
+            line = writer.stdout.readline().decode()
+            if not line:
+                break
+            if line.startswith("acked "):
+                acked = int(line.split()[1])
+        self.assertGreaterEqual(acked, target, "writer stalled")
+        d.kill()  # SIGKILL while the writer is still writing
+        rest = writer.stdout.read().decode()
+        writer.wait(timeout=60)
+        for line in rest.splitlines():
+            if line.startswith("acked "):
+                acked = max(acked, int(line.split()[1]))
+        d.start()
+        p = run([ITEST, "verify", d.url("/"), str(acked + 1)])
+        print(f"killed after {acked + 1} acknowledged files; " + p.stdout.decode().strip())
+
+
+class OneSided(ArfdTestCase):
+    def test_stat_deep_path_makes_no_request(self):
+        arfctl("mkdir", "-p", self.arfd.url("/a/b/c/d"))
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(b"hello\n")
+            f.flush()
+            arfctl("put", f.name, self.arfd.url("/a/b/c/d/file"))
+        for t in TRANSPORTS:
+            with self.subTest(transport=t):
+                j = arfctl_json("--stats", "stat", self.arfd.url("/a/b/c/d/file", t))
+                self.assertEqual(j["size"], 6)
+                self.assertEqual(j["type"], "file")
+                s = j["stats"]
+                for k in ("one_sided_reads", "one_sided_bytes", "rounds", "requests", "execs",
+                          "retries", "fallbacks", "bytes_sent", "bytes_received"):
+                    self.assertIsInstance(s[k], int, k)
+                self.assertIsInstance(s["requests_by_kind"], dict)
+                self.assertIsInstance(s["fallbacks_by_reason"], dict)
+                self.assertEqual(s["requests"], 0, s)
+                self.assertGreater(s["one_sided_reads"], 0)
+                print(f"{t}: stat /a/b/c/d/file: {s['rounds']} rounds, "
+                      f"{s['one_sided_reads']} one-sided reads, 0 requests")
+
+    def test_cat_1mib_file(self):
+        data = os.urandom(1 << 20)
+        with tempfile.NamedTemporaryFile() as f:
+            f.write(data)
+            f.flush()
+            arfctl("put", f.name, self.arfd.url("/big"))
+        for t in TRANSPORTS:
+            with self.subTest(transport=t):
+                p = arfctl("--json", "--stats", "cat", self.arfd.url("/big", t))
+                self.assertEqual(p.stdout, data)
+                s = json.loads(p.stderr)["stats"]
+                self.assertEqual(s["requests"], 0, s)
+                self.assertLessEqual(s["rounds"], 3, s)
+                print(f"{t}: cat 1 MiB: {s['rounds']} rounds, {s['one_sided_bytes']} bytes one-sided")
+
+    def test_requests_only_policy(self):
+        arfctl("mkdir", self.arfd.url("/x"))
+        j = arfctl_json("--stats", "--requests-only", "stat", self.arfd.url("/x"))
+        self.assertEqual(j["stats"]["one_sided_reads"], 0)
+        self.assertGreater(j["stats"]["requests"], 0)
+
+
+class Arfctl(ArfdTestCase):
+    def test_commands(self):
+        u = self.arfd.url
+        arfctl("mkdir", u("/dir"))
+        p = arfctl("put", "-", u("/dir/hello"), input=b"hi there\n")
+        self.assertEqual(arfctl("cat", u("/dir/hello")).stdout, b"hi there\n")
+        self.assertEqual(arfctl("ls", u("/dir")).stdout, b"hello\n")
+        arfctl("mv", u("/dir/hello"), u("/dir/bye"))
+        j = arfctl_json("ls", u("/dir"))
+        self.assertEqual([e["name"] for e in j["entries"]], ["bye"])
+        arfctl("rm", u("/dir/bye"))
+        arfctl("rm", u("/dir"))
+        self.assertEqual(arfctl("ls", u("/")).stdout, b"")
+        st = arfctl_json("status", u("/"))
+        self.assertIn("incarnation", st["server"])
+        self.assertTrue(st["server"]["export"]["sync"])
+        del p
+
+    def test_errors(self):
+        u = self.arfd.url
+        p = arfctl("stat", u("/missing"), check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"No such file or directory", p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+        p = arfctl("mkdir", u("/"), check=False)
+        self.assertEqual(p.returncode, 1)
+        arfctl("mkdir", u("/d"))
+        arfctl("put", "-", u("/d/f"), input=b"x")
+        p = arfctl("rm", u("/d"), check=False)
+        self.assertIn(b"Directory not empty", p.stderr)
+        p = arfctl("stat", "http://nope/", check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"not an ARF URL", p.stderr)
+        p = arfctl("frobnicate", u("/"), check=False)
+        self.assertEqual(p.returncode, 2)
+        p = arfctl("--timeout-ms", "2000", "stat", "arf://127.0.0.1:1/", check=False)
+        self.assertEqual(p.returncode, 1)
+        # the daemon is still serving
+        arfctl("stat", u("/d/f"))
+
+
+class Full(ArfdTestCase):
+    extra = {"regions.data_blocks": "64", "regions.inodes": "32"}
+
+    def test_enospc_and_statfs(self):
+        u = self.arfd.url
+        before = arfctl_json("status", u("/"))["server"]["blocks"]
+        self.assertEqual(before["total"], 64)
+        p = arfctl("put", "-", u("/big"), input=os.urandom(1 << 20), check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"No space left on device", p.stderr)
+        full = arfctl_json("status", u("/"))["server"]["blocks"]
+        self.assertEqual(full["free"], 0)
+        arfctl("rm", u("/big"))
+        after = arfctl_json("status", u("/"))["server"]["blocks"]
+        self.assertEqual(after["free"], before["free"])
+        # inodes run out too
+        made = 0
+        for i in range(40):
+            p = arfctl("put", "-", u(f"/f{i}"), input=b"", check=False)
+            if p.returncode:
+                self.assertIn(b"No space left on device", p.stderr)
+                break
+            made += 1
+        self.assertLess(made, 32)
+        inodes = arfctl_json("status", u("/"))["server"]["inodes"]
+        self.assertEqual(inodes["free"], 0)
+
+
+class Restart(unittest.TestCase):
+    def test_restart_keeps_data_and_changes_incarnation(self):
+        tmp = tempfile.TemporaryDirectory(prefix="arf-it-")
+        self.addCleanup(tmp.cleanup)
+        d = Arfd(workdir=tmp.name)
+        self.addCleanup(d.stop)
+        d.start()
+        arfctl("put", "-", d.url("/keep"), input=b"persist me")
+        inc1 = arfctl_json("status", d.url("/"))["server"]["incarnation"]
+        self.assertEqual(d.stop(), 0, d.log())
+        d.start()
+        self.assertEqual(arfctl("cat", d.url("/keep")).stdout, b"persist me")
+        inc2 = arfctl_json("status", d.url("/"))["server"]["incarnation"]
+        self.assertNotEqual(inc1, inc2)
+
+
+class Config(unittest.TestCase):
+    def test_bad_config_names_file_and_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            conf = os.path.join(tmp, "arfd.conf")
+            with open(conf, "w") as f:
+                f.write("[server]\nlisten = 127.0.0.1:0\nbogus_key = 1\n")
+            p = run([harness.ARFD, "-c", conf, "--foreground"], check=False, timeout=30)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn(f"{conf}:3: unknown key 'bogus_key'".encode(), p.stderr)
+            with open(conf, "w") as f:
+                f.write("[regions]\ninodes = -5\n")
+            p = run([harness.ARFD, "-c", conf, "--check-config"], check=False)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn(b":2: 'inodes' = -5 is out of range", p.stderr)
+
+    def test_help_and_version(self):
+        p = run([harness.ARFD, "--help"])
+        self.assertIn(b"--data-dir", p.stdout)
+        p = run([harness.ARFD, "--version"])
+        self.assertTrue(p.stdout.startswith(b"arfd "))
+        p = run([harness.ARFCTL, "--help"])
+        self.assertIn(b"status URL", p.stdout)
+
+
+if __name__ == "__main__":
+    harness.main()
