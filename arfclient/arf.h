@@ -13,6 +13,14 @@
  * URLs:
  *   arf://HOST[:PORT]/PATH              tcp (default port 20490)
  *   arf+tcp://HOST[:PORT]/PATH          the same
+ *   arf+rdma://HOST[:PORT]/PATH         RDMA verbs: InfiniBand, RoCE, iWARP
+ *                                       (default port 20491, arfd.conf
+ *                                       rdma_listen); HOST is an address of
+ *                                       the server's RDMA interface.  Needs a
+ *                                       libarf built with rdma-core and an
+ *                                       RDMA device (or soft-RoCE) here:
+ *                                       otherwise arf_connect() fails with
+ *                                       -EOPNOTSUPP or -ENODEV saying which
  *   arf+shm:///PATH[?socket=SOCK]       shm through the server's UNIX socket
  *                                       (default /run/arf/arfd.sock); the
  *                                       regions are mapped read-only
@@ -37,6 +45,7 @@ extern "C" {
 #endif
 
 #define ARF_DEFAULT_PORT   20490
+#define ARF_DEFAULT_RDMA_PORT 20491
 #define ARF_DEFAULT_SOCKET "/run/arf/arfd.sock"
 
 typedef struct arf_client arf_client;
@@ -77,9 +86,9 @@ void arf_client_opts_init(struct arf_client_opts *o);
 
 /** A parsed URL. */
 struct arf_url {
-	char transport[8];   /**< "tcp" or "shm" */
-	char host[256];      /**< tcp */
-	uint16_t port;       /**< tcp */
+	char transport[8];   /**< "tcp", "rdma" or "shm" */
+	char host[256];      /**< tcp, rdma */
+	uint16_t port;       /**< tcp, rdma */
 	char socket[256];    /**< shm */
 	char path[4096];     /**< path inside the export, "/" at least */
 };
@@ -91,7 +100,9 @@ int arf_url_parse(const char *url, struct arf_url *out, char *err, size_t errlen
  * Connect to the server a URL names (its PATH is not resolved here).
  * opts may be NULL for the defaults.  On success *out owns the client:
  * close it with arf_close().  Errors: -EINVAL (bad URL), -ECONNREFUSED,
- * -ETIMEDOUT, ARF_EVERSION, ARF_EAUTH, with a one-line reason in err.
+ * -ETIMEDOUT, ARF_EVERSION, ARF_EAUTH; for arf+rdma://, -EOPNOTSUPP (this
+ * libarf was built without rdma-core) or -ENODEV (no RDMA device here);
+ * with a one-line reason in err.
  */
 int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client **out,
 		char *err, size_t errlen);
@@ -191,7 +202,7 @@ int arf_statfs(arf_client *c, struct arf_statfs *out);
 int arf_server_status(arf_client *c, char **json);
 /** Incarnation number of the server this client talks to. */
 uint64_t arf_server_incarnation(arf_client *c);
-/** "tcp" or "shm". */
+/** "tcp", "rdma" or "shm". */
 const char *arf_transport(arf_client *c);
 
 /** Credentials for requests made by the calling thread (NULL = the process's). */

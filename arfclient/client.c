@@ -58,57 +58,82 @@ void arf_client_opts_init(struct arf_client_opts *o)
 	o->readdir_exec_min = 256;
 }
 
+_Static_assert(ARF_DEFAULT_PORT == ARF_NET_DEFAULT_PORT, "tcp port");
+_Static_assert(ARF_DEFAULT_RDMA_PORT == ARF_NET_DEFAULT_RDMA_PORT, "rdma port");
+
+/* HOST[:PORT]/PATH of arf://, arf+tcp:// and arf+rdma:// (rest is what
+ * follows the scheme); port 0 in u means the transport's default. */
+static int url_host(const char *url, const char *rest, uint16_t defport, struct arf_url *u,
+		    char *err, size_t errlen)
+{
+	const char *slash = strchr(rest, '/');
+	size_t hl = slash ? (size_t)(slash - rest) : strlen(rest);
+	char hostport[sizeof(u->host)];
+	if (hl == 0 || hl >= sizeof(hostport)) {
+		snprintf(err, errlen, "%s: missing or overlong host", url);
+		return -EINVAL;
+	}
+	memcpy(hostport, rest, hl);
+	hostport[hl] = 0;
+	u->port = defport;
+	char *portp = NULL;
+	if (hostport[0] == '[') {
+		char *close = strchr(hostport, ']');
+		if (!close) {
+			snprintf(err, errlen, "%s: unbalanced '[' in host", url);
+			return -EINVAL;
+		}
+		*close = 0;
+		memmove(u->host, hostport + 1, strlen(hostport + 1) + 1);
+		if (close[1] == ':')
+			portp = close + 2;
+		else if (close[1]) {
+			snprintf(err, errlen, "%s: junk after ']'", url);
+			return -EINVAL;
+		}
+	} else {
+		char *colon = strchr(hostport, ':');
+		if (colon) {
+			*colon = 0;
+			portp = colon + 1;
+		}
+		memcpy(u->host, hostport, strlen(hostport) + 1);
+	}
+	if (!u->host[0]) {
+		snprintf(err, errlen, "%s: missing host", url);
+		return -EINVAL;
+	}
+	if (portp) {
+		char *end;
+		long p = strtol(portp, &end, 10);
+		if (!*portp || *end || p <= 0 || p > 65535) {
+			snprintf(err, errlen, "%s: bad port '%s'", url, portp);
+			return -EINVAL;
+		}
+		u->port = (uint16_t)p;
+	}
+	snprintf(u->path, sizeof(u->path), "%s", slash ? slash : "/");
+	return 0;
+}
+
 int arf_url_parse(const char *url, struct arf_url *u, char *err, size_t errlen)
 {
 	const char *rest;
+	int rc;
 
 	memset(u, 0, sizeof(*u));
 	if (!strncmp(url, "arf://", 6) || !strncmp(url, "arf+tcp://", 10)) {
 		strcpy(u->transport, "tcp");
 		rest = url + (url[3] == '+' ? 10 : 6);
-		const char *slash = strchr(rest, '/');
-		size_t hl = slash ? (size_t)(slash - rest) : strlen(rest);
-		char hostport[sizeof(u->host)];
-		if (hl == 0 || hl >= sizeof(hostport)) {
-			snprintf(err, errlen, "%s: missing or overlong host", url);
-			return -EINVAL;
-		}
-		memcpy(hostport, rest, hl);
-		hostport[hl] = 0;
-		u->port = ARF_DEFAULT_PORT;
-		char *portp = NULL;
-		if (hostport[0] == '[') {
-			char *close = strchr(hostport, ']');
-			if (!close) {
-				snprintf(err, errlen, "%s: unbalanced '[' in host", url);
-				return -EINVAL;
-			}
-			*close = 0;
-			memmove(u->host, hostport + 1, strlen(hostport + 1) + 1);
-			if (close[1] == ':')
-				portp = close + 2;
-			else if (close[1]) {
-				snprintf(err, errlen, "%s: junk after ']'", url);
-				return -EINVAL;
-			}
-		} else {
-			char *colon = strchr(hostport, ':');
-			if (colon) {
-				*colon = 0;
-				portp = colon + 1;
-			}
-			memcpy(u->host, hostport, strlen(hostport) + 1);
-		}
-		if (portp) {
-			char *end;
-			long p = strtol(portp, &end, 10);
-			if (!*portp || *end || p <= 0 || p > 65535) {
-				snprintf(err, errlen, "%s: bad port '%s'", url, portp);
-				return -EINVAL;
-			}
-			u->port = (uint16_t)p;
-		}
-		snprintf(u->path, sizeof(u->path), "%s", slash ? slash : "/");
+		if ((rc = url_host(url, rest, ARF_DEFAULT_PORT, u, err, errlen)))
+			return rc;
+	} else if (!strncmp(url, "arf+rdma://", 11)) {
+		/* RDMA verbs (InfiniBand, RoCE, iWARP): rdma_cm resolves HOST
+		 * to an RDMA device.  Whether this libarf has verbs, and the
+		 * machine a device, is arf_connect's to say. */
+		strcpy(u->transport, "rdma");
+		if ((rc = url_host(url, url + 11, ARF_DEFAULT_RDMA_PORT, u, err, errlen)))
+			return rc;
 	} else if (!strncmp(url, "arf+shm://", 10) || !strncmp(url, "arf+unix://", 11)) {
 		strcpy(u->transport, "shm");
 		rest = url + (url[4] == 's' ? 10 : 11);
@@ -134,7 +159,8 @@ int arf_url_parse(const char *url, struct arf_url *u, char *err, size_t errlen)
 		}
 	} else {
 		snprintf(err, errlen,
-			 "%s: not an ARF URL (arf://HOST[:PORT]/PATH or arf+shm:///PATH[?socket=SOCK])",
+			 "%s: not an ARF URL (arf://HOST[:PORT]/PATH, arf+rdma://HOST[:PORT]/PATH "
+			 "or arf+shm:///PATH[?socket=SOCK])",
 			 url);
 		return -EINVAL;
 	}
@@ -270,8 +296,15 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 	}
 	c->hello = w.buf; /* kept for reconnecting; freed by arf_close */
 	c->hello_len = w.len;
-	if ((rc = dial(c, &c->conn, &c->info, &c->sb, &c->have_regions, err, errlen)))
+	if ((rc = dial(c, &c->conn, &c->info, &c->sb, &c->have_regions, err, errlen))) {
+		char why[200];
+		/* arf+rdma:// where verbs cannot be had: say which side lacks it */
+		if (!strcmp(c->url.transport, "rdma") && (rc == -ENODEV || rc == -EOPNOTSUPP) &&
+		    !arf_net_rdma_available(why, sizeof(why)))
+			snprintf(err, errlen, "%s: the rdma transport is not available %s: %s", url,
+				 rc == -EOPNOTSUPP ? "in this libarf" : "on this machine", why);
 		goto fail;
+	}
 	*out = c;
 	return 0;
 fail:
@@ -390,9 +423,11 @@ int arf_cl_read(arf_client *c, struct arf_net_read_op *ops, size_t n)
 }
 
 int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
-		struct arf_net_buf *resp)
+		struct arf_net_buf *resp, int *resent)
 {
 	uint64_t deadline = 0;
+	if (resent)
+		*resent = 0;
 	for (;;) {
 		pthread_rwlock_rdlock(&c->conn_lock);
 		uint64_t gen = c->conn_gen;
@@ -405,6 +440,8 @@ int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 			deadline = arf_now_ms() + c->opts.reconnect_ms;
 		if (reconnect(c, gen, deadline))
 			return -EIO;
+		if (resent)
+			*resent = 1;
 	}
 }
 

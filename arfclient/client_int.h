@@ -76,10 +76,12 @@ void arf_stat_from_proto(const struct arf_proto_attr *a, struct arf_stat *st);
 
 /* The connection, with reconnection (client.c): a one-sided batch, and a
  * request/response exchange.  On a broken connection they reconnect and
- * retry for up to opts.reconnect_ms, then return -EIO. */
+ * retry for up to opts.reconnect_ms, then return -EIO.  *resent (may be
+ * NULL) becomes 1 when the request had to be sent again on a new
+ * connection: the server that went away may already have applied it. */
 int arf_cl_read(arf_client *c, struct arf_net_read_op *ops, size_t n);
 int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
-		struct arf_net_buf *resp);
+		struct arf_net_buf *resp, int *resent);
 
 /* progs.c: the shipped standard programs and their policy hooks (api.c).
  * Each returns 0 when the program answered, 1 when it did not apply or
@@ -96,6 +98,9 @@ void arf_prog_free(arf_client *c);
 /* requests.c: one request, counted by kind.  body is built by the caller
  * after the credentials (which this adds). */
 int arf_req(arf_client *c, uint16_t op, const struct arf_proto_wr *args, struct arf_net_buf *resp);
+/* arf_req, saying whether the request was sent again after a reconnect. */
+int arf_req_resent(arf_client *c, uint16_t op, const struct arf_proto_wr *args,
+		   struct arf_net_buf *resp, int *resent);
 int arf_req_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, size_t len,
 		   struct arf_stat *out);
 int arf_req_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);

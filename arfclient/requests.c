@@ -7,6 +7,7 @@
 #include <grp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client_int.h"
@@ -46,6 +47,12 @@ static void fill_cred(struct arf_proto_cred *pc)
 
 int arf_req(arf_client *c, uint16_t op, const struct arf_proto_wr *args, struct arf_net_buf *resp)
 {
+	return arf_req_resent(c, op, args, resp, NULL);
+}
+
+int arf_req_resent(arf_client *c, uint16_t op, const struct arf_proto_wr *args,
+		   struct arf_net_buf *resp, int *resent)
+{
 	struct arf_proto_wr w;
 	struct arf_proto_cred pc;
 	struct iovec iov[2];
@@ -68,17 +75,69 @@ int arf_req(arf_client *c, uint16_t op, const struct arf_proto_wr *args, struct 
 	if (op != ARF_OP_PROG_LOAD && op != ARF_OP_PROG_EXEC) /* counted by progs.c */
 		ARF_CTR_ADD(c, requests_by_kind[idx < 0 ? ARF_NKINDS - 1 : idx], 1);
 	memset(resp, 0, sizeof(*resp));
-	rc = arf_cl_call(c, op, iov, iov[1].iov_len ? 2 : 1, resp);
+	rc = arf_cl_call(c, op, iov, iov[1].iov_len ? 2 : 1, resp, resent);
 	arf_proto_wr_free(&w);
 	return rc;
 }
 
-/* A request whose reply is an attr (or nothing). */
-static int req_attr(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out)
+/*
+ * A mutation sent again after the connection broke (arfd restarted) may
+ * have been applied by the server that went away, its reply lost; arfd
+ * keeps no reply cache across restarts (NFS's duplicate request cache does
+ * not survive a reboot either).  So, as NFS clients do, the sent-again
+ * request's "already done" answer counts as the first one's success:
+ * ENOENT from UNLINK, RMDIR or RENAME; EEXIST from an exclusive CREATE,
+ * MKDIR, MKNOD, SYMLINK or LINK, once a lookup of the name finds an object
+ * of the kind asked for.  replay_name (NULL: none) is that name.
+ */
+struct replay_name {
+	uint64_t dir;
+	uint32_t dgen;
+	const char *name;
+	uint32_t mode; /* S_IFMT of what was made; 0 = any */
+	uint64_t ino;  /* LINK: the inode linked; 0 = any */
+};
+
+static int replay_done(arf_client *c, uint16_t op, int rc, const struct replay_name *rn,
+		       struct arf_stat *out)
+{
+	struct arf_stat st;
+	switch (op) {
+	case ARF_OP_UNLINK:
+	case ARF_OP_RMDIR:
+	case ARF_OP_RENAME:
+		return rc == -ENOENT;
+	case ARF_OP_CREATE:
+	case ARF_OP_MKDIR:
+	case ARF_OP_MKNOD:
+	case ARF_OP_SYMLINK:
+	case ARF_OP_LINK:
+		if (rc != -EEXIST || !rn || arf_req_lookup(c, rn->dir, rn->dgen, rn->name,
+							   strlen(rn->name), &st))
+			return 0;
+		if ((rn->mode && (st.mode & S_IFMT) != rn->mode) || (rn->ino && st.ino != rn->ino))
+			return 0;
+		if (out)
+			*out = st;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A request whose reply is an attr (or nothing); rn: see replay_done. */
+static int req_attr_rn(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out,
+		       const struct replay_name *rn)
 {
 	struct arf_net_buf resp;
-	int rc = arf_req(c, op, w, &resp);
+	int resent = 0;
+	int rc = arf_req_resent(c, op, w, &resp, &resent);
 	arf_proto_wr_free(w);
+	if (rc && resent && replay_done(c, op, rc, rn, out)) {
+		arf_log_msg(1, "request %u sent again after a reconnect: already done", op);
+		arf_net_buf_free(&resp);
+		return 0;
+	}
 	if (!rc && out) {
 		struct arf_proto_rd r;
 		struct arf_proto_attr a;
@@ -93,6 +152,11 @@ static int req_attr(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct a
 	}
 	arf_net_buf_free(&resp);
 	return rc;
+}
+
+static int req_attr(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out)
+{
+	return req_attr_rn(c, op, w, out, NULL);
 }
 
 static void put_fh(struct arf_proto_wr *w, uint64_t ino, uint32_t gen)
@@ -207,7 +271,8 @@ int arf_create(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uin
 	arf_proto_put_u32(&w, mode);
 	arf_proto_put_u32(&w, exclusive ? 1 : 0);
 	arf_icache_drop(c, dir);
-	return req_attr(c, ARF_OP_CREATE, &w, out);
+	struct replay_name rn = { dir, dgen, name, S_IFREG, 0 };
+	return req_attr_rn(c, ARF_OP_CREATE, &w, out, exclusive ? &rn : NULL);
 }
 
 int arf_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
@@ -223,7 +288,8 @@ int arf_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 	arf_proto_put_bytes(&w, name, (uint32_t)len);
 	arf_proto_put_u32(&w, mode);
 	arf_icache_drop(c, dir);
-	return req_attr(c, ARF_OP_MKDIR, &w, out);
+	struct replay_name rn = { dir, dgen, name, S_IFDIR, 0 };
+	return req_attr_rn(c, ARF_OP_MKDIR, &w, out, &rn);
 }
 
 int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
@@ -240,7 +306,8 @@ int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 	arf_proto_put_u32(&w, mode);
 	arf_proto_put_u64(&w, rdev);
 	arf_icache_drop(c, dir);
-	return req_attr(c, ARF_OP_MKNOD, &w, out);
+	struct replay_name rn = { dir, dgen, name, mode & S_IFMT, 0 };
+	return req_attr_rn(c, ARF_OP_MKNOD, &w, out, &rn);
 }
 
 static int req_dir_name(arf_client *c, uint16_t op, uint64_t dir, uint32_t dgen, const char *name)
@@ -308,7 +375,8 @@ int arf_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t d
 	arf_proto_put_bytes(&w, name, (uint32_t)len);
 	arf_icache_drop(c, dir);
 	arf_icache_drop(c, ino);
-	return req_attr(c, ARF_OP_LINK, &w, out);
+	struct replay_name rn = { dir, dgen, name, 0, ino };
+	return req_attr_rn(c, ARF_OP_LINK, &w, out, &rn);
 }
 
 int arf_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, const char *target,
@@ -324,7 +392,8 @@ int arf_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, co
 	arf_proto_put_bytes(&w, name, (uint32_t)len);
 	arf_proto_put_bytes(&w, target, (uint32_t)strlen(target));
 	arf_icache_drop(c, dir);
-	return req_attr(c, ARF_OP_SYMLINK, &w, out);
+	struct replay_name rn = { dir, dgen, name, S_IFLNK, 0 };
+	return req_attr_rn(c, ARF_OP_SYMLINK, &w, out, &rn);
 }
 
 int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_setattr *sa,

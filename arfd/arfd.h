@@ -134,6 +134,49 @@ void arfd_prog_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uin
 /* A worker ends: free its vm. */
 void arfd_prog_thread_exit(void);
 
+/* One cached program as the control socket shows it (arfctl progs). */
+struct arfd_prog_info {
+	uint8_t hash[32];        /* BLAKE2b-256 of the bytes as loaded (ARF_PROTO_PROG_HASH) */
+	uint64_t bytes;          /* size as loaded: raw bytecode or ELF object */
+	uint64_t insns;          /* instructions once loaded (relocated, for ELF) */
+	uint64_t entry;          /* instruction where runs start */
+	uint64_t rodata;         /* read-only data bytes (an ELF object's data sections) */
+	int elf;                 /* loaded from an ELF object */
+	uint64_t loads;          /* PROG_LOADs of these bytes, the first included */
+	uint64_t runs;           /* runs, failed ones included */
+	uint64_t failures;       /* runs that failed (budget, fault, output, helper) */
+	uint64_t insns_run;      /* instructions its runs executed */
+	unsigned running;        /* runs in progress when the snapshot was taken */
+	int64_t loaded_at;       /* CLOCK_REALTIME seconds of its first load */
+	int64_t last_used;       /* CLOCK_REALTIME seconds of its last load or run */
+	uint64_t lru;            /* the cache's clock at that use: larger = more recent */
+};
+
+/*
+ * A snapshot of the program cache, most recently used first: *out
+ * (malloc'd, the caller frees; NULL when empty), *n programs, *cap the
+ * cache's size.  Takes the cache lock briefly.  0 or -ENOMEM.
+ */
+int arfd_progs_list(struct arfd *d, struct arfd_prog_info **out, size_t *n, size_t *cap);
+/*
+ * The one cached program whose hash, in hex, starts with prefix (1 to 64
+ * hex digits, either case): its info, and when text is not NULL its
+ * disassembly (*text malloc'd, the caller frees; mobilecode's syntax).
+ * Returns 0, or with the reason in err: -EINVAL (not a hex prefix),
+ * -ENOENT (no program matches), -ENOTUNIQ (several do), -ENOMEM, or the
+ * disassembler's -EINVAL.
+ */
+int arfd_progs_show(struct arfd *d, const char *prefix, struct arfd_prog_info *info, char **text,
+		    char *err, size_t errlen);
+/*
+ * Drops the program that prefix names (as arfd_progs_show) from the cache,
+ * its last counters in *info.  A run in progress finishes with its copy; a
+ * later PROG_EXEC of the hash answers ARF_ENOPROG and the client loads it
+ * again.  Same errors as arfd_progs_show, less the disassembler's.
+ */
+int arfd_progs_unload(struct arfd *d, const char *prefix, struct arfd_prog_info *info, char *err,
+		      size_t errlen);
+
 /* The server's status as a JSON object, appended to w (caller holds fs_lock). */
 void arfd_status_json(struct arfd *d, struct arf_proto_wr *w);
 

@@ -16,7 +16,7 @@
 #include "config.h"
 #include "log.h"
 
-enum ctype { C_STR, C_INT, C_BOOL, C_LEVEL, C_CLIENTS, C_CHOICE };
+enum ctype { C_STR, C_INT, C_BOOL, C_LEVEL, C_CLIENTS, C_CHOICE, C_ADDRPORT };
 
 struct centry {
 	const char *section;
@@ -36,6 +36,10 @@ static const struct centry table[] = {
 	  "tcp address and port to listen on (ADDR:PORT; empty = no tcp; port 0 = any free port)" },
 	{ "server", "socket", C_STR, S(socket), 0, 0, ARFD_DEFAULT_SOCKET,
 	  "UNIX socket for shm clients on this host (empty = none)" },
+	{ "server", "rdma_listen", C_ADDRPORT, S(rdma_listen), 0, 0, "",
+	  "rdma (verbs) address and port to listen on, beside tcp and shm (ADDR:PORT; "
+	  ":20491 = every RDMA-capable address; empty = no rdma); with no RDMA device arfd "
+	  "warns and serves the others" },
 	{ "server", "data_dir", C_STR, S(data_dir), 0, 0, ARFD_DEFAULT_DATA_DIR,
 	  "directory holding the RocksDB database (created if missing)" },
 	{ "server", "pid_file", C_STR, S(pid_file), 0, 0, "", "write arfd's pid here (empty = none)" },
@@ -117,6 +121,25 @@ static int parse_bool(const char *v, int *out)
 	return 0;
 }
 
+/* "" or ADDR:PORT, where ADDR may be empty (any), a name, an IPv4 address
+ * or a bracketed IPv6 one, and PORT is 0..65535. */
+static int addrport_ok(const char *v)
+{
+	if (!v[0])
+		return 1;
+	const char *colon = strrchr(v, ':');
+	if (!colon || !colon[1])
+		return 0;
+	char *end;
+	errno = 0;
+	long p = strtol(colon + 1, &end, 10);
+	if (errno || *end || p < 0 || p > 65535)
+		return 0;
+	if (v[0] == '[')
+		return colon > v + 1 && colon[-1] == ']';
+	return memchr(v, ':', (size_t)(colon - v)) == NULL; /* IPv6 needs brackets */
+}
+
 static int apply(struct arfd_config *cfg, const struct centry *e, const char *value, char *err,
 		 size_t errlen)
 {
@@ -137,6 +160,12 @@ static int apply(struct arfd_config *cfg, const struct centry *e, const char *va
 	}
 		/* fall through */
 	case C_CHOICE:
+	case C_ADDRPORT:
+		if (e->type == C_ADDRPORT && !addrport_ok(value)) {
+			snprintf(err, errlen, "'%s' must be ADDR:PORT (ADDR may be empty, [v6] in "
+				 "brackets; empty = off), not '%s'", e->key, value);
+			return -1;
+		}
 		if (e->type == C_CHOICE && strcmp(value, "all") && strcmp(value, "root") &&
 		    strcmp(value, "none")) {
 			snprintf(err, errlen, "'%s' must be all, root or none, not '%s'", e->key, value);
@@ -292,6 +321,7 @@ void arfd_config_dump(const struct arfd_config *cfg, FILE *out)
 		case C_STR:
 		case C_CLIENTS:
 		case C_CHOICE:
+		case C_ADDRPORT:
 			fprintf(out, "%s = %s\n", e->key, base);
 			break;
 		case C_BOOL:

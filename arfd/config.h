@@ -22,6 +22,8 @@ struct arfd_config {
 	/* [server] */
 	char listen[128];        /* tcp ADDR:PORT ("" = no tcp; port 0 = any free port) */
 	char socket[256];        /* UNIX socket for shm clients ("" = none) */
+	char rdma_listen[128];   /* rdma (verbs) ADDR:PORT ("" = no rdma; ":PORT" = every
+				  * RDMA-capable address; port 0 = any free port) */
 	char data_dir[256];      /* RocksDB and runtime state */
 	char pid_file[256];      /* "" = none */
 	char port_file[256];     /* write the bound tcp port here ("" = none; for tests) */

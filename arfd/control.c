@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * arfd/control — the management socket that arfctl's administrative
- * commands use (status, stats, clients, exports, fsck, checkpoint).
+ * commands use (status, stats, clients, exports, progs, fsck, checkpoint).
  *
  * A UNIX stream socket (default /run/arf/arfd.ctl), mode 0600, or 0660 and
  * owned by `control_group` when one is configured; every connection is also
  * checked with SO_PEERCRED (uid 0, or the configured group as primary or
  * supplementary group), so a socket file made accessible by mistake still
- * lets nobody else in.  The exchange is one line in ("fsck\n"), one JSON
+ * lets nobody else in.  The exchange is one line in ("fsck\n",
+ * "progs show 3fa2\n"), one JSON
  * object or Prometheus text out, then the connection closes.  Commands run
  * on this thread, one at a time; fsck and checkpoint take the filesystem
  * lock, so requests wait while they run.
@@ -336,6 +337,87 @@ static void cmd_exports(struct arfd *d, struct sbuf *b)
 	sb_printf(b, "]}]}");
 }
 
+/* ---- programs ------------------------------------------------------------ */
+
+static void prog_json(struct sbuf *b, const struct arfd_prog_info *pi)
+{
+	sb_printf(b, "{\"hash\":\"");
+	for (size_t i = 0; i < sizeof(pi->hash); i++)
+		sb_printf(b, "%02x", pi->hash[i]);
+	sb_printf(b, "\",\"format\":\"%s\",\"bytes\":%llu,\"insns\":%llu,\"entry\":%llu,"
+		  "\"rodata_bytes\":%llu,\"loads\":%llu,\"runs\":%llu,\"failures\":%llu,"
+		  "\"insns_executed\":%llu,\"running\":%u,\"loaded_at\":%lld,\"last_used\":%lld}",
+		  pi->elf ? "elf" : "bytecode", (unsigned long long)pi->bytes,
+		  (unsigned long long)pi->insns, (unsigned long long)pi->entry,
+		  (unsigned long long)pi->rodata, (unsigned long long)pi->loads,
+		  (unsigned long long)pi->runs, (unsigned long long)pi->failures,
+		  (unsigned long long)pi->insns_run, pi->running, (long long)pi->loaded_at,
+		  (long long)pi->last_used);
+}
+
+/* "progs list", "progs show|disasm|unload PREFIX". */
+static void cmd_progs(struct arfd *d, struct sbuf *b, char *args)
+{
+	struct arfd_prog_info pi;
+	char err[256] = "", *text = NULL;
+	char *sub = args, *prefix = strchr(args, ' ');
+	int rc;
+
+	if (prefix)
+		*prefix++ = 0;
+	else
+		prefix = args + strlen(args);
+	if (!strcmp(sub, "list") && !*prefix) {
+		struct arfd_prog_info *v;
+		size_t n, cap;
+		if (arfd_progs_list(d, &v, &n, &cap)) {
+			sb_printf(b, "{\"error\":\"out of memory\"}");
+			return;
+		}
+		sb_printf(b, "{\"programs\":[");
+		for (size_t i = 0; i < n; i++) {
+			sb_printf(b, "%s", i ? "," : "");
+			prog_json(b, &v[i]);
+		}
+		sb_printf(b, "],\"count\":%zu,\"cache_size\":%zu,\"enabled\":%s}", n, cap,
+			  d->cfg.prog_enable ? "true" : "false");
+		free(v);
+		return;
+	}
+	if (!*prefix || strchr(prefix, ' ') ||
+	    (strcmp(sub, "show") && strcmp(sub, "disasm") && strcmp(sub, "unload"))) {
+		sb_printf(b, "{\"error\":\"usage: progs list | progs show|disasm|unload HASH\"}");
+		return;
+	}
+	if (!strcmp(sub, "unload")) {
+		rc = arfd_progs_unload(d, prefix, &pi, err, sizeof(err));
+		if (!rc)
+			arfd_log(ARFD_LOG_INFO, "control: program %02x%02x%02x%02x%02x%02x%02x%02x... "
+				 "unloaded after %llu runs", pi.hash[0], pi.hash[1], pi.hash[2],
+				 pi.hash[3], pi.hash[4], pi.hash[5], pi.hash[6], pi.hash[7],
+				 (unsigned long long)pi.runs);
+	} else {
+		rc = arfd_progs_show(d, prefix, &pi, !strcmp(sub, "disasm") ? &text : NULL, err,
+				     sizeof(err));
+	}
+	if (rc) {
+		sb_printf(b, "{\"error\":");
+		sb_json_str(b, err[0] ? err : strerror(-rc));
+		sb_printf(b, "}");
+	} else if (text) {
+		sb_printf(b, "{\"program\":");
+		prog_json(b, &pi);
+		sb_printf(b, ",\"disassembly\":");
+		sb_json_str(b, text);
+		sb_printf(b, "}");
+	} else {
+		sb_printf(b, "{\"%s\":", !strcmp(sub, "unload") ? "unloaded" : "program");
+		prog_json(b, &pi);
+		sb_printf(b, "}");
+	}
+	free(text);
+}
+
 struct fsck_ctx {
 	struct sbuf *b;
 	int n;
@@ -483,6 +565,8 @@ static void serve_one(struct arfd *d, struct arfd_control *ctl, int fd)
 		cmd_clients(d, &b);
 	else if (!strcmp(line, "exports"))
 		cmd_exports(d, &b);
+	else if (!strcmp(line, "progs"))
+		cmd_progs(d, &b, args);
 	else if (!strcmp(line, "fsck"))
 		cmd_fsck(d, &b);
 	else if (!strcmp(line, "checkpoint"))

@@ -27,6 +27,8 @@ static void usage(FILE *out)
 		"  -c, --config FILE     read this INI file (default %s if it exists)\n"
 		"      --listen ADDR:PORT  tcp address (default %s; \"\" = none; port 0 = any)\n"
 		"      --socket PATH     UNIX socket for shm clients (default %s; \"\" = none)\n"
+		"      --rdma-listen ADDR:PORT  also serve rdma (verbs) here (default none;\n"
+		"                        \":%u\" = every RDMA-capable address)\n"
 		"      --data-dir DIR    RocksDB directory (default %s)\n"
 		"  -f, --foreground      stay in the foreground (default: detach once serving)\n"
 		"      --set SECTION.KEY=VALUE  set any configuration key (repeatable)\n"
@@ -41,7 +43,8 @@ static void usage(FILE *out)
 		"%s and %s, creating the data directory.\n"
 		"Signals: SIGTERM/SIGINT stop cleanly (everything acknowledged is durable);\n"
 		"SIGHUP re-reads the configuration (export settings and log level).\n",
-		ARFD_DEFAULT_CONFIG, ARFD_DEFAULT_LISTEN, ARFD_DEFAULT_SOCKET, ARFD_DEFAULT_DATA_DIR,
+		ARFD_DEFAULT_CONFIG, ARFD_DEFAULT_LISTEN, ARFD_DEFAULT_SOCKET,
+		ARF_NET_DEFAULT_RDMA_PORT, ARFD_DEFAULT_DATA_DIR,
 		ARFD_DEFAULT_DATA_DIR, ARFD_DEFAULT_LISTEN, ARFD_DEFAULT_SOCKET);
 }
 
@@ -83,10 +86,11 @@ static void reload(struct arfd *d, const char *config, const struct override *ov
 	arfd_log_level = nc.log_level;
 	pthread_mutex_unlock(&d->fs_lock);
 	if (strcmp(nc.listen, d->cfg.listen) || strcmp(nc.socket, d->cfg.socket) ||
+	    strcmp(nc.rdma_listen, d->cfg.rdma_listen) ||
 	    strcmp(nc.data_dir, d->cfg.data_dir) || nc.sync != d->cfg.sync ||
 	    strcmp(nc.export_name, d->cfg.export_name))
-		arfd_log(ARFD_LOG_WARN, "reload: listen, socket, data_dir, export name and sync "
-			 "take effect at the next start");
+		arfd_log(ARFD_LOG_WARN, "reload: listen, socket, rdma_listen, data_dir, export "
+			 "name and sync take effect at the next start");
 	arfd_log(ARFD_LOG_INFO, "reloaded: read_only=%d root_squash=%d log_level=%d",
 		 nc.read_only, nc.root_squash, nc.log_level);
 out:
@@ -99,6 +103,7 @@ int main(int argc, char **argv)
 		{ "config", required_argument, 0, 'c' },
 		{ "listen", required_argument, 0, 'L' },
 		{ "socket", required_argument, 0, 'S' },
+		{ "rdma-listen", required_argument, 0, 'R' },
 		{ "data-dir", required_argument, 0, 'D' },
 		{ "foreground", no_argument, 0, 'f' },
 		{ "set", required_argument, 0, 's' },
@@ -130,6 +135,9 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			ov[nov++] = (struct override){ "server", "socket", optarg };
+			break;
+		case 'R':
+			ov[nov++] = (struct override){ "server", "rdma_listen", optarg };
 			break;
 		case 'D':
 			ov[nov++] = (struct override){ "server", "data_dir", optarg };

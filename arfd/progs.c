@@ -26,6 +26,11 @@
  * run whose hooks changed the filesystem is answered, on a sync export,
  * once the group commit has made those changes durable, as a request's
  * would be.
+ *
+ * The control socket (control.c) lists the cache, shows one program with
+ * its counters or its disassembly, and unloads one (arfctl progs): those
+ * take the cache lock like the requests do, and disassemble outside it
+ * while holding a reference, as a run does.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -50,9 +55,26 @@ struct centry {
 	uint8_t *bytes;              /* the bytes as loaded, for the byte-for-byte check */
 	size_t len;
 	struct arf_mc_prog *prog;    /* verified, immutable */
+	int elf;                     /* loaded from an ELF object (else raw bytecode) */
 	uint64_t last_used;          /* cache clock, for LRU eviction */
-	unsigned refs;               /* the cache's own + one per run (under lock) */
+	unsigned refs;               /* the cache's own + one per run or disassembly (under lock) */
+	/* for arfctl progs (under lock) */
+	uint64_t loads;              /* PROG_LOADs of these bytes, the first included */
+	uint64_t runs;               /* runs of it, failed ones included */
+	uint64_t failures;           /* runs that failed */
+	uint64_t insns_run;          /* instructions its runs executed */
+	int64_t loaded_at, used_at;  /* CLOCK_REALTIME seconds: first load, last load or run */
 };
+
+_Static_assert(sizeof(((struct arfd_prog_info *)0)->hash) == ARF_PROTO_PROG_HASH,
+	       "arfd_prog_info holds a program hash");
+
+static int64_t wall_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec;
+}
 
 struct arfd_progs {
 	pthread_mutex_t lock;        /* the table, refs, clock */
@@ -214,6 +236,8 @@ static int do_load(struct arfd *d, struct arf_proto_rd *r, struct arf_proto_wr *
 			return -EEXIST;
 		}
 		e->last_used = ++p->clock;
+		e->loads++;
+		e->used_at = wall_now();
 		pthread_mutex_unlock(&p->lock);
 		*hit = 1;
 		arf_mc_prog_insns(e->prog, &n); /* immutable: no lock needed */
@@ -223,7 +247,8 @@ static int do_load(struct arfd *d, struct arf_proto_rd *r, struct arf_proto_wr *
 
 	/* Verify outside the lock: other runs and loads go on meanwhile. */
 	err[0] = 0;
-	if (len >= 4 && !memcmp(bytes, "\177ELF", 4))
+	int elf = len >= 4 && !memcmp(bytes, "\177ELF", 4);
+	if (elf)
 		rc = arf_mc_prog_load_elf(p->helpers, bytes, len, NULL, &prog, err, sizeof(err));
 	else
 		rc = arf_mc_prog_load(p->helpers, bytes, len, NULL, 0, &prog, err, sizeof(err));
@@ -242,13 +267,18 @@ static int do_load(struct arfd *d, struct arf_proto_rd *r, struct arf_proto_wr *
 	memcpy(e->bytes, bytes, len);
 	e->len = len;
 	e->prog = prog;
+	e->elf = elf;
 	e->refs = 1;
+	e->loads = 1;
+	e->loaded_at = e->used_at = wall_now();
 	arf_mc_prog_insns(prog, &n);
 
 	pthread_mutex_lock(&p->lock);
 	if ((slot = find(p, hash))) {
 		/* another worker loaded it meanwhile: keep that one */
 		(*slot)->last_used = ++p->clock;
+		(*slot)->loads++;
+		(*slot)->used_at = wall_now();
 		pthread_mutex_unlock(&p->lock);
 		centry_put(e);
 		*hit = 1;
@@ -315,6 +345,7 @@ static int do_exec(struct arfd *d, struct arf_net_sconn *c, const struct arf_pro
 	if (e) {
 		e->refs++;
 		e->last_used = ++p->clock;
+		e->used_at = wall_now();
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (!e) {
@@ -356,6 +387,10 @@ static int do_exec(struct arfd *d, struct arf_net_sconn *c, const struct arf_pro
 	arf_mc_vm_set_user(wv->vm, NULL);
 
 	pthread_mutex_lock(&p->lock);
+	e->runs++;
+	e->insns_run += res.insns;
+	if (rc)
+		e->failures++;
 	centry_put(e);
 	pthread_mutex_unlock(&p->lock);
 	free(arg);
@@ -444,4 +479,164 @@ void arfd_prog_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uin
 		arf_net_reply(c, id, op, arf_net_status_from_err(rc), &iov, w.len ? 1 : 0);
 	}
 	arf_proto_wr_free(&w);
+}
+
+/* ---- the control socket's view (arfctl progs) ---------------------------- */
+
+/* Under p->lock: e's counters and shape. */
+static void info_of(const struct centry *e, struct arfd_prog_info *pi)
+{
+	size_t n = 0, ro = 0;
+
+	memset(pi, 0, sizeof(*pi));
+	memcpy(pi->hash, e->hash, sizeof(pi->hash));
+	arf_mc_prog_insns(e->prog, &n);
+	arf_mc_prog_rodata(e->prog, &ro);
+	pi->bytes = e->len;
+	pi->insns = n;
+	pi->entry = arf_mc_prog_entry(e->prog);
+	pi->rodata = ro;
+	pi->elf = e->elf;
+	pi->loads = e->loads;
+	pi->runs = e->runs;
+	pi->failures = e->failures;
+	pi->insns_run = e->insns_run;
+	pi->running = e->refs - 1;
+	pi->loaded_at = e->loaded_at;
+	pi->last_used = e->used_at;
+	pi->lru = e->last_used;
+}
+
+static int by_recent_use(const void *a, const void *b)
+{
+	const struct arfd_prog_info *x = a, *y = b;
+	return x->lru < y->lru ? 1 : x->lru > y->lru ? -1 : 0;
+}
+
+int arfd_progs_list(struct arfd *d, struct arfd_prog_info **out, size_t *n, size_t *cap)
+{
+	struct arfd_progs *p = d->progs;
+	struct arfd_prog_info *v;
+	size_t k = 0;
+
+	*out = NULL;
+	*n = 0;
+	*cap = p->cap;
+	/* at most cap entries: allocate before locking, fill under the lock */
+	v = calloc(p->cap, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->cap; i++)
+		if (p->tab[i])
+			info_of(p->tab[i], &v[k++]);
+	pthread_mutex_unlock(&p->lock);
+	qsort(v, k, sizeof(*v), by_recent_use);
+	if (!k) {
+		free(v);
+		v = NULL;
+	}
+	*out = v;
+	*n = k;
+	return 0;
+}
+
+/* Under p->lock: the one slot whose hash starts with the hex digits of
+ * prefix, or NULL with the reason in err and *rc. */
+static struct centry **match(struct arfd_progs *p, const char *prefix, int *rc, char *err,
+			     size_t errlen)
+{
+	struct centry **found = NULL;
+	size_t len = strlen(prefix), nfound = 0;
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < p->cap; i++) {
+		struct centry *e = p->tab[i];
+		size_t k = 0;
+		if (!e)
+			continue;
+		for (; k < len; k++) {
+			unsigned b = e->hash[k / 2];
+			char want = digits[k % 2 ? b & 15 : b >> 4];
+			if ((prefix[k] | 0x20) != want) /* hex digits in either case */
+				break;
+		}
+		if (k == len) {
+			found = &p->tab[i];
+			nfound++;
+		}
+	}
+	if (nfound == 1)
+		return found;
+	if (nfound)
+		snprintf(err, errlen, "hash prefix '%s' is ambiguous: %zu cached programs match "
+			 "(give more digits)", prefix, nfound);
+	else
+		snprintf(err, errlen, "no cached program has a hash starting with '%s' "
+			 "(see arfctl progs list)", prefix);
+	*rc = nfound ? -ENOTUNIQ : -ENOENT;
+	return NULL;
+}
+
+static int prefix_ok(const char *prefix, char *err, size_t errlen)
+{
+	size_t len = strlen(prefix);
+
+	if (len && len <= 2 * ARF_PROTO_PROG_HASH && strspn(prefix, "0123456789abcdefABCDEF") == len)
+		return 0;
+	snprintf(err, errlen, "a program hash (or a prefix of one) is 1 to %u hex digits",
+		 2 * ARF_PROTO_PROG_HASH);
+	return -EINVAL;
+}
+
+int arfd_progs_show(struct arfd *d, const char *prefix, struct arfd_prog_info *info, char **text,
+		    char *err, size_t errlen)
+{
+	struct arfd_progs *p = d->progs;
+	struct centry **slot, *e;
+	int rc = 0;
+
+	if (text)
+		*text = NULL;
+	if ((rc = prefix_ok(prefix, err, errlen)))
+		return rc;
+	pthread_mutex_lock(&p->lock);
+	slot = match(p, prefix, &rc, err, errlen);
+	e = slot ? *slot : NULL;
+	if (e) {
+		info_of(e, info);
+		e->refs++; /* the disassembly reads it outside the lock, as a run does */
+	}
+	pthread_mutex_unlock(&p->lock);
+	if (!e)
+		return rc;
+	if (text) {
+		size_t n = 0;
+		const struct arf_mc_insn *insns = arf_mc_prog_insns(e->prog, &n); /* immutable */
+		rc = arf_mc_disasm(insns, n, text, err, errlen);
+	}
+	pthread_mutex_lock(&p->lock);
+	centry_put(e);
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+int arfd_progs_unload(struct arfd *d, const char *prefix, struct arfd_prog_info *info, char *err,
+		      size_t errlen)
+{
+	struct arfd_progs *p = d->progs;
+	struct centry **slot;
+	int rc = 0;
+
+	if ((rc = prefix_ok(prefix, err, errlen)))
+		return rc;
+	pthread_mutex_lock(&p->lock);
+	slot = match(p, prefix, &rc, err, errlen);
+	if (slot) {
+		info_of(*slot, info);
+		centry_put(*slot); /* a run still holding it keeps it alive */
+		*slot = NULL;
+	}
+	pthread_mutex_unlock(&p->lock);
+	return slot ? 0 : rc;
 }

@@ -323,9 +323,37 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 		snprintf(err, errlen, "listen = '%s': expected ADDR:PORT", d->cfg.listen);
 		return -EINVAL;
 	}
-	if (!d->cfg.listen[0] && !d->cfg.socket[0]) {
-		snprintf(err, errlen, "neither listen nor socket is set: nothing to serve on");
+	if (!d->cfg.listen[0] && !d->cfg.socket[0] && !d->cfg.rdma_listen[0]) {
+		snprintf(err, errlen,
+			 "neither listen, socket nor rdma_listen is set: nothing to serve on");
 		return -EINVAL;
+	}
+	/* rdma beside tcp and shm.  A host without an RDMA device (or a build
+	 * without rdma-core) is not a configuration error while something else
+	 * is served: as rpc.nfsd does with rdma, say so and serve the rest. */
+	char raddr[128];
+	uint16_t rport = 0;
+	int serve_rdma = 0;
+	if (d->cfg.rdma_listen[0]) {
+		char why[200];
+		if (split_listen(d->cfg.rdma_listen, raddr, sizeof(raddr), &rport)) {
+			snprintf(err, errlen, "rdma_listen = '%s': expected ADDR:PORT",
+				 d->cfg.rdma_listen);
+			return -EINVAL;
+		}
+		if (arf_net_rdma_available(why, sizeof(why))) {
+			serve_rdma = 1;
+		} else if (!d->cfg.listen[0] && !d->cfg.socket[0]) {
+			snprintf(err, errlen, "rdma_listen = '%s': rdma is not available here: %s; "
+				 "and neither listen nor socket is set: nothing to serve on",
+				 d->cfg.rdma_listen, why);
+			return -ENODEV;
+		} else {
+			const char *rest = !d->cfg.socket[0] ? "tcp"
+					   : !d->cfg.listen[0] ? "shm" : "tcp and shm";
+			arfd_log(ARFD_LOG_WARN, "rdma_listen = '%s': not serving rdma: %s; serving "
+				 "%s only", d->cfg.rdma_listen, why, rest);
+		}
 	}
 	if ((rc = make_dirs(d->cfg.data_dir))) {
 		snprintf(err, errlen, "data directory %s: %s", d->cfg.data_dir, strerror(-rc));
@@ -358,6 +386,8 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 	so.listen_addr = d->cfg.listen[0] ? addr : NULL;
 	so.port = port;
 	so.unix_path = d->cfg.socket[0] ? d->cfg.socket : NULL;
+	so.rdma_addr = serve_rdma ? raddr : NULL;
+	so.rdma_port = rport;
 	so.spin_us = (uint32_t)d->cfg.spin_us;
 	so.ctx = d;
 	so.on_hello = on_hello;
@@ -410,6 +440,12 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 	if (d->cfg.socket[0]) {
 		size_t wl = strlen(where);
 		snprintf(where + wl, sizeof(where) - wl, "%sshm %.200s", wl ? " and " : "", d->cfg.socket);
+	}
+	if (serve_rdma) {
+		size_t wl = strlen(where);
+		snprintf(where + wl, sizeof(where) - wl, "%srdma %s%s%s:%u", wl ? " and " : "",
+			 strchr(raddr, ':') ? "[" : "", raddr[0] ? raddr : "*",
+			 strchr(raddr, ':') ? "]" : "", arf_net_server_rdma_port(d->net));
 	}
 	arfd_log(ARFD_LOG_INFO, "serving export '%s' (%s) on %s, incarnation %llu",
 		 d->cfg.export_name, d->cfg.sync ? "sync" : "async", where,

@@ -248,12 +248,14 @@ int arf_fuse_opts_parse(struct arf_fuse_opts *o, const char *optstr, char *err, 
 static int url_format(const struct arf_url *u, char *out, size_t cap)
 {
 	int n;
+	/* keep arf+rdma:// as it is: never a silent fall back to tcp */
+	const char *scheme = !strcmp(u->transport, "rdma") ? "arf+rdma" : "arf";
 	if (!strcmp(u->transport, "shm"))
 		n = snprintf(out, cap, "arf+shm://%s?socket=%s", u->path, u->socket);
 	else if (strchr(u->host, ':'))
-		n = snprintf(out, cap, "arf://[%s]:%u%s", u->host, u->port, u->path);
+		n = snprintf(out, cap, "%s://[%s]:%u%s", scheme, u->host, u->port, u->path);
 	else
-		n = snprintf(out, cap, "arf://%s:%u%s", u->host, u->port, u->path);
+		n = snprintf(out, cap, "%s://%s:%u%s", scheme, u->host, u->port, u->path);
 	return n < 0 || (size_t)n >= cap ? -EINVAL : 0;
 }
 

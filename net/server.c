@@ -752,7 +752,8 @@ static int do_hello(struct arf_net_server *s, struct arf_net_sconn *c, const str
 			fds[nfds++] = s->regions[i].passfd;
 	}
 	put32(b + off, (uint32_t)s->info_len);
-	memcpy(b + off + 4, s->info, s->info_len);
+	if (s->info_len)
+		memcpy(b + off + 4, s->info, s->info_len);
 	pthread_mutex_unlock(&s->info_lock);
 	if (c->is_unix) {
 		for (int i = 0; i < nfds; i++) {

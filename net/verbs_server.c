@@ -303,8 +303,8 @@ int arf_net_verbs_server_start(const char *addr, uint16_t port, uint32_t spin_us
 	if (!rc && rdma_listen(vs->lid, 64))
 		rc = -errno;
 	if (rc) {
-		snprintf(err, errlen, "rdma: listen on %s:%u: %s%s", addr ? addr : "*", port,
-			 strerror(-rc),
+		snprintf(err, errlen, "rdma: listen on %s:%u: %s%s", addr && addr[0] ? addr : "*",
+			 port, strerror(-rc),
 			 rc == -EADDRNOTAVAIL || rc == -ENODEV
 				 ? " (is the address on an RDMA-capable interface?)"
 				 : "");

@@ -52,6 +52,21 @@ static void test_defaults(void **state)
 	assert_int_equal(arfd_config_set(&c, "export", "clients", "", err, sizeof(err)), -1);
 	assert_int_equal(arfd_config_set(&c, "export", "one_sided", "some", err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "must be all, root or none"));
+	/* rdma is off unless asked for; its address is checked at parse time */
+	arfd_config_defaults(&c);
+	assert_string_equal(c.rdma_listen, "");
+	static const char *const rdma_ok[] = { ":20491", "0.0.0.0:20491", "10.1.2.3:0",
+					       "[::]:20491", "[fe80::1]:7", "node1-ib:20491", "" };
+	for (size_t i = 0; i < sizeof(rdma_ok) / sizeof(rdma_ok[0]); i++)
+		if (arfd_config_set(&c, "server", "rdma_listen", rdma_ok[i], err, sizeof(err)))
+			fail_msg("rdma_listen '%s' refused: %s", rdma_ok[i], err);
+	static const char *const rdma_bad[] = { "10.1.2.3", ":", "host:x", "host:65536",
+						"fe80::1:7", "[::1:7", "host:-1" };
+	for (size_t i = 0; i < sizeof(rdma_bad) / sizeof(rdma_bad[0]); i++) {
+		if (!arfd_config_set(&c, "server", "rdma_listen", rdma_bad[i], err, sizeof(err)))
+			fail_msg("rdma_listen '%s' accepted", rdma_bad[i]);
+		assert_non_null(strstr(err, "'rdma_listen' must be ADDR:PORT"));
+	}
 }
 
 static void test_parse_ok(void **state)
@@ -119,6 +134,8 @@ static void test_set_and_dump(void **state)
 	arfd_config_defaults(&c);
 	assert_int_equal(arfd_config_set(&c, "server", "workers", "3", err, sizeof(err)), 0);
 	assert_int_equal(arfd_config_set(&c, NULL, "data_dir", "/tmp/x", err, sizeof(err)), 0);
+	assert_int_equal(arfd_config_set(&c, "server", "rdma_listen", "[::]:20491", err,
+					 sizeof(err)), 0);
 	assert_int_equal(arfd_config_set(&c, "server", "workers", "999", err, sizeof(err)), -1);
 	assert_int_equal(c.workers, 3);
 	/* dump, parse back, same values */

@@ -5,6 +5,7 @@ pid (SIGTERM, then SIGKILL) even when the test fails."""
 import json
 import os
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -14,6 +15,43 @@ BUILD = os.environ.get("ARF_BUILD", os.path.join(os.path.dirname(__file__), ".."
 ARFD = os.path.join(BUILD, "arfd", "arfd")
 ARFCTL = os.path.join(BUILD, "tools", "arfctl", "arfctl")
 ITEST = os.path.join(BUILD, "tests", "integration", "arf-itest")
+
+
+
+def rdma_devices():
+    """The RDMA devices the kernel offers (what ibv_get_device_list reads),
+    and why there are none."""
+    d = "/sys/class/infiniband"
+    try:
+        devs = sorted(os.listdir(d))
+    except OSError as e:
+        return [], f"{d}: {e.strerror} (this kernel has no RDMA)"
+    return devs, "" if devs else f"{d} is empty (no RDMA device)"
+
+
+RDMA_DEVICES, RDMA_WHY = rdma_devices()
+# The transports every data-path test runs over: verbs too where the
+# machine has an RDMA device (real or soft-RoCE); otherwise it is skipped,
+# and the run says so (transports_note).
+TRANSPORTS = ("tcp", "shm") + (("rdma",) if RDMA_DEVICES else ())
+
+
+def transports_note():
+    if RDMA_DEVICES:
+        return "transports: tcp, shm, rdma (%s)" % ", ".join(RDMA_DEVICES)
+    return "transports: tcp, shm; verbs skipped: " + RDMA_WHY
+
+
+# rdma needs an address on an RDMA-capable interface (soft-RoCE binds to a
+# netdev: set ARF_TEST_RDMA_ADDR to its address, as tests/verbs does)
+RDMA_ADDR = os.environ.get("ARF_TEST_RDMA_ADDR", "127.0.0.1")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
 
 # small regions keep each test's arfd light; sizes are still ample for the tests
 SMALL = {
@@ -45,6 +83,7 @@ class Arfd:
         self.spin_us = spin_us
         self.proc = None
         self.port = None
+        self.rdma_port = free_port() if "rdma" in TRANSPORTS else None
 
     def start(self, timeout=30):
         if os.path.exists(self.port_file):
@@ -54,6 +93,8 @@ class Arfd:
                 "--data-dir", self.data_dir, "--spin-us", str(self.spin_us),
                 "--set", "server.port_file=" + self.port_file,
                 "--set", "export.sync=" + ("true" if self.sync else "false")]
+        if self.rdma_port:
+            args += ["--rdma-listen", "%s:%d" % (RDMA_ADDR, self.rdma_port)]
         for k, v in self.extra.items():
             args += ["--set", f"{k}={v}"]
         self._log = open(self.log_path, "ab")
@@ -81,6 +122,8 @@ class Arfd:
     def url(self, path="/", transport="tcp"):
         if transport == "tcp":
             return f"arf://127.0.0.1:{self.port}{path}"
+        if transport == "rdma":
+            return f"arf+rdma://{RDMA_ADDR}:{self.rdma_port}{path}"
         return f"arf+shm://{path}?socket={self.socket}"
 
     def restart(self, kill=False):
@@ -152,4 +195,5 @@ class ArfdTestCase(unittest.TestCase):
 
 
 def main():
+    print(transports_note(), flush=True)
     unittest.main(verbosity=2)

@@ -11,6 +11,7 @@
  *   doubleblock  point a second file's first extent at the first file's block
  *   tagmismatch  change the file block index in a block's tag
  *   blockbytes   change a byte of a file's data block
+ *   oldformat    mark the store as written by an older arfd (format 0)
  *
  * Prints what it changed; exits 1 if the filesystem has nothing to damage.
  */
@@ -20,8 +21,34 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include <rocksdb/c.h>
+
 #include "arf_meta_fs.h"
 #include "store.h"
+
+/* Rewrite the store's format record, as an arfd of another format would
+ * have left it; arfd must refuse the directory, not misread it. */
+static int set_format(const char *dir, uint32_t fmt)
+{
+	char *rerr = NULL;
+	rocksdb_options_t *o = rocksdb_options_create();
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(wo, 1);
+	rocksdb_t *db = rocksdb_open(o, dir, &rerr);
+	if (db) {
+		rocksdb_put(db, wo, "format", 6, (const char *)&fmt, 4, &rerr);
+		rocksdb_close(db);
+	}
+	rocksdb_writeoptions_destroy(wo);
+	rocksdb_options_destroy(o);
+	if (rerr) {
+		fprintf(stderr, "arf-inject: %s: %s\n", dir, rerr);
+		free(rerr);
+		return 1;
+	}
+	printf("store format set to %u\n", fmt);
+	return 0;
+}
 
 static struct arf_meta_fs fs;
 
@@ -47,10 +74,12 @@ int main(int argc, char **argv)
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: arf-inject DIR dangling|linkcount|leakedblock|doubleblock|"
-				"tagmismatch|blockbytes\n");
+				"tagmismatch|blockbytes|oldformat\n");
 		return 2;
 	}
 	const char *kind = argv[2];
+	if (!strcmp(kind, "oldformat"))
+		return set_format(argv[1], 0);
 	if (arfd_store_open(argv[1], &st, err, sizeof(err)) || arfd_store_super(st, &sb, err, sizeof(err)) != 1) {
 		fprintf(stderr, "arf-inject: %s: %s\n", argv[1], err);
 		return 1;

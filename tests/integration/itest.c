@@ -6,7 +6,8 @@
  *   arf-itest tree URL NFILES          build nested dirs + files, list back, verify
  *   arf-itest ranges URL SEED OPS      random writes/reads vs a local reference copy
  *   arf-itest torn URL SECONDS READERS writer rewrites a file while readers read it
- *   arf-itest acked URL N              write N files, print "acked I" after each
+ *   arf-itest acked URL N [fsync]      write N files, print "acked I" after each
+ *                                      (fsync: in /synced, arf_fsync after each)
  *   arf-itest verify URL N             check files 0..N-1 written by "acked"
  *
  * Each prints what it checked and exits 0, or prints "FAIL: reason" and
@@ -395,7 +396,9 @@ static void acked_body(int i, char *buf, size_t *len)
 		buf[k] = (char)('a' + (i + k) % 26);
 }
 
-static int cmd_acked(const char *url, int n)
+/* Create and write n files in /acked (or, with do_fsync, in /synced,
+ * calling arf_fsync after each write), printing "acked I" after each. */
+static int cmd_acked(const char *url, int n, int do_fsync)
 {
 	arf_client *c = connect_or_die(url, 1);
 	struct arf_stat root, d, f;
@@ -406,9 +409,10 @@ static int cmd_acked(const char *url, int n)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if ((rc = arf_root(c, &root)))
 		FAIL("root: %s", arf_strerror(rc));
-	rc = arf_mkdir(c, root.ino, root.gen, "acked", 0755, &d);
+	const char *dir = do_fsync ? "synced" : "acked";
+	rc = arf_mkdir(c, root.ino, root.gen, dir, 0755, &d);
 	if (rc == -EEXIST)
-		rc = arf_lookup(c, root.ino, root.gen, "acked", &d);
+		rc = arf_lookup(c, root.ino, root.gen, dir, &d);
 	if (rc)
 		FAIL("mkdir: %s", arf_strerror(rc));
 	for (int i = 0; i < n; i++) {
@@ -418,6 +422,8 @@ static int cmd_acked(const char *url, int n)
 			FAIL("create %s: %s", name, arf_strerror(rc));
 		if (arf_write(c, f.ino, f.gen, 0, buf, len) != (ssize_t)len)
 			FAIL("write %s", name);
+		if (do_fsync && (rc = arf_fsync(c, f.ino, f.gen)))
+			FAIL("fsync %s: %s", name, arf_strerror(rc));
 		printf("acked %d\n", i);
 	}
 	arf_close(c);
@@ -460,7 +466,9 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "torn") && argc == 5)
 		return cmd_torn(url, atoi(argv[3]), atoi(argv[4]));
 	if (!strcmp(cmd, "acked") && argc == 4)
-		return cmd_acked(url, atoi(argv[3]));
+		return cmd_acked(url, atoi(argv[3]), 0);
+	if (!strcmp(cmd, "acked") && argc == 5 && !strcmp(argv[4], "fsync"))
+		return cmd_acked(url, atoi(argv[3]), 1);
 	if (!strcmp(cmd, "verify") && argc == 4)
 		return cmd_verify(url, atoi(argv[3]));
 	fprintf(stderr, "arf-itest: bad command line\n");

@@ -16,7 +16,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
 from harness import Arfd, ArfdTestCase, arfctl, arfctl_json, run, ITEST  # noqa: E402
 
-TRANSPORTS = ("tcp", "shm")
+TRANSPORTS = harness.TRANSPORTS
+INJECT = os.path.join(harness.BUILD, "tests", "integration", "arf-inject")
 
 
 class Tree(ArfdTestCase):
@@ -79,6 +80,40 @@ class Durability(unittest.TestCase):
         d.start()
         p = run([ITEST, "verify", d.url("/"), str(acked + 1)])
         print(f"killed after {acked + 1} acknowledged files; " + p.stdout.decode().strip())
+
+
+class AsyncFsync(ArfdTestCase):
+    """On an async export a reply does not wait for the WAL; fsync does (as
+    NFS COMMIT): each fsync of a changed file costs one WAL sync, and
+    changes without fsync cost none."""
+    sync = False
+
+    def wal_syncs(self):
+        return arfctl_json("--control", self.arfd.control, "stats")["wal_syncs"]
+
+    def test_fsync_is_durable_on_async_export(self):
+        n = 20
+        before = self.wal_syncs()
+        run([ITEST, "acked", self.arfd.url("/"), str(n)])
+        self.assertEqual(self.wal_syncs(), before, "an async export synced without fsync")
+        run([ITEST, "acked", self.arfd.url("/"), str(n), "fsync"])
+        self.assertEqual(self.wal_syncs() - before, n, "each fsync must sync the WAL")
+
+
+class OldData(unittest.TestCase):
+    def test_old_data_directory_is_refused(self):
+        tmp = tempfile.TemporaryDirectory(prefix="arf-it-")
+        self.addCleanup(tmp.cleanup)
+        d = Arfd(workdir=tmp.name)
+        self.addCleanup(d.stop)
+        d.start()
+        arfctl("put", "-", d.url("/keep"), input=b"format 1")
+        self.assertEqual(d.stop(), 0, d.log())
+        run([INJECT, d.data_dir, "oldformat"])
+        with self.assertRaises(RuntimeError) as cm:
+            d.start()
+        self.assertIn("holds an ARF store of format 0; this arfd reads format 1 only",
+                      str(cm.exception))
 
 
 class OneSided(ArfdTestCase):

@@ -49,7 +49,9 @@ static void fail(const char *fmt, ...)
 	exit(1);
 }
 
-static arf_client *connect_or_die(const char *url)
+/* reconnect_ms: how long an operation waits for a restarted arfd (the
+ * crash writer gives up at once: the test restarts arfd only after it). */
+static arf_client *connect_or_die(const char *url, uint32_t reconnect_ms)
 {
 	struct arf_client_opts o;
 	char err[512];
@@ -59,6 +61,7 @@ static arf_client *connect_or_die(const char *url)
 	o.spin_us = 0;
 	o.attr_timeout_ms = 0; /* each client sees its own and others' changes at once */
 	o.entry_timeout_ms = 0;
+	o.reconnect_ms = reconnect_ms;
 	if (arf_connect(url, &o, &c, err, sizeof(err)))
 		fail("connect %s: %s", url, err);
 	return c;
@@ -144,7 +147,7 @@ static void slot_name(const struct worker *w, int s, char *buf, size_t cap)
 static void *load_worker(void *arg)
 {
 	struct worker *w = arg;
-	arf_client *c = connect_or_die(w->url);
+	arf_client *c = connect_or_die(w->url, 30000);
 	struct arf_stat root, dir, st;
 	uint8_t *buf = malloc(MAXF), *rbuf = malloc(MAXF);
 	char name[64], path[64];
@@ -267,7 +270,7 @@ out:
 /* A fresh client checks one worker's directory against its model. */
 static void verify_worker(const char *url, const struct worker *w, uint64_t *files)
 {
-	arf_client *c = connect_or_die(url);
+	arf_client *c = connect_or_die(url, 30000);
 	struct arf_stat dir, st;
 	char path[64], name[64];
 	uint8_t *buf = malloc(MAXF), *rbuf = malloc(MAXF);
@@ -324,7 +327,7 @@ static int cmd_load(const char *urls, int nclients, double seconds)
 	if (!nu || nclients < 1)
 		fail("usage: arf-stress load URL[,URL...] CLIENTS SECONDS");
 
-	arf_client *c = connect_or_die(u[0]);
+	arf_client *c = connect_or_die(u[0], 30000);
 	struct arf_stat root, st;
 	int rc;
 	if ((rc = arf_root(c, &root)) || (rc = arf_mkdir(c, root.ino, root.gen, "load", 0755, &st)))
@@ -401,7 +404,7 @@ static void say(const char *what, uint64_t id)
 
 static __attribute__((noreturn)) void cmd_crash(const char *url, uint64_t first)
 {
-	arf_client *c = connect_or_die(url);
+	arf_client *c = connect_or_die(url, 0);
 	struct arf_stat root, dir, st;
 	uint8_t *buf = malloc(20001);
 	char name[64], nn[64];
@@ -491,7 +494,7 @@ static int cmd_check(const char *url, int lossy)
 		if (id > maxid)
 			maxid = id;
 	}
-	arf_client *c = connect_or_die(url);
+	arf_client *c = connect_or_die(url, 30000);
 	struct arf_stat dir;
 	int rc = arf_resolve(c, "/crash", &dir);
 	if (rc == -ENOENT && maxid == 0) {

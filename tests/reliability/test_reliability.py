@@ -41,23 +41,35 @@ def crash_cycles(testcase, sync, cycles, seed):
         url = d.url("/", "tcp" if cycle % 2 == 0 else "shm")
         w = subprocess.Popen([STRESS, "crash", url, str(next_id)], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT)
+        first = []
         try:
+            # the kill falls inside the workload, not in the writer's
+            # connection handshake: wait for its first step
+            while True:
+                line = w.stdout.readline().decode()
+                if not line:
+                    break
+                first.append(line.rstrip("\n"))
+                if line.startswith(("S ", "FAIL")):
+                    break
             time.sleep(rnd.uniform(0.05, 0.6))
             d.kill()  # SIGKILL at a random moment of the workload
         finally:
             out = w.communicate(timeout=60)[0].decode()
-        lines = out.splitlines()
+        lines = first + out.splitlines()
         bad = [x for x in lines if x.startswith("FAIL")]
         # the writer dies with "connection" errors once arfd is gone: expected
         log += [x for x in lines if len(x.split()) == 2 and x[0] in "SCWRUD"]
         ids = [int(x.split()[1]) for x in log]
         next_id = (max(ids) + 1) if ids else next_id
         if bad and "connect" in bad[0] and not any(x.startswith("S ") for x in lines):
-            testcase.fail("writer could not start: " + bad[0])
+            testcase.fail("cycle %d: writer could not start: %s\narfd's log:\n%s" % (
+                cycle, bad[0], d.log()))
         if sync:
             d.start()
             p = run([STRESS, "check", d.url("/")], input="\n".join(log).encode(), check=False)
-            testcase.assertEqual(p.returncode, 0, "cycle %d: %s" % (cycle, p.stdout.decode()))
+            testcase.assertEqual(p.returncode, 0, "cycle %d: %s%s" % (
+                cycle, p.stdout.decode(), p.stderr.decode()[-3000:]))
             last = p.stdout.decode().strip()
             f = harness.arfctl("--control", d.control, "fsck", check=False)
             d.stop()
@@ -92,7 +104,7 @@ class Crash(unittest.TestCase):
         log = [x for x in out.splitlines() if len(x.split()) == 2 and x[0] in "SCWRUD"]
         d.start()
         p = run([STRESS, "check", d.url("/")], input="\n".join(log).encode(), check=False)
-        self.assertEqual(p.returncode, 0, p.stdout.decode())
+        self.assertEqual(p.returncode, 0, p.stdout.decode() + p.stderr.decode()[-3000:])
         print("async, clean stop: " + p.stdout.decode().strip())
         # after a SIGKILL, the acknowledged but unsynced tail may be gone, but
         # what remains is consistent: every file there has its full content

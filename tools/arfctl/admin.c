@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arfctl's management commands: status, stats, clients, exports, fsck and
- * checkpoint through arfd's control socket (root or the control group only;
- * see arfd/control.c), fsck --data-dir on a stopped server's RocksDB, and
- * config check.  The control socket answers one JSON object (or Prometheus
- * text) per command; arfctl prints it as it is, except fsck, which reads as
- * a report unless --json.
+ * arfctl's management commands: status, stats, clients, exports, progs,
+ * fsck and checkpoint through arfd's control socket (root or the control
+ * group only; see arfd/control.c), fsck --data-dir on a stopped server's
+ * RocksDB, and config check.  The control socket answers one JSON object (or
+ * Prometheus text) per command; arfctl prints it as it is, except fsck and
+ * progs, which read as text unless --json.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "admin.h"
@@ -250,6 +251,207 @@ static int fsck_online(const struct arfctl_admin *a)
 	return problems ? 1 : 0;
 }
 
+/* ---- progs ----------------------------------------------------------------- */
+
+/* Where the value of "key" starts in the flat JSON object [obj, end), or
+ * NULL.  arfd's objects here hold no nested objects and no quoted keys in
+ * their strings, so the first match is the field. */
+static const char *json_field(const char *obj, const char *end, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (const char *p = obj; p < end; p++) {
+		p = memchr(p, '"', (size_t)(end - p));
+		if (!p || (size_t)(end - p) < kl + 3)
+			return NULL;
+		if (!strncmp(p + 1, key, kl) && p[kl + 1] == '"' && p[kl + 2] == ':')
+			return p + kl + 3;
+	}
+	return NULL;
+}
+
+static unsigned long long json_u64(const char *obj, const char *end, const char *key)
+{
+	const char *v = json_field(obj, end, key);
+	return v ? strtoull(v, NULL, 10) : 0;
+}
+
+/* The string value of "key", unescaped, into buf (truncated to cap - 1);
+ * "" when missing. */
+static const char *json_text(const char *obj, const char *end, const char *key, char *buf,
+			     size_t cap)
+{
+	const char *v = json_field(obj, end, key);
+	size_t n = 0;
+
+	buf[0] = 0;
+	if (!v || *v != '"')
+		return buf;
+	for (v++; v < end && *v && *v != '"' && n + 4 < cap; v++) {
+		unsigned c = (unsigned char)*v;
+		if (c == '\\' && v[1]) {
+			c = (unsigned char)*++v;
+			if (c == 'n')
+				c = '\n';
+			else if (c == 't')
+				c = '\t';
+			else if (c == 'r')
+				c = '\r';
+			else if (c == 'u' && v + 4 < end) {
+				char hex[5] = { v[1], v[2], v[3], v[4], 0 };
+				c = (unsigned)strtoul(hex, NULL, 16);
+				v += 4;
+			}
+		}
+		if (c < 0x80) { /* what arfd escapes is ASCII; the rest as UTF-8 */
+			buf[n++] = (char)c;
+		} else if (c < 0x800) {
+			buf[n++] = (char)(0xc0 | c >> 6);
+			buf[n++] = (char)(0x80 | (c & 0x3f));
+		} else {
+			buf[n++] = (char)(0xe0 | c >> 12);
+			buf[n++] = (char)(0x80 | ((c >> 6) & 0x3f));
+			buf[n++] = (char)(0x80 | (c & 0x3f));
+		}
+	}
+	buf[n] = 0;
+	return buf;
+}
+
+static const char *when(const char *obj, const char *end, const char *key, char *buf, size_t cap)
+{
+	time_t t = (time_t)json_u64(obj, end, key);
+	struct tm tm;
+
+	if (!t || !localtime_r(&t, &tm) || !strftime(buf, cap, "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(buf, cap, "never");
+	return buf;
+}
+
+/* One program object [p, end) of "progs list" as one line. */
+static void prog_line(const char *p, const char *end)
+{
+	char hash[80], used[32];
+
+	printf("%s  %llu insns/%llu bytes  loads %llu  runs %llu  insns executed %llu  "
+	       "last used %s\n", json_text(p, end, "hash", hash, sizeof(hash)),
+	       json_u64(p, end, "insns"), json_u64(p, end, "bytes"), json_u64(p, end, "loads"),
+	       json_u64(p, end, "runs"), json_u64(p, end, "insns_executed"),
+	       when(p, end, "last_used", used, sizeof(used)));
+}
+
+/* "progs show": the program object [p, end) as labelled lines. */
+static void prog_details(const char *p, const char *end)
+{
+	char hash[80], format[32], loaded[32], used[32];
+
+	printf("hash: %s\nformat: %s\nsize: %llu instructions, %llu bytes\n"
+	       "entry: instruction %llu\nread-only data: %llu bytes\nloads: %llu\n"
+	       "runs: %llu (%llu failed, %llu running now)\ninstructions executed: %llu\n"
+	       "loaded: %s\nlast used: %s\n", json_text(p, end, "hash", hash, sizeof(hash)),
+	       json_text(p, end, "format", format, sizeof(format)), json_u64(p, end, "insns"),
+	       json_u64(p, end, "bytes"), json_u64(p, end, "entry"),
+	       json_u64(p, end, "rodata_bytes"), json_u64(p, end, "loads"),
+	       json_u64(p, end, "runs"), json_u64(p, end, "failures"),
+	       json_u64(p, end, "running"), json_u64(p, end, "insns_executed"),
+	       when(p, end, "loaded_at", loaded, sizeof(loaded)),
+	       when(p, end, "last_used", used, sizeof(used)));
+}
+
+static int progs_usage(void)
+{
+	fprintf(stderr, "arfctl: usage: progs list | progs show|disasm|unload HASH\n");
+	return 2;
+}
+
+/* progs list | show HASH | disasm HASH | unload HASH, where HASH may be a
+ * unique prefix (arfd resolves it under its cache lock). */
+static int progs(const struct arfctl_admin *a, int argc, char **argv)
+{
+	char line[128], what[32], *ans = NULL;
+	const char *sub = argc ? argv[0] : "";
+	int rc = 0;
+
+	if (!strcmp(sub, "list")) {
+		if (argc != 1)
+			return progs_usage();
+		snprintf(line, sizeof(line), "progs list");
+	} else if (!strcmp(sub, "show") || !strcmp(sub, "disasm") || !strcmp(sub, "unload")) {
+		if (argc != 2)
+			return progs_usage();
+		size_t n = strlen(argv[1]);
+		if (!n || n > 64 || strspn(argv[1], "0123456789abcdefABCDEF") != n) {
+			fprintf(stderr, "arfctl: progs %s: '%s' is not a program hash: 1 to 64 hex "
+				"digits (a unique prefix will do; see arfctl progs list)\n", sub, argv[1]);
+			return 2;
+		}
+		snprintf(line, sizeof(line), "progs %s %s", sub, argv[1]);
+	} else {
+		return progs_usage();
+	}
+	snprintf(what, sizeof(what), "progs %s", sub);
+	if (control_call(a->control, line, &ans))
+		return 1;
+	if (answer_error(what, ans)) {
+		free(ans);
+		return 1;
+	}
+	const char *end = ans + strlen(ans);
+	const char *obj = strchr(ans + 1, '{'); /* the program object inside the answer */
+	const char *oend = obj ? strchr(obj, '}') : NULL;
+	if (!strcmp(sub, "list")) {
+		const char *arr = strstr(ans, "\"programs\":[");
+		const char *aend = arr ? strchr(arr, ']') : NULL;
+		if (!aend) {
+			rc = 1;
+		} else if (a->json) {
+			arr += 11;
+			printf("%.*s\n", (int)(aend + 1 - arr), arr);
+		} else {
+			for (const char *p = arr; (p = strchr(p, '{')) && p < aend; p = oend) {
+				if (!(oend = strchr(p, '}')))
+					break;
+				prog_line(p, oend);
+			}
+		}
+	} else if (!oend) {
+		rc = 1;
+	} else if (a->json) {
+		fputs(ans, stdout);
+	} else if (!strcmp(sub, "show")) {
+		prog_details(obj, oend);
+	} else if (!strcmp(sub, "unload")) {
+		char hash[80];
+		printf("unloaded %s (%llu runs, %llu insns executed)\n",
+		       json_text(obj, oend, "hash", hash, sizeof(hash)), json_u64(obj, oend, "runs"),
+		       json_u64(obj, oend, "insns_executed"));
+	} else {
+		/* disasm: a comment header, then text that arf-asm assembles back */
+		char hash[80], format[32];
+		size_t cap = (size_t)(end - ans) + 1;
+		char *text = malloc(cap);
+		if (!text) {
+			rc = 1;
+		} else {
+			printf("# program %s: %s, %llu instructions, %llu bytes\n",
+			       json_text(obj, oend, "hash", hash, sizeof(hash)),
+			       json_text(obj, oend, "format", format, sizeof(format)),
+			       json_u64(obj, oend, "insns"), json_u64(obj, oend, "bytes"));
+			if (json_u64(obj, oend, "entry"))
+				printf("# runs start at instruction %llu\n", json_u64(obj, oend, "entry"));
+			if (json_u64(obj, oend, "rodata_bytes"))
+				printf("# read-only data: %llu bytes (not shown)\n",
+				       json_u64(obj, oend, "rodata_bytes"));
+			fputs(json_text(oend, end, "disassembly", text, cap), stdout);
+			free(text);
+		}
+	}
+	if (rc)
+		fprintf(stderr, "arfctl: %s: malformed answer from arfd\n", what);
+	free(ans);
+	return rc;
+}
+
 static int config_check(const char *file)
 {
 	struct arfd_config cfg;
@@ -281,6 +483,8 @@ int arfctl_admin(const struct arfctl_admin *a, const char *cmd, int argc, char *
 		}
 		return simple(a, cmd, cmd);
 	}
+	if (!strcmp(cmd, "progs"))
+		return progs(a, argc, argv);
 	if (!strcmp(cmd, "fsck")) {
 		if (argc == 0)
 			return fsck_online(a);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * arfctl — the ARF command-line client: file commands on arf:// URLs
- * (ls, stat, cat, put, mkdir, rm, mv) and the server summary (status),
- * with --json output and the client's counters (--stats).
+ * (ls, stat, cat, put, mkdir, rm, mv, exec) and the server summary
+ * (status), with --json output and the client's counters (--stats); the
+ * management commands (admin.c) through arfd's control socket.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -57,6 +58,13 @@ static void usage(FILE *out)
 		"  stats [--prometheus] the server's counters (JSON, or the Prometheus text format)\n"
 		"  clients              the connected clients, their transport and counters\n"
 		"  exports              the export: path, options, transports\n"
+		"  progs list           the cached programs, most recently used first, one a line:\n"
+		"                       hash, size (instructions/bytes), loads, runs, instructions\n"
+		"                       executed, last use (--json: an array of objects)\n"
+		"  progs show HASH      one cached program's details and counters\n"
+		"  progs disasm HASH    its disassembly (arf-asm syntax, assembles back)\n"
+		"  progs unload HASH    drop it from the cache (clients load it again on next use)\n"
+		"                       HASH: its hex digits, or a unique prefix of them\n"
 		"  fsck                 check the live filesystem and compare it with RocksDB\n"
 		"  fsck --data-dir DIR  check a stopped server's data directory\n"
 		"  checkpoint           sync and compact RocksDB\n"
