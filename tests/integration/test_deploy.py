@@ -213,9 +213,16 @@ class Install(unittest.TestCase):
             for cmd in ("/bin/kill",):
                 os.makedirs(os.path.dirname(root + cmd), exist_ok=True)
                 shutil.copy2(os.path.realpath(cmd), root + cmd)
-            p = run([analyze, "verify", "--man=no", "--root=" + root, root + unit], check=False)
-            out = (p.stdout + p.stderr).decode()
-            self.assertEqual(p.returncode, 0, out)
+            # and the mount unit example (deploy/mnt-arf.mount, as an
+            # administrator installs it)
+            mount_unit = "/etc/systemd/system/mnt-arf.mount"
+            os.makedirs(os.path.dirname(root + mount_unit), exist_ok=True)
+            shutil.copy2(os.path.join(os.path.dirname(__file__), "..", "..", "deploy",
+                                      "mnt-arf.mount"), root + mount_unit)
+            for u in (unit, mount_unit):
+                p = run([analyze, "verify", "--man=no", "--root=" + root, root + u], check=False)
+                out = (p.stdout + p.stderr).decode()
+                self.assertEqual(p.returncode, 0, u + ": " + out)
 
 
 if __name__ == "__main__":
