@@ -80,6 +80,11 @@ struct arf_client_opts {
 	 * 0 = never).  These defaults are provisional until bench/ measures the
 	 * crossover points. */
 	uint32_t readdir_exec_min;
+	/** tcp: a root process connects from a reserved source port (665-1023),
+	 * as NFS's resvport, so that an export with one_sided = root (the
+	 * default) gives it region keys; any other process, or when no reserved
+	 * port is free, gets requests only (1, default; 0 = never). */
+	int      resvport;
 };
 
 void arf_client_opts_init(struct arf_client_opts *o);

@@ -56,6 +56,7 @@ void arf_client_opts_init(struct arf_client_opts *o)
 	o->shipped_lookup = 1;
 	o->resolve_exec_depth = 8;
 	o->readdir_exec_min = 256;
+	o->resvport = 1;
 }
 
 _Static_assert(ARF_DEFAULT_PORT == ARF_NET_DEFAULT_PORT, "tcp port");
@@ -213,6 +214,7 @@ static int dial(arf_client *c, struct arf_net_conn **conn, struct arf_proto_info
 	no.spin_us = c->opts.spin_us;
 	no.timeout_ms = c->opts.timeout_ms;
 	no.auth_key = c->has_auth_key ? c->auth_key : NULL;
+	no.resvport = c->opts.resvport;
 	no.hello = c->hello;
 	no.hello_len = c->hello_len;
 	if ((rc = arf_net_connect(&no, conn, err, errlen)))

@@ -9,12 +9,12 @@
  * `unix` or `*`.
  *
  * Region keys let a client read the whole export one-sidedly, bypassing
- * per-file permissions, so `[export] one_sided` says who gets them: `all`
- * (every accepted client: the default, and the embedded loopback setup),
- * `root` (only clients proven to be root on their host: an shm peer whose
- * SO_PEERCRED uid is 0, a tcp client from a reserved source port (< 1024, as
- * NFS's `secure`), or a client that proved the export's shared secret,
- * which only root can read) or `none`.  Everyone else reaches data through
+ * per-file permissions, so `[export] one_sided` says who gets them: `root`
+ * (the default: only clients proven to be root on their host: an shm peer
+ * whose SO_PEERCRED uid is 0, a tcp client from a reserved source port
+ * (< 1024, as NFS's `secure`; libarf binds one when its process is root),
+ * or a client that proved the export's shared secret, which only root can
+ * read), `all` (every accepted client) or `none`.  Everyone else reaches data through
  * requests, which check permissions.
  */
 #include <arpa/inet.h>

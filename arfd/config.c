@@ -66,9 +66,9 @@ static const struct centry table[] = {
 	  "used when there is no file, does not squash)" },
 	{ "export", "clients", C_CLIENTS, S(clients), 0, 0, "127.0.0.0/8 ::1 unix",
 	  "who may connect: addresses, networks (ADDR/BITS), 'unix' (the UNIX socket), '*' (anyone)" },
-	{ "export", "one_sided", C_CHOICE, S(one_sided), 0, 0, "all",
-	  "who gets region keys for one-sided reads, which bypass file permissions: all, root "
-	  "(shm peers with uid 0, tcp from a reserved port, or the shared secret) or none" },
+	{ "export", "one_sided", C_CHOICE, S(one_sided), 0, 0, "root",
+	  "who gets region keys (one-sided reads bypass file permissions): root (shm uid 0, "
+	  "tcp from a reserved port, or the secret), all or none; others use requests" },
 	{ "export", "secret_file", C_STR, S(secret_file), 0, 0, "",
 	  "file with a shared secret every client must prove (challenge-response; readable by "
 	  "root only); empty = none" },

@@ -132,6 +132,10 @@ struct arf_net_client_opts {
 	 * challenge, NULL = none.  The secret itself never travels: the client
 	 * proves it with HMAC-SHA-512-256 (libsodium crypto_auth) over a nonce. */
 	const uint8_t *auth_key;
+	/* tcp: when the process is root, connect from a reserved source port
+	 * (665-1023), as NFS's resvport, which an export with one_sided = root
+	 * takes as proof of root on this host; when none is free, any port. */
+	int resvport;
 };
 
 /* Per-connection transport counters (monotonic). */

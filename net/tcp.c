@@ -16,7 +16,94 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "net_int.h"
+
+/* Reserved source ports a root client tries (as NFS's resvport: below 665
+ * sit well-known services), and how many before it settles for any port. */
+#define RESV_LO 665u
+#define RESV_HI 1023u
+#define RESV_TRIES 64
+
+static int bind_port(int fd, int family, uint16_t port)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int one = 1;
+
+	memset(&ss, 0, sizeof(ss));
+	/* a port whose last connection is in TIME_WAIT may serve another peer */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (family == AF_INET6) {
+		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+		a6->sin6_family = AF_INET6;
+		a6->sin6_addr = in6addr_any;
+		a6->sin6_port = htons(port);
+		sl = sizeof(*a6);
+	} else {
+		struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+		a4->sin_family = AF_INET;
+		a4->sin_addr.s_addr = htonl(INADDR_ANY);
+		a4->sin_port = htons(port);
+		sl = sizeof(*a4);
+	}
+	return bind(fd, (struct sockaddr *)&ss, sl) ? -errno : 0;
+}
+
+/* One connection attempt to a from source port sport (0 = any): 0 with *out
+ * set, or -errno. */
+static int tcp_try(const struct addrinfo *a, uint16_t sport, int timeout_ms, int *out)
+{
+	int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+	int rc;
+
+	if (fd < 0)
+		return -errno;
+	if (sport && (rc = bind_port(fd, a->ai_family, sport))) {
+		close(fd);
+		return rc;
+	}
+	if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+		*out = fd;
+		return 0;
+	}
+	if (errno == EINPROGRESS) {
+		rc = arf_net_wait_fd(fd, POLLOUT, 0, timeout_ms);
+		if (!rc) {
+			int soerr = 0;
+			socklen_t sl = sizeof(soerr);
+			getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+			rc = -soerr;
+		}
+	} else {
+		rc = -errno;
+	}
+	if (!rc) {
+		*out = fd;
+		return 0;
+	}
+	close(fd);
+	return rc;
+}
+
+/* A root client with resvport set connects from a reserved port, which
+ * tells arfd (one_sided = root) that root on this host asks; when every
+ * port tried is taken it connects from any port, and gets requests only. */
+static int tcp_try_resv(const struct addrinfo *a, int timeout_ms, int *out)
+{
+	int rc = -EADDRINUSE;
+	if (sodium_init() < 0)
+		return rc;
+	uint32_t span = RESV_HI - RESV_LO + 1, start = randombytes_uniform(span);
+
+	for (int t = 0; t < RESV_TRIES; t++) {
+		rc = tcp_try(a, (uint16_t)(RESV_LO + (start + (uint32_t)t) % span), timeout_ms, out);
+		if (rc != -EADDRINUSE && rc != -EADDRNOTAVAIL)
+			return rc; /* connected, or the server's answer: no other port changes it */
+	}
+	return rc;
+}
 
 static int tcp_dial(const struct arf_net_client_opts *o, char *err, size_t errlen)
 {
@@ -25,6 +112,7 @@ static int tcp_dial(const struct arf_net_client_opts *o, char *err, size_t errle
 	char port[8];
 	int fd = -1, rc = -ECONNREFUSED, one = 1;
 	int timeout_ms = o->timeout_ms ? (int)o->timeout_ms : 30000;
+	int resv = o->resvport && geteuid() == 0;
 
 	if (!o->host || !o->host[0]) {
 		snprintf(err, errlen, "tcp: no host given");
@@ -37,27 +125,11 @@ static int tcp_dial(const struct arf_net_client_opts *o, char *err, size_t errle
 		return -EHOSTUNREACH;
 	}
 	for (struct addrinfo *a = res; a; a = a->ai_next) {
-		fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
-		if (fd < 0) {
-			rc = -errno;
-			continue;
-		}
-		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+		rc = resv ? tcp_try_resv(a, timeout_ms, &fd) : -EADDRINUSE;
+		if (rc == -EADDRINUSE || rc == -EADDRNOTAVAIL || rc == -EACCES)
+			rc = tcp_try(a, 0, timeout_ms, &fd);
+		if (!rc)
 			break;
-		if (errno == EINPROGRESS) {
-			rc = arf_net_wait_fd(fd, POLLOUT, 0, timeout_ms);
-			if (!rc) {
-				int soerr = 0;
-				socklen_t sl = sizeof(soerr);
-				getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-				rc = -soerr;
-			}
-			if (!rc)
-				break;
-		} else {
-			rc = -errno;
-		}
-		close(fd);
 		fd = -1;
 	}
 	freeaddrinfo(res);

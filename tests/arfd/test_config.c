@@ -39,7 +39,7 @@ static void test_defaults(void **state)
 	assert_int_equal(c.root_squash, 1); /* as NFS, once there is a file */
 	assert_int_equal(c.data_blocks, 524288); /* 2 GiB: room for a 1 GiB file */
 	assert_string_equal(c.clients, "127.0.0.0/8 ::1 unix");
-	assert_string_equal(c.one_sided, "all");
+	assert_string_equal(c.one_sided, "root"); /* keys for root on a client host only */
 	/* the embedded configuration (no file) does not squash root */
 	arfd_config_embedded(&c);
 	assert_int_equal(c.root_squash, 0);

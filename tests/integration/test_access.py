@@ -90,22 +90,41 @@ class Secret(unittest.TestCase):
 
 class OneSided(unittest.TestCase):
     def test_who_gets_region_keys(self):
-        # root: a tcp client from an unprivileged port gets no keys (requests
-        # only); an shm peer with uid 0 does
-        d = started(self, export__one_sided="root")
+        # root (the default): root on the client host gets keys -- over tcp
+        # libarf connects from a reserved port, over shm the kernel says
+        # uid 0; an unprivileged user, over tcp or shm, gets none and is
+        # served by requests (which check permissions)
+        setpriv = shutil.which("setpriv")
+        if not setpriv:
+            self.skipTest("setpriv (util-linux) not installed")
+        nobody = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+        d = started(self)
+        os.chmod(d.workdir, 0o755)
+        os.chmod(d.socket, 0o777)
         arfctl("mkdir", d.url("/k"))
-        s = stats_of("stat", d.url("/k", "tcp"))
+        for t in ("tcp", "shm"):
+            s = stats_of("stat", d.url("/k", t))
+            self.assertGreater(s["one_sided_reads"], 0, (t, s))
+            self.assertEqual(s["requests"], 0, (t, s))
+            p = run(nobody + [ARFCTL, "--json", "--stats", "stat", d.url("/k", t)])
+            s = json.loads(p.stdout)["stats"]
+            self.assertEqual(s["one_sided_reads"], 0, (t, s))
+            self.assertGreater(s["requests"], 0, (t, s))
+        # a root client that asks for no reserved port is not proven root
+        s = stats_of("--no-resvport", "stat", d.url("/k", "tcp"))
         self.assertEqual(s["one_sided_reads"], 0, s)
-        self.assertGreater(s["requests"], 0, s)
-        s = stats_of("stat", d.url("/k", "shm"))
-        self.assertGreater(s["one_sided_reads"], 0, s)
         d2 = started(self, export__one_sided="none")
         arfctl("mkdir", d2.url("/k"))
         for t in ("tcp", "shm"):
             s = stats_of("stat", d2.url("/k", t))
             self.assertEqual(s["one_sided_reads"], 0, s)
-        print("one_sided=root: tcp from an unprivileged port requests only, shm root one-sided; "
-              "none: requests only")
+        d3 = started(self, export__one_sided="all")
+        arfctl("mkdir", d3.url("/k"))
+        p = run(nobody + [ARFCTL, "--json", "--stats", "stat", d3.url("/k", "tcp")])
+        self.assertGreater(json.loads(p.stdout)["stats"]["one_sided_reads"], 0)
+        print("one_sided=root (default): root over tcp (reserved port) and shm one-sided, "
+              "uid 65534 and a root client from an unprivileged port requests only; "
+              "none: requests only; all: uid 65534 one-sided too")
 
 
 class Identity(unittest.TestCase):

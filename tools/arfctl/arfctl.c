@@ -76,6 +76,8 @@ static void usage(FILE *out)
 		"  --stats              add the client's counters (under \"stats\" with --json;\n"
 		"                       on standard error for cat)\n"
 		"  --requests-only      no one-sided reads: every read is a request\n"
+		"  --no-resvport        tcp: never connect from a reserved port (which proves\n"
+		"                       root to an export with one_sided = root)\n"
 		"  --max-hops N         one-sided hash-chain hops before a request (default 8)\n"
 		"  --spin-us N          poll this long for a reply before sleeping (default 50)\n"
 		"  --timeout-ms N       connect and reply timeout (default 30000)\n"
@@ -812,6 +814,7 @@ int main(int argc, char **argv)
 		{ "json", no_argument, 0, 'j' },
 		{ "stats", no_argument, 0, 's' },
 		{ "requests-only", no_argument, 0, 'r' },
+		{ "no-resvport", no_argument, 0, 'N' },
 		{ "max-hops", required_argument, 0, 'H' },
 		{ "spin-us", required_argument, 0, 'S' },
 		{ "timeout-ms", required_argument, 0, 'T' },
@@ -839,6 +842,7 @@ int main(int argc, char **argv)
 		case 'j': opt_json = 1; break;
 		case 's': opt_stats = 1; break;
 		case 'r': copts.one_sided = 0; break;
+		case 'N': copts.resvport = 0; break;
 		case 'H': copts.max_hops = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'S': copts.spin_us = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'T': copts.timeout_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
