@@ -3,7 +3,7 @@
  * arfd/helpers — what programs may call besides the engine's own emit,
  * memcmp and memmem: the directory's name hash, a consistent read of a
  * self-verifying object (copied and validated, retried), emitting a word,
- * and the ops/ hooks mkdir and create.
+ * the ops/ hooks mkdir and create, and a view of a file's bytes.
  *
  * None of them resolves a name, walks a chain, lists a directory or matches
  * a pattern: programs do that work, and pay for it in instructions.
@@ -14,10 +14,21 @@
  * arfd_txn_commit writes to RocksDB and, on a sync export, hands to the
  * group commit; the run's reply then waits for that commit.  A hook's
  * failure is the program's to handle: r0 = -errno, the run goes on.
+ *
+ * file_view reads a range of a regular file as a READ request does (the
+ * request's credentials, arf_ops_read's permission check, under the lock,
+ * so the bytes are one state of the file) into a buffer owned by the
+ * worker thread, lent to the run as a read-only region: arf-grep's
+ * generated matchers scan it there, so only what they emit crosses the
+ * network.  One view per run; the buffer is reused by the thread's next
+ * run (which clears the region table first) and freed when it exits.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "arf_meta.h"
 #include "arf_prog_abi.h"
@@ -50,8 +61,7 @@ static int h_obj_read(struct arf_mc_call *c, uint64_t *ret)
 		/* a deliberate race with writers, as a one-sided read is: the
 		 * version and checksum say whether the copy is whole */
 		memmove(c->ptr[0], src, len);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		rc = arf_meta_obj_validate(c->ptr[0], len);
+		rc = arf_meta_obj_validate(c->ptr[0], len); /* of the copy: no fence needed */
 		if (!rc)
 			break;
 		if (i > 8)
@@ -123,6 +133,99 @@ static int h_make(struct arf_mc_call *c, uint64_t *ret)
 	return 0;
 }
 
+struct view_buf {
+	uint8_t *p;
+	size_t cap;
+};
+
+static pthread_key_t view_key;
+static pthread_once_t view_once = PTHREAD_ONCE_INIT;
+static int view_key_rc;
+
+static void view_buf_free(void *a)
+{
+	struct view_buf *b = a;
+
+	if (b) {
+		free(b->p);
+		free(b);
+	}
+}
+
+static void view_key_make(void)
+{
+	view_key_rc = pthread_key_create(&view_key, view_buf_free);
+}
+
+/* The calling thread's view buffer, at least len bytes (NULL: no memory). */
+static struct view_buf *view_buf(size_t len)
+{
+	struct view_buf *b;
+
+	pthread_once(&view_once, view_key_make);
+	if (view_key_rc)
+		return NULL;
+	b = pthread_getspecific(view_key);
+	if (!b) {
+		b = calloc(1, sizeof(*b));
+		if (!b || pthread_setspecific(view_key, b)) {
+			free(b);
+			return NULL;
+		}
+	}
+	if (len > b->cap) {
+		uint8_t *p = realloc(b->p, len);
+
+		if (!p)
+			return NULL;
+		b->p = p;
+		b->cap = len;
+	}
+	return b;
+}
+
+static int h_file_view(struct arf_mc_call *c, uint64_t *ret)
+{
+	struct arfd_exec *ex = c->user;
+	struct arfd *d = ex->d;
+	struct arf_prog_file_view *v = c->ptr[0];
+	struct arf_ops_attr a;
+	struct view_buf *b;
+	size_t len, got = 0;
+	uint64_t addr = 0;
+	int rc;
+
+	if (c->arg[1] < sizeof(*v)) {
+		*ret = (uint64_t)(int64_t)-EINVAL;
+		return 0;
+	}
+	if (ex->views) {
+		*ret = (uint64_t)(int64_t)-EBUSY;
+		return 0;
+	}
+	len = v->len > ARF_PROG_VIEW_MAX ? ARF_PROG_VIEW_MAX : (size_t)v->len;
+	b = view_buf(len ? len : 1);
+	if (!b) {
+		*ret = (uint64_t)(int64_t)-ENOMEM;
+		return 0;
+	}
+	pthread_mutex_lock(&d->fs_lock);
+	rc = arf_ops_getattr(&d->fs, v->ino, v->gen, &a);
+	if (!rc)
+		rc = arf_ops_read(&d->fs, &ex->cr, v->ino, v->gen, v->off, b->p, len, &got);
+	pthread_mutex_unlock(&d->fs_lock);
+	if (!rc)
+		rc = arf_mc_vm_add_region(c->vm, b->p, got, 0, &addr);
+	if (!rc) {
+		ex->views++;
+		v->addr = addr;
+		v->got = got;
+		v->size = a.size;
+	}
+	*ret = (uint64_t)(int64_t)rc;
+	return 0;
+}
+
 int arfd_helpers_register(struct arf_mc_helpers *h, char *err, size_t errlen)
 {
 	const struct arf_mc_helper_def defs[] = {
@@ -137,6 +240,8 @@ int arfd_helpers_register(struct arf_mc_helpers *h, char *err, size_t errlen)
 		{ ARF_PH_CREATE, "create",
 		  { ARF_MC_ARG_PTR_RW, ARF_MC_ARG_SIZE, ARF_MC_ARG_PTR_RO, ARF_MC_ARG_SIZE,
 		    ARF_MC_ARG_ANY }, h_make, (void *)(uintptr_t)ARF_PH_CREATE },
+		{ ARF_PH_FILE_VIEW, "file_view", { ARF_MC_ARG_PTR_RW, ARF_MC_ARG_SIZE },
+		  h_file_view, NULL },
 	};
 
 	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {

@@ -18,6 +18,7 @@ struct arfd_exec {
 	struct arfd *d;
 	struct arf_cred cr;   /* the request's credentials, squashed as the export says */
 	uint64_t seq;         /* last transaction a hook applied (0: none) */
+	int views;            /* file views lent in this run (file_view) */
 };
 
 /* Registers arfd's helpers in h.  0, or -errno with the reason in err. */

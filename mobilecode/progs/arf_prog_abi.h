@@ -48,6 +48,8 @@ enum arf_prog_helper {
 	ARF_PH_EMIT_U64  = 18, /* emit_u64(v) -> 0: appends 8 bytes */
 	ARF_PH_MKDIR     = 20, /* mkdir(attr, attr_len, name, len, mode) -> 0 or -errno */
 	ARF_PH_CREATE    = 21, /* create(attr, attr_len, name, len, mode | ARF_PROG_EXCL) */
+	ARF_PH_FILE_VIEW = 22, /* file_view(view, view_len) -> 0 or -errno: struct
+				* arf_prog_file_view; once per run */
 };
 
 /* ARF_PH_CREATE: fail with -EEXIST when the name exists (O_EXCL). */
@@ -68,6 +70,25 @@ struct arf_prog_attr {
 	int64_t  atime_ns, mtime_ns, ctime_ns;
 	uint64_t rdev;
 };
+
+/*
+ * ARF_PH_FILE_VIEW: bytes [off, off + len) of regular file (ino, gen), read
+ * as a READ request would read them -- the request's credentials, the same
+ * read-permission check, under the filesystem lock, so the copy is one
+ * consistent state of the file -- into a buffer of the server's that the
+ * helper lends the run as a new read-only region at addr.  len is cut to
+ * ARF_PROG_VIEW_MAX; got < len at the end of the file; size is the file's
+ * size when it was read.  -ESTALE, -EISDIR, -EINVAL (not a regular file),
+ * -EACCES, -EBUSY (a second view in one run).  The helper only copies: what
+ * the bytes mean is the program's business (arf-grep scans them).
+ */
+struct arf_prog_file_view {
+	uint64_t ino;
+	uint32_t gen, pad0;
+	uint64_t off, len;          /* in */
+	uint64_t addr, got, size;   /* out */
+};
+#define ARF_PROG_VIEW_MAX (16u << 20)
 
 /* ---- chain lookup: one name in one directory ---------------------------- */
 
@@ -153,6 +174,7 @@ _Static_assert(sizeof(struct arf_prog_ent) == 16, "arf_prog_ent");
 _Static_assert(sizeof(struct arf_prog_readdir_arg) == 32, "arf_prog_readdir_arg");
 _Static_assert(sizeof(struct arf_prog_dirent) == 24, "arf_prog_dirent");
 _Static_assert(sizeof(struct arf_prog_mkdirp_arg) == 24, "arf_prog_mkdirp_arg");
+_Static_assert(sizeof(struct arf_prog_file_view) == 56, "arf_prog_file_view");
 #endif
 
 #endif /* ARF_PROG_ABI_H */

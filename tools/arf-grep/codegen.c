@@ -23,6 +23,7 @@
  * r5 the read-only data (reloaded after helper calls).  Stack: -8 file offset
  * minus buffer address, -16..-32 the record, -40 stop code, -48 buffer end.
  */
+#include <elf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,7 +126,7 @@ enum {
 	ADD_K = 0x07, ADD_X = 0x0f, SUB_K = 0x17, SUB_X = 0x1f, OR_K = 0x47, AND_K = 0x57,
 	LSH_K = 0x67, MOV_K = 0xb7, MOV_X = 0xbf,
 	JA = 0x05, JEQ_K = 0x15, JEQ_X = 0x1d, JGT_X = 0x2d, JGE_X = 0x3d, JNE_K = 0x55,
-	JLT_K = 0xa5, JLT_X = 0xad, JLE_X = 0xbd, JGT_K = 0x25,
+	JLT_K = 0xa5, JLT_X = 0xad, JLE_X = 0xbd, JGT_K = 0x25, JSGE_K = 0x75,
 	CALL = 0x85, EXIT = 0x95,
 	LDXB = 0x71, LDXW = 0x61, LDXDW = 0x79, STXDW = 0x7b, STDW = 0x7a, LDDW = 0x18,
 };
@@ -692,7 +693,7 @@ int grep_codegen(struct matcher *m, const struct grep_gen_opts *o, struct grep_p
 		 char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
-	if (m->fixed_single && !m->o.words && !m->o.lines && !o->invert && m->fixed_len < 4096 &&
+	if (!o->table && m->fixed_single && !m->o.words && !m->o.lines && !o->invert && m->fixed_len < 4096 &&
 	    !memchr(m->fixed, 0, m->fixed_len))
 		return gen_fixed(m, o, out, err, errlen);
 	return gen_dfa(m, o, out, err, errlen);
@@ -703,4 +704,180 @@ void grep_prog_free(struct grep_prog *p)
 	free(p->insns);
 	free(p->rodata);
 	memset(p, 0, sizeof(*p));
+}
+
+/* ---- the shipped form: a wrapper that views the file, and an ELF object ---- */
+
+#define RCTX(f) ((int16_t)offsetof(struct grep_rctx, f))
+#define RV(f) ((int16_t)(offsetof(struct grep_rctx, v) + offsetof(struct arf_prog_file_view, f)))
+
+/*
+ * The wrapper arfd runs (see grep_int.h, struct grep_rctx): it asks for a
+ * view of the file from v.off (the current line's start), cuts it after its
+ * last newline (unless it reaches the end of the file), points the scan
+ * context at it, calls the scan program as a function, and emits after the
+ * scan's records the context (the cursor) and the bytes of each selected
+ * line no longer than inline_max; r0 is then nrec << 8 | the scan's code
+ * (GREP_RET_*), or -errno from the view, or GREP_RET_GROW.  Registers: r6 the context, r7 the scan's
+ * result, r8/r9 loop state.
+ */
+static int gen_wrapper(struct cg *g, size_t *call_at)
+{
+	int ok = label(g), noeof = label(g), trim = label(g), grow = label(g), trimmed = label(g),
+	    setlen = label(g), loop = label(g), next = label(g), done = label(g);
+
+	put(g, MOV_X, R6, R1, 0, 0);
+	put(g, MOV_X, R1, R6, 0, 0);
+	put(g, ADD_K, R1, 0, 0, RCTX(v));
+	put(g, MOV_K, R2, 0, 0, (int32_t)sizeof(struct arf_prog_file_view));
+	put(g, CALL, 0, 0, 0, ARF_PH_FILE_VIEW);
+	jmp(g, JSGE_K, R0, 0, 0, ok);
+	put(g, EXIT, 0, 0, 0, 0);
+	here(g, ok);
+	put(g, LDXDW, R1, R6, RV(addr), 0);
+	put(g, STXDW, R6, R1, RCTX(c.buf), 0);
+	put(g, LDXDW, R2, R6, RV(got), 0);
+	put(g, LDXDW, R3, R6, RV(off), 0);
+	put(g, STXDW, R6, R3, RCTX(c.base), 0);
+	put(g, MOV_X, R4, R3, 0, 0);
+	put(g, ADD_X, R4, R2, 0, 0);
+	put(g, LDXDW, R5, R6, RV(size), 0);
+	put(g, MOV_K, R0, 0, 0, 0);
+	jmp(g, JLT_X, R4, R5, 0, noeof);
+	put(g, MOV_K, R0, 0, 0, GREP_CTX_EOF);
+	here(g, noeof);
+	put(g, STXDW, R6, R0, RCTX(c.flags), 0);
+	jmp(g, JNE_K, R0, 0, 0, setlen);
+	/* not the end of the file: cut after the last newline past pos */
+	put(g, LDXDW, R7, R6, RCTX(c.pos), 0);
+	put(g, MOV_X, R8, R1, 0, 0);
+	put(g, ADD_X, R8, R2, 0, 0);
+	put(g, MOV_X, R9, R1, 0, 0);
+	put(g, ADD_X, R9, R7, 0, 0);
+	here(g, trim);
+	jmp(g, JLE_X, R8, R9, 0, grow);
+	put(g, LDXB, R0, R8, -1, 0);
+	jmp(g, JEQ_K, R0, 0, '\n', trimmed);
+	put(g, ADD_K, R8, 0, 0, -1);
+	jmp(g, JA, 0, 0, 0, trim);
+	here(g, grow);
+	put(g, MOV_K, R0, 0, 0, GREP_RET_GROW);
+	put(g, EXIT, 0, 0, 0, 0);
+	here(g, trimmed);
+	put(g, MOV_X, R2, R8, 0, 0);
+	put(g, SUB_X, R2, R1, 0, 0);
+	here(g, setlen);
+	put(g, STXDW, R6, R2, RCTX(c.len), 0);
+	put(g, MOV_X, R1, R6, 0, 0);
+	*call_at = g->n;
+	put(g, CALL, 0, 1 /* local */, 0, 0);
+	put(g, MOV_X, R7, R0, 0, 0);
+	put(g, MOV_X, R1, R6, 0, 0);
+	put(g, MOV_K, R2, 0, 0, (int32_t)sizeof(struct grep_ctx));
+	put(g, CALL, 0, 0, 0, GREP_HELPER_EMIT);
+	put(g, LDXDW, R8, R6, RCTX(c.nrec), 0);
+	lddw(g, R9, ARF_MC_ADDR(ARF_MC_REGION_OUT, 0));
+	here(g, loop);
+	jmp(g, JEQ_K, R8, 0, 0, done);
+	put(g, LDXDW, R2, R9, 16, 0);
+	jmp(g, JEQ_K, R2, 0, 0, next);
+	put(g, LDXDW, R3, R6, RCTX(inline_max), 0);
+	jmp(g, JGT_X, R2, R3, 0, next);
+	put(g, LDXDW, R1, R9, 0, 0);
+	put(g, LDXDW, R3, R6, RV(off), 0);
+	put(g, SUB_X, R1, R3, 0, 0);
+	put(g, LDXDW, R3, R6, RV(addr), 0);
+	put(g, ADD_X, R1, R3, 0, 0);
+	put(g, CALL, 0, 0, 0, GREP_HELPER_EMIT);
+	here(g, next);
+	put(g, ADD_K, R9, 0, 0, (int32_t)sizeof(struct grep_rec));
+	put(g, ADD_K, R8, 0, 0, -1);
+	jmp(g, JA, 0, 0, 0, loop);
+	here(g, done);
+	put(g, LDXDW, R0, R6, RCTX(c.nrec), 0);  /* r0 = nrec << 8 | the scan's code */
+	put(g, LSH_K, R0, 0, 0, 8);
+	put(g, ADD_X, R0, R7, 0, 0);
+	put(g, EXIT, 0, 0, 0, 0);
+	return resolve(g);
+}
+
+static void put_shdr(uint8_t *at, uint32_t name, uint32_t type, uint64_t flags, uint64_t off,
+		     uint64_t size, uint64_t align)
+{
+	Elf64_Shdr sh;
+
+	memset(&sh, 0, sizeof(sh));
+	sh.sh_name = name;
+	sh.sh_type = type;
+	sh.sh_flags = flags;
+	sh.sh_offset = off;
+	sh.sh_size = size;
+	sh.sh_addralign = align;
+	memcpy(at, &sh, sizeof(sh));
+}
+
+int grep_codegen_ship(const struct grep_prog *gp, uint8_t **elf, size_t *elf_len)
+{
+	static const char shstr[] = "\0.text\0.rodata\0.shstrtab";
+	struct cg g = { 0 };
+	size_t call_at = 0, n, text_off, ro_off, str_off, sh_off, len;
+	int nsec = gp->rodata_len ? 4 : 3, r;
+	uint8_t *o;
+
+	r = gen_wrapper(&g, &call_at);
+	if (r) {
+		free(g.v);
+		free(g.lab);
+		free(g.fix);
+		return r;
+	}
+	g.v[call_at].imm = (int32_t)(g.n - call_at - 1);
+	n = g.n + gp->n;
+	text_off = sizeof(Elf64_Ehdr);
+	ro_off = text_off + n * sizeof(struct arf_mc_insn);
+	str_off = ro_off + gp->rodata_len;
+	sh_off = (str_off + sizeof(shstr) + 7) & ~(size_t)7;
+	len = sh_off + (size_t)nsec * sizeof(Elf64_Shdr);
+	o = calloc(1, len);
+	if (!o) {
+		r = -ENOMEM;
+		goto out;
+	}
+	Elf64_Ehdr eh;
+	memset(&eh, 0, sizeof(eh));
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_REL;
+	eh.e_machine = EM_BPF;
+	eh.e_version = EV_CURRENT;
+	eh.e_shoff = sh_off;
+	eh.e_ehsize = sizeof(Elf64_Ehdr);
+	eh.e_shentsize = sizeof(Elf64_Shdr);
+	eh.e_shnum = (uint16_t)nsec;
+	eh.e_shstrndx = (uint16_t)(nsec - 1);
+	memcpy(o, &eh, sizeof(eh));
+	memcpy(o + text_off, g.v, g.n * sizeof(struct arf_mc_insn));
+	memcpy(o + text_off + g.n * sizeof(struct arf_mc_insn), gp->insns,
+	       gp->n * sizeof(struct arf_mc_insn));
+	if (gp->rodata_len)
+		memcpy(o + ro_off, gp->rodata, gp->rodata_len);
+	memcpy(o + str_off, shstr, sizeof(shstr));
+	uint8_t *sh = o + sh_off + sizeof(Elf64_Shdr); /* [0] stays zero */
+	put_shdr(sh, 1, SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, text_off,
+		 n * sizeof(struct arf_mc_insn), 8);
+	sh += sizeof(Elf64_Shdr);
+	if (gp->rodata_len) {
+		put_shdr(sh, 7, SHT_PROGBITS, SHF_ALLOC, ro_off, gp->rodata_len, 8);
+		sh += sizeof(Elf64_Shdr);
+	}
+	put_shdr(sh, 15, SHT_STRTAB, 0, str_off, sizeof(shstr), 1);
+	*elf = o;
+	*elf_len = len;
+out:
+	free(g.v);
+	free(g.lab);
+	free(g.fix);
+	return r;
 }

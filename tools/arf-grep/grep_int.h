@@ -30,6 +30,7 @@
 #include <sys/types.h>
 
 #include "arf_mc.h"
+#include "arf_prog_abi.h"
 
 /* ---- byte sets ---------------------------------------------------------- */
 
@@ -269,6 +270,7 @@ struct grep_gen_opts {
 	int invert;   /* select lines that do not match (-v) */
 	int nul_mode; /* enum grep_nul_mode */
 	int lineno;   /* keep line numbers (the skip loop must then count newlines) */
+	int table;    /* always the DFA table walker, never the skip loop */
 };
 
 /* Program return values (r0). */
@@ -277,6 +279,7 @@ enum {
 	GREP_RET_MORE = 1,   /* max_rec records emitted or limit bytes scanned: run again */
 	GREP_RET_MAX = 2,    /* max_sel lines selected; the file is done */
 	GREP_RET_NUL = 3,    /* a NUL at nul_at (GREP_NUL_STOP) */
+	GREP_RET_GROW = 16,  /* shipped wrapper: no line end in the view past pos */
 };
 
 /* One emitted record: a selected line. */
@@ -307,6 +310,24 @@ struct grep_prog {
 int grep_codegen(struct matcher *m, const struct grep_gen_opts *g, struct grep_prog *out,
 		 char *err, size_t errlen);
 void grep_prog_free(struct grep_prog *p);
+
+/*
+ * The shipped form (remote.c): the scan program behind a wrapper that takes
+ * its bytes from the file on the server (ARF_PH_FILE_VIEW) and returns the
+ * cursor with them.  Its context: the scan's, then the view, then the
+ * longest line whose bytes the wrapper emits (longer ones: records only).
+ * Its output: the scan's records, the struct grep_ctx after the run, then
+ * the bytes of each selected line no longer than inline_max, in order;
+ * r0 = nrec << 8 | the scan's GREP_RET_*, GREP_RET_GROW, or -errno.
+ */
+struct grep_rctx {
+	struct grep_ctx c;
+	struct arf_prog_file_view v;
+	uint64_t inline_max;
+};
+
+/* Wraps gp as an ELF object (malloc'd) for arf_exec.  0 or -errno. */
+int grep_codegen_ship(const struct grep_prog *gp, uint8_t **elf, size_t *elf_len);
 
 /* ---- in-process execution ----------------------------------------------- */
 
@@ -355,6 +376,8 @@ struct grep_run {
 	int out_file;            /* print file names */
 	int errseen;             /* an error was reported: exit 2 */
 	int matched;             /* a line was selected somewhere */
+	uint64_t printed_below;  /* grep_file: lines before this offset were printed already */
+	int stats;               /* --stats: the ARF client's counters to stderr at exit */
 	FILE *out;
 };
 
@@ -378,10 +401,14 @@ void grep_exit(struct grep_run *run, int status);
 
 /* ---- remote (remote.c) ---------------------------------------------------- */
 
-/* 1 when path lies in an ARF mount (fstype fuse.arf or user.arf.server). */
-int grep_path_is_arf(const char *path, char *url, size_t urlcap);
 /* Searches an arf:// URL (a file or, with -r, a directory).  Returns the
  * selected line count or -errno (already reported). */
 long long grep_remote(struct grep_run *run, const char *url, const char *name);
+/* Searches the regular file path in an ARF mount on the server behind it
+ * (user.arf.server, .ino, .gen).  1 when it did (the count, or the error,
+ * in *n); 0 when path is not such a file. */
+int grep_remote_path(struct grep_run *run, const char *path, const char *name, long long *n);
+/* Closes the connections; with --stats, prints their counters to stderr. */
+void grep_remote_finish(struct grep_run *run);
 
 #endif /* ARF_GREP_INT_H */

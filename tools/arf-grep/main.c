@@ -58,13 +58,14 @@ static const char usage[] =
 	"      --engine=native|mc    match local files natively (default) or by running\n"
 	"                            the generated program in the mobilecode interpreter\n"
 	"      --no-remote           search ARF files here (read through the mount)\n"
+	"      --stats               print the ARF client's counters to standard error\n"
 	"      --help, -V/--version\n"
 	"\n"
 	"Matching follows the C locale.  Back-references and the options of GNU grep\n"
 	"not listed here are refused.\n";
 
 enum {
-	OPT_NO_ICASE = 256, OPT_EXPLAIN, OPT_ENGINE, OPT_NO_REMOTE, OPT_HELP, OPT_UNSUPPORTED,
+	OPT_NO_ICASE = 256, OPT_EXPLAIN, OPT_ENGINE, OPT_NO_REMOTE, OPT_STATS, OPT_HELP, OPT_UNSUPPORTED,
 };
 
 static const struct option longopts[] = {
@@ -96,6 +97,7 @@ static const struct option longopts[] = {
 	{ "explain", no_argument, 0, OPT_EXPLAIN },
 	{ "engine", required_argument, 0, OPT_ENGINE },
 	{ "no-remote", no_argument, 0, OPT_NO_REMOTE },
+	{ "stats", no_argument, 0, OPT_STATS },
 	{ "help", no_argument, 0, OPT_HELP },
 	{ "version", no_argument, 0, 'V' },
 	/* GNU grep options arf-grep does not implement: refused by name */
@@ -288,14 +290,12 @@ static void search_path(struct grep_run *run, const char *path, const char *name
 	}
 	if (!cmdline && !S_ISREG(st.st_mode))
 		return; /* devices, FIFOs and sockets are read only when named */
-	if (cmdline && !run->o.local_only && grep_path_is_arf(path, NULL, 0) > 0) {
-		/*
-		 * A file in an ARF mount.  The design ships the program to the
-		 * server behind the mount (its URL is the user.arf.server
-		 * attribute); until arf-grep uses arfd's PROG_EXEC, it reads the
-		 * file through the mount and matches here -- a STOPGAP that moves
-		 * the whole file, not only the matching lines (see remote.c).
-		 */
+	if (!run->o.local_only && S_ISREG(st.st_mode)) {
+		/* a file in an ARF mount is searched on the server behind it */
+		long long n;
+
+		if (grep_remote_path(run, path, name, &n))
+			return;
 	}
 	fd = open(path, O_RDONLY | O_NOCTTY);
 	if (fd < 0) {
@@ -320,7 +320,7 @@ static int explain(struct grep_run *run)
 	int r;
 
 	struct grep_gen_opts g = { run->o.invert, run->o.text ? GREP_NUL_BYTE : GREP_NUL_STOP,
-				   run->o.line_numbers };
+				   run->o.line_numbers, 0 };
 
 	r = grep_codegen(&run->m, &g, &run->prog, err, sizeof(err));
 	if (r) {
@@ -407,6 +407,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case OPT_NO_REMOTE: run.o.local_only = 1; break;
+		case OPT_STATS: run.stats = 1; break;
 		case OPT_HELP: fputs(usage, stdout); return 0;
 		case 'V': printf("arf-grep (ARF) %s\n", ARF_VERSION); return 0;
 		case OPT_UNSUPPORTED:
@@ -452,7 +453,7 @@ int main(int argc, char **argv)
 		return 1;
 	if (run.o.engine == ENGINE_MC) {
 		/* NULs reach the program already replaced (search.c) */
-		struct grep_gen_opts g = { run.o.invert, GREP_NUL_BYTE, 1 };
+		struct grep_gen_opts g = { run.o.invert, GREP_NUL_BYTE, 1, 0 };
 
 		c = grep_codegen(&run.m, &g, &run.prog, err, sizeof(err));
 		if (!c)
@@ -499,6 +500,7 @@ int main(int argc, char **argv)
 		}
 	}
 	fflush(stdout);
+	grep_remote_finish(&run);
 	if (ferror(stdout)) {
 		fprintf(stderr, "grep: write error: %s\n", strerror(errno));
 		return 2;

@@ -2,22 +2,42 @@
 /*
  * ARF files: recognising them, and searching them.
  *
- * A path is an ARF file when the mount it lies in has type fuse.arf in
- * /proc/self/mountinfo, or when it carries the user.arf.server extended
- * attribute that arf-fuse provides (the URL of the server behind the mount).
+ * A path is an ARF file when it answers the extended attributes arf-fuse
+ * provides (fuse/xattr.c): user.arf.server (the URL of the server behind
+ * the mount), user.arf.ino and user.arf.gen (the file there).
  *
- * The design: ship the generated program (codegen.c) to arfd with PROG_LOAD,
- * run it with PROG_EXEC against the file's blocks in slices resumed by the
- * cursor in struct grep_ctx, and receive only the records and bytes of the
- * selected lines.  arfd's program load/exec API does not exist yet, so:
+ * An ARF file is searched on its server: the scan program generated for the
+ * pattern (codegen.c) goes, behind a small wrapper, to arfd as an ELF object
+ * (arf_exec: loaded once, cached by hash) and runs there in slices.  Each
+ * run asks the file_view helper for the file's bytes from the current line's
+ * start -- read under the filesystem lock with the caller's credentials and
+ * the READ permission check, so one view is one state of the file and a
+ * reader without permission gets EACCES before anything is scanned -- cuts
+ * the view after its last newline, scans at most `slice` bytes of it, and
+ * emits the records of the selected lines, the cursor (struct grep_ctx) and
+ * the bytes of the selected lines.  Only that crosses the network; lines
+ * longer than SHIP_INLINE travel as records, and their bytes are read with
+ * arf_read.  The client prints the lines as the runs return them, resumes
+ * at the cursor, and sizes the slice to the server's instruction budget
+ * (doubling while runs succeed, halving on ARF_EBUDGET).  With -n the
+ * program is always the DFA table walker, which carries line numbers
+ * across views; the skip loop counts them only back to the last match.
+ * A mount path is
+ * sent to the server named by its user.arf.server attribute, as the file
+ * user.arf.ino and user.arf.gen name, with this process's credentials.
  *
- *   STOPGAP (does NOT meet issue 5's requirement that only matching lines
- *   cross the network): an arf:// URL is read with arf_read() and matched
- *   here with the same matcher; a path in an ARF mount is read through the
- *   mount.  grep_remote() is where PROG_EXEC replaces arf_read().
+ * Binary files: GNU grep decides per 96 KiB-or-so buffer whether a NUL
+ * makes the rest of the file "binary".  Without -a the shipped scan stops
+ * at the first NUL (GREP_NUL_STOP), and a printed line is held back until
+ * the scan has gone SHIP_HOLD bytes past it without a NUL; at a NUL (or at
+ * -m's limit with lines still held) the file is searched again the way
+ * search.c searches a local file, from bytes read with arf_read, printing
+ * only what was not printed yet.  The same read path serves a pattern whose
+ * program cannot be generated (more DFA states than GREP_MAX_DFA_STATES),
+ * a line longer than ARF_PROG_VIEW_MAX, and --no-remote.
  */
 #include <errno.h>
-#include <limits.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,74 +47,72 @@
 #include "arf.h"
 #include "grep_int.h"
 
-/* Unescapes mountinfo's octal escapes (\040 for a space) in place. */
-static void unescape(char *s)
-{
-	char *w = s;
+/* ---- connections ---------------------------------------------------------- */
 
-	for (char *r = s; *r; r++) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '7' && r[2] && r[3]) {
-			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-			r += 3;
-		} else {
-			*w++ = *r;
-		}
+struct conn {
+	char *url;
+	arf_client *c;
+	struct conn *next;
+};
+
+static struct conn *conns;
+
+/* A client for the server of url (one per server, kept to the end). */
+static arf_client *conn_get(struct grep_run *run, const char *url, const char *name)
+{
+	struct arf_url u, v;
+	char err[256];
+	arf_client *c;
+
+	if (arf_url_parse(url, &u, err, sizeof(err)) == 0)
+		for (struct conn *k = conns; k; k = k->next)
+			if (arf_url_parse(k->url, &v, err, sizeof(err)) == 0 &&
+			    !strcmp(u.transport, v.transport) && !strcmp(u.host, v.host) &&
+			    u.port == v.port && !strcmp(u.socket, v.socket))
+				return k->c;
+	int r = arf_connect(url, NULL, &c, err, sizeof(err));
+	if (r < 0) {
+		run->errseen = 1;
+		if (!run->o.no_messages)
+			fprintf(stderr, "grep: %s: %s\n", name, err);
+		return NULL;
 	}
-	*w = 0;
+	struct conn *k = calloc(1, sizeof(*k));
+	if (!k || !(k->url = strdup(url))) {
+		free(k);
+		arf_close(c);
+		return NULL;
+	}
+	k->c = c;
+	k->next = conns;
+	conns = k;
+	return c;
 }
 
-/* The fstype of the mount holding realpath rp (longest mount point prefix). */
-static int mount_is_arf(const char *rp)
+void grep_remote_finish(struct grep_run *run)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	char line[8192];
-	size_t best = 0;
-	int arf = 0;
+	while (conns) {
+		struct conn *k = conns;
 
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		char *fields[12], *save = NULL, *tok;
-		int n = 0, dash = -1;
+		if (run->stats) {
+			struct arf_client_stats s;
 
-		for (tok = strtok_r(line, " \n", &save); tok && n < 12; tok = strtok_r(NULL, " \n", &save)) {
-			if (!strcmp(tok, "-") && dash < 0)
-				dash = n;
-			fields[n++] = tok;
+			arf_stats(k->c, &s);
+			fprintf(stderr,
+				"arf-grep: stats %s: execs %" PRIu64 " prog_loads %" PRIu64
+				" exec_insns %" PRIu64 " requests %" PRIu64 " one_sided_bytes %" PRIu64
+				" bytes_sent %" PRIu64 " bytes_received %" PRIu64 "\n",
+				k->url, s.execs, s.prog_loads, s.exec_insns, s.requests,
+				s.one_sided_bytes, s.bytes_sent, s.bytes_received);
 		}
-		if (n < 5 || dash < 0 || dash + 1 >= n)
-			continue;
-		unescape(fields[4]);
-		size_t l = strlen(fields[4]);
-
-		if (strncmp(rp, fields[4], l) || (rp[l] && rp[l] != '/' && l > 1))
-			continue;
-		if (l >= best) {
-			best = l;
-			arf = !strcmp(fields[dash + 1], "fuse.arf");
-		}
+		conns = k->next;
+		arf_close(k->c);
+		free(k->url);
+		free(k);
 	}
-	fclose(f);
-	return arf;
 }
 
-int grep_path_is_arf(const char *path, char *url, size_t urlcap)
-{
-	char rp[PATH_MAX], buf[4096];
-	ssize_t n = getxattr(path, "user.arf.server", buf, sizeof(buf) - 1);
-
-	if (n > 0) {
-		buf[n] = 0;
-		if (url && urlcap)
-			snprintf(url, urlcap, "%s", buf);
-		return 1;
-	}
-	if (!realpath(path, rp))
-		return 0;
-	return mount_is_arf(rp);
-}
-
-/* ---- the stopgap: read the file with arf_read and match here ------------ */
+/* ---- the read path: the file's bytes here, searched as a local file ------ */
 
 struct arf_src {
 	arf_client *c;
@@ -125,15 +143,385 @@ static void report(struct grep_run *run, const char *name, long long n)
 		fprintf(run->out, "%s\n", name);
 }
 
-static long long remote_file(struct grep_run *run, arf_client *c, const struct arf_stat *st,
-			     const char *name)
+static long long read_file(struct grep_run *run, arf_client *c, uint64_t ino, uint32_t gen,
+			   int64_t size, const char *name)
 {
-	struct arf_src s = { c, st->ino, 0, st->gen };
-	struct grep_src src = { arf_src_read, &s, (int64_t)st->size };
-	long long n = grep_file(run, &src, name);
+	struct arf_src s = { c, ino, 0, gen };
+	struct grep_src src = { arf_src_read, &s, size };
 
+	return grep_file(run, &src, name);
+}
+
+/* ---- the shipped path ------------------------------------------------------- */
+
+#define SHIP_SLICE0  (1u << 20)  /* bytes scanned by the first run */
+#define SHIP_SLICE_MIN 4096u
+#define SHIP_MAX_REC 64u         /* records per run */
+#define SHIP_INLINE  4096u       /* longest line whose bytes come with its record */
+#define SHIP_HOLD    (8u << 20)  /* see the file comment: binary files */
+
+static struct {
+	int state;                   /* 0 not built, 1 ready, -1 none (read path) */
+	uint8_t *elf;
+	size_t len;
+	uint64_t slice, ceiling;     /* bytes per run; the largest that never ran out */
+	uint64_t max_rec, inline_max;
+	int skip_loop;               /* the program is the fixed-string skip loop */
+} ship;
+
+static int ship_ready(struct grep_run *run)
+{
+	/* the skip loop counts newlines only from the current line's start,
+	 * which it does not move past lines without a match: with -n, views
+	 * would have to reach back to the last match, so -n takes the table */
+	struct grep_gen_opts g = { run->o.invert, run->o.text ? GREP_NUL_BYTE : GREP_NUL_STOP,
+				   run->o.line_numbers, run->o.line_numbers };
+	struct grep_prog p;
+	char err[256];
+
+	if (ship.state)
+		return ship.state > 0;
+	ship.state = -1;
+	if (grep_codegen(&run->m, &g, &p, err, sizeof(err)) == 0) {
+		if (grep_codegen_ship(&p, &ship.elf, &ship.len) == 0)
+			ship.state = 1;
+		ship.skip_loop = p.kind == 1;
+		grep_prog_free(&p);
+	}
+	ship.slice = SHIP_SLICE0;
+	ship.ceiling = ARF_PROG_VIEW_MAX / 2;
+	if (getenv("ARF_GREP_SLICE")) { /* tests: many small slices */
+		ship.slice = strtoull(getenv("ARF_GREP_SLICE"), NULL, 0);
+		if (!ship.slice)
+			ship.slice = 1;
+		ship.ceiling = ship.slice;
+	}
+	ship.max_rec = SHIP_MAX_REC;
+	ship.inline_max = SHIP_INLINE;
+	return ship.state > 0;
+}
+
+static void head(struct grep_run *run, const char *name, uint64_t lineno, uint64_t at)
+{
+	if (run->out_file) {
+		fputs(name, run->out);
+		putc(':', run->out);
+	}
+	if (run->o.line_numbers)
+		fprintf(run->out, "%" PRIu64 ":", lineno);
+	if (run->o.byte_offset)
+		fprintf(run->out, "%" PRIu64 ":", at);
+}
+
+/* A selected line, as search.c's prline prints it. */
+static void print_line(struct grep_run *run, const char *name, const unsigned char *p, size_t n,
+		       uint64_t off, uint64_t lineno)
+{
+	if (run->o.only) {
+		size_t cur = 0, s, e;
+
+		if (run->o.invert)
+			return;
+		while (cur < n && matcher_find(&run->m, p, n, cur, &s, &e) > 0) {
+			if (s == n)
+				break;
+			if (e == s) {
+				cur = s + 1;
+				continue;
+			}
+			head(run, name, lineno, off + s);
+			fwrite(p + s, 1, e - s, run->out);
+			putc('\n', run->out);
+			cur = e;
+		}
+		return;
+	}
+	head(run, name, lineno, off);
+	fwrite(p, 1, n, run->out);
+	putc('\n', run->out);
+}
+
+struct held {
+	uint64_t off, lineno;
+	size_t len;
+	unsigned char *p;
+};
+
+struct ship_file {
+	struct grep_run *run;
+	const char *name;
+	struct held *h;
+	size_t nh, caph, first;
+	uint64_t printed_below;      /* every selected line before this was printed */
+};
+
+static void release(struct ship_file *f, uint64_t upto)
+{
+	while (f->first < f->nh && (upto == UINT64_MAX ||
+				    f->h[f->first].off + f->h[f->first].len + SHIP_HOLD < upto)) {
+		struct held *x = &f->h[f->first++];
+
+		print_line(f->run, f->name, x->p, x->len, x->off, x->lineno);
+		f->printed_below = x->off + 1;
+		free(x->p);
+	}
+	if (f->first == f->nh)
+		f->first = f->nh = 0;
+}
+
+/* Bytes of a line that came as a record only. */
+static unsigned char *fetch(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, size_t len)
+{
+	unsigned char *p = malloc(len ? len : 1);
+	size_t got = 0;
+
+	while (p && got < len) {
+		ssize_t k = arf_read(c, ino, gen, off + got, p + got, len - got);
+
+		if (k <= 0)
+			break;
+		got += (size_t)k;
+	}
+	if (p && got < len)
+		memset(p + got, 0, len - got); /* the file shrank since the scan */
+	return p;
+}
+
+/*
+ * Searches (ino, gen) on the server.  The selected line count, -errno
+ * (reported), or 1 << 62 when the file must be searched by the read path
+ * (*printed_below: what is printed already).
+ */
+#define SHIP_FALLBACK (1LL << 62)
+
+static long long ship_file(struct grep_run *run, arf_client *c, uint64_t ino, uint32_t gen,
+			   const char *name, uint64_t *printed_below)
+{
+	int printing = !(run->o.count || run->o.list || run->o.quiet);
+	int hold = printing && !run->o.text;
+	struct ship_file f = { run, name, NULL, 0, 0, 0, 0 };
+	struct grep_rctx x;
+	struct arf_exec_result res;
+	uint64_t cursor = 0, grow = 0;
+	long long n = 0, ret = 0;
+	size_t cap = 0;
+	uint8_t *out = NULL;
+
+	memset(&x, 0, sizeof(x));
+	x.c.max_sel = run->o.list || run->o.quiet ? 1
+		      : run->o.max_count < 0 ? INT64_MAX : (uint64_t)run->o.max_count;
+	x.v.ino = ino;
+	x.v.gen = gen;
+	for (;;) {
+		size_t want = ship.max_rec * (sizeof(struct grep_rec) + (printing ? ship.inline_max : 0)) +
+			      sizeof(struct grep_ctx);
+
+		if (want > cap) {
+			uint8_t *o = realloc(out, want);
+
+			if (!o) {
+				ret = -ENOMEM;
+				grep_error(run, name, -ENOMEM);
+				goto out;
+			}
+			out = o;
+			cap = want;
+		}
+		x.inline_max = printing ? ship.inline_max : 0;
+		x.v.off = x.c.line_start;
+		x.c.pos = cursor - x.c.line_start;
+		x.c.limit = ship.slice;
+		x.c.max_rec = ship.max_rec;
+		x.v.len = x.c.pos + ship.slice + grow;
+		x.v.addr = x.v.got = x.v.size = 0;
+		int r = arf_exec(c, ship.elf, ship.len, &x, sizeof(x), out, want, &res);
+
+		if (r == ARF_EBUDGET && ship.slice > SHIP_SLICE_MIN) {
+			ship.slice /= 2;
+			ship.ceiling = ship.slice;
+			continue;
+		}
+		if (r == ARF_EOUTPUT && (ship.max_rec > 1 || ship.inline_max)) {
+			if (ship.max_rec > 1)
+				ship.max_rec /= 2;
+			else
+				ship.inline_max = 0;
+			continue;
+		}
+		if (r == -ENOSYS) { /* mobile code disabled on that server */
+			ret = SHIP_FALLBACK;
+			goto out;
+		}
+		if (r < 0) {
+			run->errseen = 1;
+			if (!run->o.no_messages) {
+				fflush(run->out);
+				fprintf(stderr, "grep: %s: the server could not run the search: %s%s%s\n",
+					name, arf_strerror(r), res.msg[0] ? ": " : "", res.msg);
+			}
+			ret = r;
+			goto out;
+		}
+		if (res.r0 < 0) {
+			grep_error(run, name, (int)res.r0);
+			ret = res.r0;
+			goto out;
+		}
+		if (res.r0 == GREP_RET_GROW) {
+			if (x.v.len >= ARF_PROG_VIEW_MAX) {
+				ret = SHIP_FALLBACK; /* a line longer than a view */
+				goto out;
+			}
+			grow = grow ? 2 * grow : (ship.slice > 4096 ? ship.slice : 4096);
+			continue;
+		}
+		int code = (int)(res.r0 & 255);
+		size_t nrec = (size_t)(res.r0 >> 8), at;
+
+		at = nrec * sizeof(struct grep_rec);
+		if (nrec > ship.max_rec || at + sizeof(struct grep_ctx) > res.out_len) {
+			run->errseen = 1;
+			fprintf(stderr, "grep: %s: malformed output from the server's run\n", name);
+			ret = -EPROTO;
+			goto out;
+		}
+		uint64_t before = cursor;
+
+		uint64_t line_was = x.c.line_start;
+
+		memcpy(&x.c, out + at, sizeof(x.c));
+		if (x.c.line_start != line_was)
+			grow = 0; /* a grown view was for the line now behind */
+		at += sizeof(x.c);
+		cursor = x.c.base + x.c.pos;
+		for (size_t i = 0; i < nrec; i++) {
+			struct grep_rec rec;
+			unsigned char *p;
+
+			memcpy(&rec, out + i * sizeof(rec), sizeof(rec));
+			n++;
+			run->matched = 1;
+			if (run->o.quiet)
+				grep_exit(run, 0);
+			if (!printing)
+				continue;
+			if (rec.len && rec.len <= x.inline_max && at + rec.len <= res.out_len) {
+				p = malloc((size_t)rec.len);
+				if (p)
+					memcpy(p, out + at, (size_t)rec.len);
+				at += (size_t)rec.len;
+			} else {
+				p = fetch(c, ino, gen, rec.off, (size_t)rec.len);
+			}
+			if (!p) {
+				ret = -ENOMEM;
+				grep_error(run, name, -ENOMEM);
+				goto out;
+			}
+			if (!hold) {
+				print_line(run, name, p, (size_t)rec.len, rec.off, rec.lineno);
+				free(p);
+				continue;
+			}
+			if (f.nh == f.caph) {
+				size_t nc = f.caph ? 2 * f.caph : 64;
+				struct held *h = realloc(f.h, nc * sizeof(*h));
+
+				if (!h) {
+					free(p);
+					ret = -ENOMEM;
+					grep_error(run, name, -ENOMEM);
+					goto out;
+				}
+				f.h = h;
+				f.caph = nc;
+			}
+			f.h[f.nh++] = (struct held){ rec.off, rec.lineno, (size_t)rec.len, p };
+		}
+		if (hold)
+			release(&f, cursor);
+		if (printing)
+			fflush(run->out);
+		/* results stream; the slice grows while runs fit the budget */
+		if ((code == GREP_RET_MORE || (code == GREP_RET_DONE && !(x.c.flags & GREP_CTX_EOF))) &&
+		    cursor - before >= ship.slice / 2 && ship.slice < ship.ceiling)
+			ship.slice *= 2;
+		if (code == GREP_RET_NUL || (code == GREP_RET_MAX && f.first < f.nh)) {
+			ret = SHIP_FALLBACK;
+			goto out;
+		}
+		if (code == GREP_RET_MAX || (code == GREP_RET_DONE && (x.c.flags & GREP_CTX_EOF)))
+			break;
+		/* the view ended at a line end: the skip loop (no line numbers
+		 * kept) resumes with its next view from there */
+		if (code == GREP_RET_DONE && ship.skip_loop) {
+			x.c.line_start = cursor;
+			x.c.state = 0;
+		}
+	}
+	release(&f, UINT64_MAX);
+	ret = n;
+out:
+	*printed_below = f.printed_below;
+	for (size_t i = f.first; i < f.nh; i++)
+		free(f.h[i].p);
+	free(f.h);
+	free(out);
+	return ret;
+}
+
+/* One regular file on the server: shipped, or by the read path. */
+static long long remote_file(struct grep_run *run, arf_client *c, uint64_t ino, uint32_t gen,
+			     int64_t size, const char *name)
+{
+	long long n = SHIP_FALLBACK;
+	uint64_t printed_below = 0;
+
+	if (run->o.max_count == 0)
+		n = 0;
+	else if (!run->o.local_only && ship_ready(run))
+		n = ship_file(run, c, ino, gen, name, &printed_below);
+	if (n == SHIP_FALLBACK) {
+		run->printed_below = printed_below;
+		n = read_file(run, c, ino, gen, size, name);
+		run->printed_below = 0;
+	}
 	report(run, name, n);
 	return n;
+}
+
+int grep_remote_path(struct grep_run *run, const char *path, const char *name, long long *n)
+{
+	char url[4096], num[64];
+	ssize_t k;
+	uint64_t ino;
+	uint32_t gen;
+	arf_client *c;
+	struct stat st;
+
+	k = getxattr(path, "user.arf.server", url, sizeof(url) - 1);
+	if (k <= 0)
+		return 0;
+	url[k] = 0;
+	k = getxattr(path, "user.arf.ino", num, sizeof(num) - 1);
+	if (k <= 0)
+		return 0;
+	num[k] = 0;
+	ino = strtoull(num, NULL, 10);
+	k = getxattr(path, "user.arf.gen", num, sizeof(num) - 1);
+	if (k <= 0)
+		return 0;
+	num[k] = 0;
+	gen = (uint32_t)strtoul(num, NULL, 10);
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	c = conn_get(run, url, name);
+	if (!c) {
+		*n = -EIO;
+		return 1;
+	}
+	*n = remote_file(run, c, ino, gen, (int64_t)st.st_size, name);
+	return 1;
 }
 
 static long long remote_dir(struct grep_run *run, arf_client *c, const struct arf_stat *dir,
@@ -168,7 +556,7 @@ static long long remote_dir(struct grep_run *run, arf_client *c, const struct ar
 			} else if (S_ISDIR(st.mode)) {
 				remote_dir(run, c, &st, child);
 			} else if (S_ISREG(st.mode)) {
-				long long k = remote_file(run, c, &st, child);
+				long long k = remote_file(run, c, st.ino, st.gen, (int64_t)st.size, child);
 
 				if (k > 0)
 					total += k;
@@ -180,7 +568,7 @@ static long long remote_dir(struct grep_run *run, arf_client *c, const struct ar
 				if (arf_readlink(c, st.ino, st.gen, target, sizeof(target)) >= 0 &&
 				    arf_lookup(c, dir->ino, dir->gen, ents[i].name, &t) == 0 &&
 				    S_ISREG(t.mode))
-					remote_file(run, c, &t, child);
+					remote_file(run, c, t.ino, t.gen, (int64_t)t.size, child);
 			}
 			free(child);
 		}
@@ -194,7 +582,6 @@ long long grep_remote(struct grep_run *run, const char *url, const char *name)
 	struct arf_stat st;
 	arf_client *c = NULL;
 	char err[256];
-	long long n;
 	int r;
 
 	r = arf_url_parse(url, &u, err, sizeof(err));
@@ -204,13 +591,9 @@ long long grep_remote(struct grep_run *run, const char *url, const char *name)
 			fprintf(stderr, "grep: %s: %s\n", name, err);
 		return r;
 	}
-	r = arf_connect(url, NULL, &c, err, sizeof(err));
-	if (r < 0) {
-		run->errseen = 1;
-		if (!run->o.no_messages)
-			fprintf(stderr, "grep: %s: %s\n", name, err);
-		return r;
-	}
+	c = conn_get(run, url, name);
+	if (!c)
+		return -EIO;
 	r = arf_resolve(c, u.path, &st);
 	if (r == 0 && S_ISLNK(st.mode)) {
 		/* a final symbolic link on the command line is followed */
@@ -222,19 +605,14 @@ long long grep_remote(struct grep_run *run, const char *url, const char *name)
 	}
 	if (r < 0) {
 		grep_error(run, name, r);
-		arf_close(c);
 		return r;
 	}
 	if (S_ISDIR(st.mode)) {
 		if (!run->o.recursive) {
 			grep_error(run, name, -EISDIR);
-			n = -EISDIR;
-		} else {
-			n = remote_dir(run, c, &st, name);
+			return -EISDIR;
 		}
-	} else {
-		n = remote_file(run, c, &st, name);
+		return remote_dir(run, c, &st, name);
 	}
-	arf_close(c);
-	return n;
+	return remote_file(run, c, st.ino, st.gen, (int64_t)st.size, name);
 }

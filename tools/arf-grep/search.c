@@ -162,7 +162,7 @@ void grep_exit(struct grep_run *run, int status)
 /* One selected line; returns 1 when the search of this file must stop. */
 static int select_line(struct file_state *f, const unsigned char *p, size_t n, uint64_t off)
 {
-	if (!f->out_quiet)
+	if (!f->out_quiet && off >= f->run->printed_below)
 		prline(f, p, n, off);
 	f->outleft--;
 	f->run->matched = 1;
