@@ -16,6 +16,10 @@ within 4x the output plus 16 KiB (the handshake and the runs' replies).
 Its arfd allows long runs ([programs] max_insns, max_wall_ms), so that the
 scan takes a few dozen runs rather than hundreds: with the defaults each run
 scans about 512 KiB and costs about 160 bytes of reply.
+ChangingFile: a writer rewrites an 8 MiB file through the mount, 1 MiB
+at a time, alternating lines of all A and all B, while arf-grep scans it by
+URL (default budget: many runs, each one view of the file): every line it
+sees must be one of the two written, never a mix.
 Skips, with the reason, without /dev/fuse or root (the mount tier)."""
 import os
 import re
@@ -23,6 +27,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -131,6 +137,51 @@ class BytesOnWire(FuseTestCase):
             print("%s: output %d bytes, received %d bytes (%s)" % (
                 target, len(p.stdout), got, p.stderr.decode().strip()))
             self.assertLessEqual(got, 4 * len(p.stdout) + 16384)
+
+
+class ChangingFile(FuseTestCase):
+    def test_scan_while_rewritten(self):
+        if not os.path.exists(D.ARF_GREP):
+            self.skipTest("arf-grep not built")
+        size, chunk = 8 << 20, 1 << 20
+        states = [(c * 63 + "\n").encode() * (chunk // 64) for c in "AB"]
+        path = os.path.join(self.mnt.path, "flip.txt")
+        with open(path, "wb") as f:
+            for _ in range(size // chunk):
+                f.write(states[0])
+        stop = threading.Event()
+        passes = [0]
+
+        def writer():
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                while not stop.is_set():
+                    data = states[(passes[0] + 1) % 2]
+                    for off in range(0, size, chunk):
+                        os.pwrite(fd, data, off)
+                    passes[0] += 1
+            finally:
+                os.close(fd)
+
+        t = threading.Thread(target=writer)
+        t.start()
+        try:
+            scans = 0
+            deadline = time.time() + 20
+            while scans < 6 and time.time() < deadline:
+                # lines that are neither of the two written: none, ever
+                p = subprocess.run([D.ARF_GREP, "--stats", "-v", "-c", "-E", "^(A{63}|B{63})$",
+                                    self.arfd.url("/flip.txt")],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=D.ENV)
+                self.assertEqual((p.stdout, p.returncode), (b"0\n", 1), p.stderr)
+                self.assertRegex(p.stderr, rb"execs [1-9]")
+                scans += 1
+        finally:
+            stop.set()
+            t.join()
+        self.assertGreater(passes[0], 0, "the writer made no pass")
+        print("changing file: %d scans during %d rewrites, no line that was never written" % (
+            scans, passes[0]))
 
 
 def harness_ctl():

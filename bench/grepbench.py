@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""arf-grep beside GNU grep, on one file with rare matches, in one run:
+
+  * arf-grep by URL (arf://): the matcher generated for the pattern runs in
+    arfd beside the blocks; only the matching lines come back;
+  * arf-grep on the file's path in an arf-fuse mount (the same shipped
+    path: the mount's extended attributes name the server and the inode);
+  * GNU grep reading the file through the arf-fuse mount (remounted first,
+    so no page is cached): every byte crosses the transport and FUSE;
+  * GNU grep on a copy in tmpfs: the local limit.
+
+For each: wall time, MB/s, the bytes that crossed the transport (libarf's
+counters, arf-grep --stats) and, for the shipped rows, arfd's CPU time and
+its scan rate in GB/s.  Writes grep.csv and grep.md into --out.
+
+  bench/grepbench.py --build build-bench --work DIR --out DIR [--size-mib N] [--check]
+
+Started by bench/run (1 GiB; 64 MiB with --quick); every process it starts
+is stopped by pid, and the mount unmounted, even on failure."""
+import argparse
+import csv
+import math
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import Arfd, ArfMount, Procs, cpu_seconds, log  # noqa: E402
+
+PATTERN = "xyzzy-needle"
+MATCH_EVERY_MIB = 32  # one matching line per 32 MiB: rare matches
+
+
+def make_file(path, size):
+    """Text lines of pseudo-random words, 1 MiB at a time; the last line of
+    every 32nd MiB holds the pattern."""
+    rnd = random.Random(20261124)
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel",
+             "india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa"]
+    mib, lines, n = 1 << 20, [], 0
+    while True:
+        line = " ".join(rnd.choice(words) for _ in range(rnd.randint(4, 14)))
+        if n + len(line) + 1 > mib - 100:
+            break
+        lines.append(line)
+        n += len(line) + 1
+    block = ("\n".join(lines) + "\n").encode()
+    last = mib - len(block)  # the last line, newline included
+    plain = b"z" * (last - 1) + b"\n"
+    match = PATTERN.encode() + b" " + b"z" * (last - 2 - len(PATTERN)) + b"\n"
+    with open(path, "wb") as f:
+        for i in range(size >> 20):
+            f.write(block)
+            f.write(match if i % MATCH_EVERY_MIB == MATCH_EVERY_MIB // 2 else plain)
+
+
+def timed(args, env=None):
+    t = time.monotonic()
+    p = subprocess.run(args, capture_output=True, timeout=3600, env=env)
+    return time.monotonic() - t, p
+
+
+def stats_bytes(stderr):
+    """bytes_received and exec counts from arf-grep --stats lines."""
+    got = {"bytes_received": 0, "bytes_sent": 0, "execs": 0, "exec_insns": 0}
+    for m in re.finditer(rb"arf-grep: stats .*", stderr):
+        for k in got:
+            v = re.search(rb" " + k.encode() + rb" (\d+)", m.group(0))
+            if v:
+                got[k] += int(v.group(1))
+    return got
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--size-mib", type=int, default=1024)
+    ap.add_argument("--check", action="store_true",
+                    help="exit 1 unless every row is there, finite and positive")
+    a = ap.parse_args()
+    size = a.size_mib << 20
+    work = os.path.join(a.work, "grep")
+    os.makedirs(work, exist_ok=True)
+    os.makedirs(a.out, exist_ok=True)
+    arf_grep = os.path.join(a.build, "tools", "arf-grep", "arf-grep")
+    procs = Procs()
+    rows = []
+    try:
+        local = os.path.join(work, "local.txt")
+        log("grep: making a %d MiB file with a match every %d MiB" % (a.size_mib,
+                                                                      MATCH_EVERY_MIB))
+        make_file(local, size)
+        want = subprocess.run(["grep", "-c", PATTERN, local], capture_output=True,
+                              env=dict(os.environ, LC_ALL="C")).stdout
+        blocks = (size >> 12) + (size >> 14) + 4096
+        d = Arfd(a.build, os.path.join(work, "arfd"), procs,
+                 extra={"regions.data_blocks": str(blocks), "export.sync": "false"})
+        d.start()
+        m = ArfMount(a.build, d, work, procs)
+        m.start()
+        shutil.copyfile(local, os.path.join(m.path, "big.txt"))
+        os.sync()
+        env = dict(os.environ, LC_ALL="C")
+
+        def row(system, secs, p, crossed, server_cpu=None):
+            if p.returncode not in (0, 1) or p.stdout != want:
+                raise RuntimeError("%s: exit %d, output %r, want %r: %s" % (
+                    system, p.returncode, p.stdout, want, p.stderr.decode()[-500:]))
+            r = {"system": system, "size_mib": a.size_mib, "seconds": secs,
+                 "mb_s": size / 1e6 / secs, "bytes_crossed": crossed,
+                 "server_cpu_s": server_cpu if server_cpu is not None else "",
+                 "server_gb_s": (size / 1e9 / server_cpu) if server_cpu else ""}
+            rows.append(r)
+            log("grep: %-34s %7.2f s %8.1f MB/s  %12s bytes crossed%s" % (
+                system, secs, r["mb_s"], crossed if crossed != "" else "-",
+                "  server scan %.2f GB/s (CPU)" % r["server_gb_s"] if server_cpu else ""))
+
+        for system, target in (("arf-grep by URL (shipped)", d.url("tcp", "/big.txt")),
+                               ("arf-grep on the mount (shipped)",
+                                os.path.join(m.path, "big.txt"))):
+            c0 = cpu_seconds(d.pid)
+            secs, p = timed([arf_grep, "--stats", "-c", PATTERN, target], env)
+            row(system, secs, p, stats_bytes(p.stderr)["bytes_received"], cpu_seconds(d.pid) - c0)
+        m.remount()  # no page of big.txt cached in the kernel
+        secs, p = timed(["grep", "-c", PATTERN, os.path.join(m.path, "big.txt")], env)
+        row("GNU grep through the arf-fuse mount", secs, p, size)
+        tmpfs = os.path.join("/dev/shm", "arf-grepbench-%d.txt" % os.getpid())
+        shutil.copyfile(local, tmpfs)
+        try:
+            secs, p = timed(["grep", "-c", PATTERN, tmpfs], env)
+            row("GNU grep on tmpfs (local limit)", secs, p, "")
+        finally:
+            os.unlink(tmpfs)
+    finally:
+        procs.stop_all()
+        shutil.rmtree(work, ignore_errors=True)
+
+    cols = ["system", "size_mib", "seconds", "mb_s", "bytes_crossed", "server_cpu_s",
+            "server_gb_s"]
+    with open(os.path.join(a.out, "grep.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+    local_s = rows[-1]["seconds"]
+    with open(os.path.join(a.out, "grep.md"), "w") as f:
+        f.write("## arf-grep: %d MiB file, one match per %d MiB (`-c %s`, LC_ALL=C)\n\n" % (
+            a.size_mib, MATCH_EVERY_MIB, PATTERN))
+        f.write("| system | s | MB/s | bytes crossed | arfd CPU s | arfd scan GB/s | time / tmpfs |\n")
+        f.write("|---|---|---|---|---|---|---|\n")
+        for r in rows:
+            f.write("| %s | %.2f | %.0f | %s | %s | %s | %.1f |\n" % (
+                r["system"], r["seconds"], r["mb_s"], r["bytes_crossed"],
+                "%.2f" % r["server_cpu_s"] if r["server_cpu_s"] != "" else "",
+                "%.2f" % r["server_gb_s"] if r["server_gb_s"] != "" else "",
+                r["seconds"] / local_s))
+    if a.check:
+        bad = [r["system"] for r in rows if not (math.isfinite(r["seconds"]) and r["seconds"] > 0)]
+        if len(rows) != 4 or bad:
+            log("grep: check failed: %d rows, bad %s" % (len(rows), bad))
+            return 1
+        log("grep: check passed: 4 rows, outputs identical to GNU grep's")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
