@@ -30,8 +30,19 @@ ROOT = os.path.dirname(HERE)
 
 # ---------------------------------------------------------------- settings
 
-FULL = dict(size="256m", runtime=5, ramp=1, files=10000, big=10000, secs=2.0)
-QUICK = dict(size="32m", runtime=1, ramp=0, files=1000, big=10000, secs=0.4)
+FULL = dict(size="256m", runtime=5, ramp=1, files=10000, big=10000, secs=2.0,
+            mc_kernel_secs=1.0, mc_chain_secs=0.9)
+QUICK = dict(size="32m", runtime=1, ramp=0, files=1000, big=10000, secs=0.4,
+             mc_kernel_secs=0.1, mc_chain_secs=0.03)
+
+# mcbench: chain positions timed, the names made, and the arfd of the chain
+# runs (4 buckets' worth of hash bits: 200 names make chains of about 50)
+MC_HOPS = [1, 2, 4, 6, 8, 12, 16, 24, 32]
+MC_FILES = 200
+MC_STRATEGIES = ["onesided", "shipped", "request", "hybrid"]
+MC_ARFD = {"regions.dir_hash_mask": "3", "regions.inodes": "4096",
+           "regions.dir_buckets": "4096", "regions.dir_entries": "4096",
+           "regions.data_blocks": "4096"}
 
 DATA_TESTS = [
     # (test, rw, bs, iodepth)
@@ -182,8 +193,11 @@ def cpu_seconds(pid):
 # ---------------------------------------------------------------- servers
 
 class Arfd:
-    def __init__(self, build, work, procs):
+    def __init__(self, build, work, procs, extra=None, name="arfd"):
         self.bin = os.path.join(build, "arfd", "arfd")
+        self.extra = extra or {}
+        self.name = name  # Procs key: distinct per arfd
+        os.makedirs(work, exist_ok=True)
         self.work = work
         self.procs = procs
         self.sock = os.path.join(work, "arfd.sock")
@@ -201,7 +215,9 @@ class Arfd:
                 "--set", "regions.inodes=131072",
                 "--set", "regions.dir_buckets=131072",
                 "--set", "regions.dir_entries=131072"]
-        self.proc = self.procs.add_proc("arfd", subprocess.Popen(
+        for k, v in self.extra.items():
+            args += ["--set", "%s=%s" % (k, v)]
+        self.proc = self.procs.add_proc(self.name, subprocess.Popen(
             args, stdout=open(self.log, "ab"), stderr=subprocess.STDOUT))
         wait_for(lambda: os.path.exists(self.port_file) and open(self.port_file).read().strip(),
                  60, "arfd", self.proc, self.log)
@@ -388,6 +404,9 @@ class Bench:
         self.fio = os.path.join(self.tools, "fio", "fio")
         self.engine = os.path.join(self.tools, "libarf-fio.so")
         self.metabench = os.path.join(self.tools, "metabench")
+        self.mcbench = os.path.join(self.tools, "mcbench")
+        self.mc_notes = []
+        self.crossover = {}
         self.rows = []
         self.errors = []
         self.expected = []
@@ -645,6 +664,90 @@ class Bench:
                                              wait=LOCAL_WAIT, caching="kernel dcache"),
                          "posix", local)
 
+    # -- mobile code (mcbench)
+    def mcb(self, args, timeout=600):
+        p = subprocess.run([self.mcbench] + args, capture_output=True, timeout=timeout)
+        if p.returncode != 0:
+            raise Fail("mcbench %s: %s" % (args[0], (p.stderr + p.stdout).decode(
+                errors="replace")[-1500:]))
+        out = []
+        for line in p.stdout.decode().splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                out.append(json.loads(line))
+        return out
+
+    def mc_kernels(self):
+        res = self.mcb(["kernels", os.path.join(self.tools, "mckernels.bpf.o"),
+                        "--secs", str(self.cfg["mc_kernel_secs"])])
+        notes = [r for r in res if r["kind"] == "note"]
+        for n in notes:
+            self.mc_notes.append("%s: %s" % (n["what"], n["why"]))
+            log("mcbench note: %s: %s" % (n["what"], n["why"]))
+        dpdk = not any(n["what"] == "dpdk" for n in notes)
+        jit = not any(n["what"] == "dpdk jit" for n in notes)
+        for r in res:
+            if r["kind"] != "kernel":
+                continue
+            engines = ["native C (cc -O2)", "ARF interpreter"]
+            if r["loop_free"] and dpdk:
+                engines.append("DPDK rte_bpf interpreter")
+                if jit:
+                    engines.append("DPDK rte_bpf JIT")
+            if r["engine"] == engines[0]:
+                for e in engines:
+                    self.expect("interp", r["what"], e)
+            ns = r["ns_op"]
+            self.add(section="interp", test=r["what"], system=r["engine"], strategy="-",
+                     client="mcbench", transport="-", wait="-", caching="-",
+                     ops_s=1e9 / ns, mean_us=ns / 1000.0, ns_op=ns,
+                     ratio_native=r["ratio_native"], insns=r["insns"] or "")
+            log("%-34s %-26s %12.1f ns/op  %6.2fx native%s" % (
+                r["engine"], r["what"], ns, r["ratio_native"],
+                "  %d insns" % r["insns"] if r["insns"] else ""))
+
+    def mc_chain(self):
+        for tr in ("tcp", "shm"):
+            for st in MC_STRATEGIES:
+                for h in MC_HOPS:
+                    self.expect("chain", "lookup at chain position %d" % h,
+                                "ARF libarf %s [%s]" % (tr, st))
+        arfd = Arfd(self.build, os.path.join(self.work, "mc-arfd"), self.procs, MC_ARFD,
+                    name="arfd-chain")
+        arfd.start()
+        try:
+            res = self.mcb(["chain", "--secs", str(self.cfg["mc_chain_secs"]),
+                            "--files", str(MC_FILES), "--hops", ",".join(map(str, MC_HOPS)),
+                            arfd.url("tcp"), arfd.url("shm")])
+        finally:
+            self.procs.stop_proc("arfd-chain", arfd.proc)
+        by = {}
+        for r in res:
+            if r["kind"] != "chain":
+                continue
+            sysname = "ARF libarf %s [%s]" % (r["transport"], r["strategy"])
+            self.add(section="chain", test="lookup at chain position %d" % r["hops"],
+                     system=sysname, strategy=r["strategy"], client="mcbench (libarf)",
+                     transport=r["transport"], wait=ARF_WAIT, caching="off",
+                     ops_s=r["ops_per_s"], mean_us=r["mean_us"], hops=r["hops"],
+                     one_sided_op=r["one_sided_reads"], rounds_op=r["rounds"],
+                     requests_op=r["requests"], execs_op=r["execs"],
+                     counter_source="client (libarf), one lookup")
+            by[(r["transport"], r["strategy"], r["hops"])] = r["mean_us"]
+            log("%-34s chain position %-3d %10.1f us  reads %d rounds %d req %d exec %d" % (
+                sysname, r["hops"], r["mean_us"], r["one_sided_reads"], r["rounds"],
+                r["requests"], r["execs"]))
+        for tr in ("tcp", "shm"):
+            self.crossover[tr] = crossover(by, tr)
+            c = self.crossover[tr]
+            self.add(section="crossover", test="shipped beats one-sided", system="ARF libarf " + tr,
+                     strategy="-", transport=tr, hops=c["first"], counter_source=c["text"])
+            log("CROSSOVER %s: %s" % (tr, c["text"]))
+
+    def run_mc(self):
+        self.attempt("mcbench kernels", self.mc_kernels)
+        self.attempt("mcbench chain", self.mc_chain)
+
     # -- whole run
     def run(self):
         t_start = time.time()
@@ -663,6 +766,8 @@ class Bench:
                 self.run_data()
             if not self.a.skip_meta:
                 self.run_meta()
+            if not self.a.skip_mc:
+                self.run_mc()
         except Fail as e:
             self.errors.append(str(e))
             log("FAILED " + str(e))
@@ -681,7 +786,7 @@ class Bench:
     COLS = ["section", "test", "system", "strategy", "client", "transport", "wait", "caching",
             "ops_s", "mib_s", "p50_us", "p99_us", "mean_us", "ratio_nfs", "ratio_local",
             "one_sided_op", "rounds_op", "requests_op", "execs_op", "server_cpu_us_op",
-            "counter_source"]
+            "counter_source", "ns_op", "ratio_native", "insns", "hops"]
 
     def ratios(self):
         ref = {}
@@ -784,15 +889,55 @@ class Bench:
                     ("rounds/op", "rounds_op"), ("requests/op", "requests_op"),
                     ("execs/op", "execs_op"), ("server CPU us/op", "server_cpu_us_op")],
                    sort_by_test=[("lookup depth 10",), ("readdir 10k",)])
+        L += self.md_mc()
         L += ["", "Counter sources: libarf rows from the client's `arf_stats()`; arf-fuse rows "
               "from arfd's control socket (`stats`: one-sided reads seen by the tcp soft-NIC, "
               "requests and executions by kind; arfd counts no rounds, and arf-fuse exposes no "
               "client counters, so rounds/op is n/a there). Server CPU: utime+stime of arfd "
               "(or ganesha.nfsd) from /proc/PID/stat over the measured part; arfd's includes "
               "its polling (up to 50 us after each message).", "",
-              "Plots: data_iops.png, data_latency.png, meta_ops.png, strategies.png.", ""]
+              "Plots: data_iops.png, data_latency.png, meta_ops.png, strategies.png, "
+              "mc_kernels.png, mc_chain.png.", ""]
         with open(os.path.join(out, "results.md"), "w") as f:
             f.write("\n".join(L))
+
+    def md_mc(self):
+        interp = [r for r in self.rows if r["section"] == "interp"]
+        chain = [r for r in self.rows if r["section"] == "chain"]
+        if not interp and not chain:
+            return []
+        L = ["", "## Mobile code: interpreter vs native vs DPDK librte_bpf (mcbench)", "",
+             "The kernels of bench/mckernels.c, one C source: compiled natively (cc -O2) and "
+             "for eBPF (clang -O2 -target bpf -mcpu=v2), run in ARF's interpreter "
+             "(arf_mc_run, fresh vm state per run) and, for the loop-free kernels (the only "
+             "ones its validator accepts), DPDK's librte_bpf interpreter (rte_bpf_exec) and "
+             "JIT (rte_bpf_get_jit). Best of 5 batches; ratio = ns/op over native's.", ""]
+        for n in self.mc_notes:
+            L.append("- not measured: " + n)
+        if self.mc_notes:
+            L.append("")
+        L += table(interp, [("kernel", "test"), ("engine", "system"), ("ns/op", "ns_op"),
+                            ("x native", "ratio_native"), ("eBPF insns", "insns")],
+                   sort_by_test=[])
+        L += ["", "## Chain lookups: one-sided walk vs shipped program vs plain request", "",
+              "arfd with `regions.dir_hash_mask=3` (4 buckets' worth of hash bits; %d names, "
+              "chains of about 50); `arf_lookup` of a name at each chain position, client "
+              "caches off; onesided: no hop limit, no programs; shipped: `max_hops=0` (read "
+              "the bucket, then one execution of the chain-lookup program); request: LOOKUP "
+              "requests only; hybrid: libarf's defaults. Counters are those of one lookup "
+              "(each lookup also reads the child's inode one-sided, except request)." % MC_FILES,
+              ""]
+        for tr in ("tcp", "shm"):
+            c = self.crossover.get(tr)
+            if c:
+                L.append("- **crossover %s**: %s" % (tr, c["text"]))
+        L.append("")
+        L += table(chain, [("test", "test"), ("system [strategy]", "system"),
+                           ("mean us", "mean_us"), ("reads", "one_sided_op"),
+                           ("rounds", "rounds_op"), ("requests", "requests_op"),
+                           ("execs", "execs_op")],
+                   sort_by_test=[("lookup at chain position %d" % h,) for h in MC_HOPS])
+        return L
 
     def plots(self, out):
         if not shutil.which("gnuplot"):
@@ -835,6 +980,32 @@ class Bench:
             with open(dat, "w") as f:
                 f.write(cluster(rows, tests, systems, key))
             specs.append((name, dat, len(systems), ylabel))
+        interp = [r for r in self.rows if r["section"] == "interp"]
+        if interp:
+            tests = []
+            for r in interp:
+                if r["test"] not in tests:
+                    tests.append(r["test"])
+            systems = systems_of(interp)
+            dat = os.path.join(out, "mc_kernels.dat")
+            with open(dat, "w") as f:
+                f.write(cluster(interp, tests, systems, "ns_op"))
+            specs.append(("mc_kernels", dat, len(systems), "ns per run (log)"))
+        chain = [r for r in self.rows if r["section"] == "chain"]
+        line_spec = None
+        if chain:
+            systems = systems_of(chain)
+            with open(os.path.join(out, "mc_chain.dat"), "w") as f:
+                f.write("hops " + " ".join('"%s"' % s for s in systems) + "\n")
+                for h in MC_HOPS:
+                    vals = []
+                    for s in systems:
+                        v = next((r["mean_us"] for r in chain if r["hops"] == h and
+                                  r["system"] == s), None)
+                        vals.append("%g" % v if isinstance(v, (int, float)) and
+                                    math.isfinite(v) and v > 0 else "NaN")
+                    f.write("%d %s\n" % (h, " ".join(vals)))
+            line_spec = len(systems)
         gp = os.path.join(out, "plots.gp")
         with open(gp, "w") as f:
             f.write("# regenerated by bench/run: gnuplot plots.gp (in this directory)\n")
@@ -847,6 +1018,13 @@ class Bench:
                     name, name.replace("_", " "), ylabel))
                 f.write('plot for [i=2:%d] "%s.dat" using i:xtic(1) title columnheader(i)\n' % (
                     n + 1, name))
+            if line_spec:
+                f.write('set output "mc_chain.png"\nset title "lookup latency vs chain position"\n'
+                        'set ylabel "mean latency, us (log)"\nset xlabel "chain position (hops)"\n'
+                        'set style data linespoints\nset xtics norotate\nset logscale x 2\n'
+                        'set xtics (1, 2, 4, 8, 16, 32)\n')
+                f.write('plot for [i=2:%d] "mc_chain.dat" using 1:i title columnheader(i) '
+                        'with linespoints\n' % (line_spec + 1))
         p = subprocess.run(["gnuplot", "plots.gp"], cwd=out, capture_output=True)
         if p.returncode != 0:
             self.errors.append("gnuplot: " + p.stderr.decode(errors="replace")[-500:])
@@ -861,7 +1039,9 @@ class Bench:
                 continue
             nums = ["ops_s", "mean_us"] + (["mib_s", "p50_us", "p99_us"]
                                            if key[0] == "data" else [])
-            if r["system"].startswith("ARF"):
+            if key[0] == "interp":
+                nums += ["ns_op", "ratio_native"]
+            elif r["system"].startswith("ARF") and key[0] != "chain":
                 nums.append("server_cpu_us_op")
             for k in nums:
                 v = r.get(k)
@@ -871,7 +1051,7 @@ class Bench:
                             math.isfinite(v) and v >= 0:
                         continue
                     bad.append("%s / %s / %s: %s = %r" % (key + (k, v)))
-            if r["system"].startswith("ARF"):
+            if r["system"].startswith("ARF") and key[0] != "interp":
                 for k in ("one_sided_op", "rounds_op", "requests_op", "execs_op"):
                     v = r.get(k)
                     ok = (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0) or \
@@ -879,6 +1059,10 @@ class Bench:
                          .startswith("server"))
                     if not ok:
                         bad.append("%s / %s / %s: counter %s = %r" % (key + (k, v)))
+        if not self.a.skip_mc:
+            for tr in ("tcp", "shm"):
+                if tr not in self.crossover:
+                    bad.append("no crossover computed for %s" % tr)
         log("%d rows, %d expected, %.0f s" % (len(self.rows), len(self.expected), self.elapsed))
         if bad:
             for b in bad:
@@ -886,6 +1070,42 @@ class Bench:
             return 1
         log("check passed: every row present, finite and positive, counters filled")
         return 0
+
+
+def crossover(by, tr):
+    """Where shipping the chain lookup starts to beat the one-sided walk over
+    transport tr: the first measured chain position from which the shipped
+    row stays faster, and the break-even from a straight-line fit of the
+    one-sided rows (cost per round) against the shipped rows' mean (cost of
+    the execution)."""
+    os_pts = [(h, by[(tr, "onesided", h)]) for h in MC_HOPS if (tr, "onesided", h) in by]
+    sh = [by[(tr, "shipped", h)] for h in MC_HOPS if h >= 2 and (tr, "shipped", h) in by]
+    first = "n/a"
+    for i, h in enumerate(MC_HOPS):
+        if all((tr, s, g) in by for s in ("onesided", "shipped") for g in MC_HOPS[i:]) and \
+                all(by[(tr, "shipped", g)] < by[(tr, "onesided", g)] for g in MC_HOPS[i:]):
+            first = h
+            break
+    if len(os_pts) < 2 or not sh:
+        return dict(first=first, fit=float("nan"), round_us=float("nan"),
+                    exec_us=float("nan"), text="not enough rows")
+    n = len(os_pts)
+    mx = sum(h for h, _ in os_pts) / n
+    my = sum(v for _, v in os_pts) / n
+    sxx = sum((h - mx) ** 2 for h, _ in os_pts)
+    slope = sum((h - mx) * (v - my) for h, v in os_pts) / sxx
+    icpt = my - slope * mx
+    sh_us = sorted(sh)[len(sh) // 2]  # median: robust to a noisy point
+    fit = (sh_us - icpt) / slope if slope > 0 else float("inf")
+    if first == "n/a":
+        text = ("one-sided stays faster up to %d hops (%.2f us per hop; shipped lookup "
+                "%.1f us; straight-line break-even at %.0f hops)" % (
+                    MC_HOPS[-1], slope, sh_us, fit))
+    else:
+        text = ("shipping wins from chain position %s on (one-sided %.2f us per hop + %.1f us; "
+                "shipped lookup %.1f us; straight-line break-even at %.1f hops)" % (
+                    first, slope, icpt, sh_us, fit))
+    return dict(first=first, fit=fit, round_us=slope, exec_us=sh_us, text=text)
 
 
 def fmt(v):
@@ -928,6 +1148,7 @@ def main():
                     help="libarf has shipped-program options: add the 'shipped' strategy")
     ap.add_argument("--skip-data", action="store_true")
     ap.add_argument("--skip-meta", action="store_true")
+    ap.add_argument("--skip-mc", action="store_true")
     ap.add_argument("--keep-work", action="store_true")
     a = ap.parse_args()
     if os.geteuid() != 0:

@@ -24,3 +24,16 @@ set output "strategies.png"
 set title "strategies"
 set ylabel "mean latency, us (log)"
 plot for [i=2:9] "strategies.dat" using i:xtic(1) title columnheader(i)
+set output "mc_kernels.png"
+set title "mc kernels"
+set ylabel "ns per run (log)"
+plot for [i=2:5] "mc_kernels.dat" using i:xtic(1) title columnheader(i)
+set output "mc_chain.png"
+set title "lookup latency vs chain position"
+set ylabel "mean latency, us (log)"
+set xlabel "chain position (hops)"
+set style data linespoints
+set xtics norotate
+set logscale x 2
+set xtics (1, 2, 4, 8, 16, 32)
+plot for [i=2:9] "mc_chain.dat" using 1:i title columnheader(i) with linespoints

@@ -1,0 +1,600 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mcbench — mobile-code benchmarks for bench/bench.py, two parts:
+ *
+ *   mcbench kernels KERNELS.o [--secs S]
+ *       The kernels of bench/mckernels.c (a byte scan, a hash-chain walk, a
+ *       DFA table loop, and the loop-free checksum and header parse), run
+ *       as eBPF in ARF's interpreter (mobilecode/, arf_mc_run) and as the
+ *       same C compiled natively, and — when built with -DMCB_HAVE_DPDK —
+ *       the loop-free ones in DPDK's librte_bpf interpreter (rte_bpf_exec)
+ *       and JIT (rte_bpf_get_jit).  DPDK's validator takes only loop-free
+ *       programs without local calls, so the loops are not offered to it.
+ *       Every engine must give the native result, or the run fails.
+ *
+ *   mcbench chain [--secs S] [--files N] [--hops LIST] URL...
+ *       Against an arfd started with a small regions.dir_hash_mask (long
+ *       hash chains): makes /mcchain with N files on the first URL, finds a
+ *       name at each chain position in LIST (the shipped chain lookup says
+ *       where each name sits), then times arf_lookup of that name, with
+ *       libarf's caches off, per URL (transport) and strategy:
+ *         onesided  one-sided reads only (no hop limit, no programs)
+ *         shipped   ship the chain lookup at once (max_hops 0: one read of
+ *                   the bucket, then one execution)
+ *         request   plain LOOKUP requests only
+ *         hybrid    libarf's defaults (one-sided up to max_hops, then ship)
+ *       with the client's counters (arf_stats) per lookup.
+ *
+ * Output: one JSON object per line and measurement, for bench.py; a line
+ * {"kind": "note", ...} says what could not be measured and why.  Each
+ * figure is the best of several batches (the machine is shared): kernels,
+ * 5 batches of about S/5 seconds; chain lookups, 9 of about S/9 seconds
+ * per strategy, the four strategies' batches interleaved at each position.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "arf.h"
+#include "arf_mc.h"
+#include "arf_prog_abi.h"
+#include "arf_progs.h"
+#include "mckernels.h"
+
+#ifdef MCB_HAVE_DPDK
+#include <rte_bpf.h>
+#include <rte_errno.h>
+#endif
+
+#define BATCHES 5        /* kernels: best of 5 batches */
+#define CHAIN_BATCHES 9  /* chain lookups: best of 9, the strategies interleaved */
+
+static double secs = 1.0;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "mcbench: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	exit(1);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void note(const char *what, const char *why)
+{
+	printf("{\"kind\": \"note\", \"what\": \"%s\", \"why\": \"", what);
+	for (const char *p = why; *p; p++)
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if ((unsigned char)*p >= 0x20)
+			putchar(*p);
+	printf("\"}\n");
+	fflush(stdout);
+}
+
+/* ---- timing ---------------------------------------------------------------- */
+
+/* One way of running a kernel: returns its result. */
+typedef uint64_t (*runner_fn)(void *state, void *ctx);
+
+/* Seconds that iters calls of fn take. */
+static double time_batch(runner_fn fn, void *state, void *ctx, uint64_t iters)
+{
+	double t = now_s();
+	for (uint64_t i = 0; i < iters; i++)
+		fn(state, ctx);
+	return now_s() - t;
+}
+
+/* Calls of fn that take about batch_s seconds (doubling until a trial
+ * takes a quarter of that, then scaling). */
+static uint64_t calibrate(runner_fn fn, void *state, void *ctx, double batch_s)
+{
+	uint64_t iters = 1;
+	double t;
+	for (;;) {
+		t = time_batch(fn, state, ctx, iters);
+		if (t > batch_s / 4 || iters > (1ull << 34))
+			break;
+		iters *= 2;
+	}
+	return (uint64_t)((double)iters * batch_s / (t > 0 ? t : 1e-9)) + 1;
+}
+
+/* Best-of-BATCHES nanoseconds per call of fn, batches of about secs/BATCHES. */
+static double time_ns(runner_fn fn, void *state, void *ctx)
+{
+	uint64_t iters = calibrate(fn, state, ctx, secs / BATCHES);
+	double best = 1e300;
+	for (int b = 0; b < BATCHES; b++) {
+		double t = time_batch(fn, state, ctx, iters);
+		if (t < best)
+			best = t;
+	}
+	return best * 1e9 / (double)iters;
+}
+
+/* ---- the kernels: contexts --------------------------------------------------- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)rng;
+}
+
+struct kernel {
+	const char *name;          /* function name in mckernels.c / the ELF */
+	const char *what;          /* for the output */
+	uint64_t (*native)(void *ctx);
+	int loop_free;             /* offered to DPDK */
+	void *ctx;
+	size_t ctx_len;
+};
+
+static void *make_scan(size_t *len)
+{
+	struct mck_scan_ctx *c = calloc(1, sizeof(*c));
+	c->len = MCK_SCAN_MAX;
+	c->needle = '\n';
+	for (uint32_t i = 0; i < MCK_SCAN_MAX; i++)
+		c->buf[i] = rnd() % 64 == 0 ? '\n' : (uint8_t)('a' + rnd() % 26);
+	*len = sizeof(*c);
+	return c;
+}
+
+static void *make_chain(size_t *len)
+{
+	struct mck_chain_ctx *c = calloc(1, sizeof(*c));
+	uint32_t perm[MCK_CHAIN_NODES];
+	for (uint32_t i = 0; i < MCK_CHAIN_NODES; i++)
+		perm[i] = i;
+	for (uint32_t i = MCK_CHAIN_NODES - 1; i > 0; i--) {
+		uint32_t j = rnd() % (i + 1), t = perm[i];
+		perm[i] = perm[j];
+		perm[j] = t;
+	}
+	/* a chain through the nodes in random order; the key at hop 32 */
+	for (uint32_t i = 0; i < MCK_CHAIN_NODES; i++) {
+		c->nodes[perm[i]].key = ((uint64_t)rnd() << 32 | rnd()) | 1;
+		c->nodes[perm[i]].value = i;
+		c->nodes[perm[i]].next = i + 1 < MCK_CHAIN_NODES ? perm[i + 1] : MCK_CHAIN_NODES;
+	}
+	c->head = perm[0];
+	c->key = c->nodes[perm[MCK_CHAIN_HOPS - 1]].key;
+	*len = sizeof(*c);
+	return c;
+}
+
+static void *make_dfa(size_t *len)
+{
+	struct mck_dfa_ctx *c = calloc(1, sizeof(*c));
+	/* a DFA that accepts when it has seen "needle" (states 0..6, 7 = accept) */
+	static const char pat[] = "needle";
+	for (uint32_t s = 0; s < MCK_DFA_STATES; s++)
+		for (uint32_t b = 0; b < 256; b++) {
+			uint32_t st = s == MCK_DFA_STATES - 1 ? 0 : s;
+			c->table[s][b] = (uint8_t)(b == (uint8_t)pat[st] ? (st + 1 == 6 ? 7 : st + 1)
+								   : b == 'n' ? 1 : 0);
+		}
+	c->len = MCK_DFA_INPUT;
+	for (uint32_t i = 0; i < MCK_DFA_INPUT; i++)
+		c->input[i] = (uint8_t)("needle in a haystack of text "[rnd() % 29]);
+	*len = sizeof(*c);
+	return c;
+}
+
+static void *make_csum(size_t *len)
+{
+	uint8_t *p = calloc(1, MCK_CSUM_LEN);
+	for (int i = 0; i < MCK_CSUM_LEN; i++)
+		p[i] = (uint8_t)rnd();
+	*len = MCK_CSUM_LEN;
+	return p;
+}
+
+static void *make_parse(size_t *len)
+{
+	uint8_t *p = calloc(1, MCK_PARSE_LEN);
+	for (int i = 0; i < 12; i++)
+		p[i] = (uint8_t)rnd();
+	p[12] = 0x08;                 /* IPv4 */
+	uint8_t *ip = p + 14;
+	ip[0] = 0x46;                 /* version 4, 24-byte header (one option word) */
+	ip[8] = 64;                   /* TTL */
+	ip[9] = 6;                    /* TCP */
+	uint8_t *tcp = ip + 24;
+	tcp[0] = 0xc3;                /* 50000 */
+	tcp[1] = 0x50;
+	tcp[2] = 0x4f;                /* 20491 */
+	tcp[3] = 0x8b;
+	tcp[13] = 0x18;               /* PSH|ACK */
+	*len = MCK_PARSE_LEN;
+	return p;
+}
+
+/* ---- engines ----------------------------------------------------------------- */
+
+static uint64_t run_native(void *state, void *ctx)
+{
+	uint64_t (*fn)(void *) = (uint64_t (*)(void *))state;
+	return fn(ctx);
+}
+
+struct arf_engine {
+	struct arf_mc_vm *vm;
+	struct arf_mc_prog *prog;
+	size_t ctx_len;
+	uint64_t insns;
+};
+
+static uint64_t run_arf(void *state, void *ctx)
+{
+	struct arf_engine *e = state;
+	struct arf_mc_result res;
+	int rc = arf_mc_run(e->vm, e->prog, ctx, e->ctx_len, 1u << 24, &res);
+	if (rc)
+		die("arf_mc_run: %s", res.msg);
+	e->insns = res.insns;
+	return res.r0;
+}
+
+#ifdef MCB_HAVE_DPDK
+static uint64_t run_dpdk(void *state, void *ctx)
+{
+	return rte_bpf_exec(state, ctx);
+}
+
+static uint64_t run_dpdk_jit(void *state, void *ctx)
+{
+	uint64_t (*fn)(void *) = (uint64_t (*)(void *))state;
+	return fn(ctx);
+}
+
+#endif
+
+static void print_kernel(const struct kernel *k, const char *engine, double ns, double native_ns,
+			 uint64_t insns)
+{
+	printf("{\"kind\": \"kernel\", \"kernel\": \"%s\", \"what\": \"%s\", \"engine\": \"%s\", "
+	       "\"ns_op\": %.3f, \"ratio_native\": %.3f, \"insns\": %" PRIu64 ", "
+	       "\"loop_free\": %d}\n",
+	       k->name, k->what, engine, ns, ns / native_ns, insns, k->loop_free);
+	fflush(stdout);
+}
+
+static int cmd_kernels(const char *path)
+{
+	struct kernel ks[] = {
+		{ "mck_scan", "byte scan, 4 KiB", mck_scan, 0, NULL, 0 },
+		{ "mck_chain", "hash-chain walk, 32 hops", mck_chain, 0, NULL, 0 },
+		{ "mck_dfa", "DFA table loop, 1 KiB", mck_dfa, 0, NULL, 0 },
+		{ "mck_csum", "checksum of 64 bytes, unrolled", mck_csum, 1, NULL, 0 },
+		{ "mck_parse", "Ethernet/IPv4/TCP header parse", mck_parse, 1, NULL, 0 },
+	};
+	void *(*make[])(size_t *) = { make_scan, make_chain, make_dfa, make_csum, make_parse };
+	size_t nk = sizeof(ks) / sizeof(ks[0]);
+	char err[512];
+	int rc;
+
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		die("%s: %s", path, strerror(errno));
+	static uint8_t elf[1 << 20];
+	size_t elflen = fread(elf, 1, sizeof(elf), f);
+	fclose(f);
+
+	struct arf_mc_helpers *h;
+	struct arf_mc_vm *vm;
+	if ((rc = arf_mc_helpers_create(&h)) || (rc = arf_mc_vm_create(h, &vm)))
+		die("engine: %d", rc);
+
+	/* where each function starts in the image, to cut out one for DPDK */
+	size_t entry[8], n_all = 0;
+	(void)entry;
+	(void)n_all;
+	for (size_t i = 0; i < nk; i++) {
+		struct arf_mc_image im;
+		if ((rc = arf_mc_elf_read(elf, elflen, ks[i].name, &im, err, sizeof(err))))
+			die("%s: %s: %s", path, ks[i].name, err);
+		entry[i] = im.entry;
+		n_all = im.n;
+		arf_mc_image_release(&im);
+	}
+
+#ifdef MCB_HAVE_DPDK
+	/* librte_bpf needs no EAL: it maps its own memory, and logs to stderr */
+#else
+	note("dpdk", "mcbench was built without DPDK (libdpdk-dev not found by pkg-config): "
+		     "no rte_bpf rows");
+#endif
+
+	for (size_t i = 0; i < nk; i++) {
+		struct kernel *k = &ks[i];
+		k->ctx = make[i](&k->ctx_len);
+		uint64_t want = k->native(k->ctx);
+		double native = time_ns(run_native, (void *)k->native, k->ctx);
+		print_kernel(k, "native C (cc -O2)", native, native, 0);
+
+		struct arf_engine e = { .vm = vm, .ctx_len = k->ctx_len };
+		if ((rc = arf_mc_prog_load_elf(h, elf, elflen, k->name, &e.prog, err, sizeof(err))))
+			die("load %s: %s", k->name, err);
+		if (run_arf(&e, k->ctx) != want)
+			die("%s: the interpreter gives %" PRIx64 ", native %" PRIx64, k->name,
+			    run_arf(&e, k->ctx), want);
+		double arf = time_ns(run_arf, &e, k->ctx);
+		print_kernel(k, "ARF interpreter", arf, native, e.insns);
+		arf_mc_prog_destroy(e.prog);
+
+		if (!k->loop_free)
+			continue;
+#ifdef MCB_HAVE_DPDK
+		/* this function's instructions: from its entry to the next one's */
+		size_t end = n_all;
+		for (size_t j = 0; j < nk; j++)
+			if (entry[j] > entry[i] && entry[j] < end)
+				end = entry[j];
+		struct arf_mc_image im;
+		if ((rc = arf_mc_elf_read(elf, elflen, k->name, &im, err, sizeof(err))))
+			die("%s: %s", k->name, err);
+		struct rte_bpf_prm prm;
+		memset(&prm, 0, sizeof(prm));
+		prm.ins = (const struct ebpf_insn *)(im.insns + im.entry);
+		prm.nb_ins = (uint32_t)(end - im.entry);
+		prm.prog_arg.type = RTE_BPF_ARG_PTR;
+		prm.prog_arg.size = k->ctx_len;
+		struct rte_bpf *bpf = rte_bpf_load(&prm);
+		if (!bpf) {
+			char w[256];
+			snprintf(w, sizeof(w), "rte_bpf_load refused %s: %s", k->name,
+				 rte_strerror(rte_errno));
+			note("dpdk", w);
+			arf_mc_image_release(&im);
+			continue;
+		}
+		if (rte_bpf_exec(bpf, k->ctx) != want)
+			die("%s: rte_bpf_exec gives %" PRIx64 ", native %" PRIx64, k->name,
+			    rte_bpf_exec(bpf, k->ctx), want);
+		double d = time_ns(run_dpdk, bpf, k->ctx);
+		print_kernel(k, "DPDK rte_bpf interpreter", d, native, prm.nb_ins);
+		struct rte_bpf_jit jit;
+		memset(&jit, 0, sizeof(jit));
+		if (rte_bpf_get_jit(bpf, &jit) || !jit.func) {
+			note("dpdk jit", "rte_bpf_get_jit gave no function on this machine");
+		} else {
+			if (jit.func(k->ctx) != want)
+				die("%s: the DPDK JIT gives %" PRIx64 ", native %" PRIx64, k->name,
+				    jit.func(k->ctx), want);
+			d = time_ns(run_dpdk_jit, (void *)jit.func, k->ctx);
+			print_kernel(k, "DPDK rte_bpf JIT", d, native, prm.nb_ins);
+		}
+		rte_bpf_destroy(bpf);
+		arf_mc_image_release(&im);
+#endif
+	}
+	for (size_t i = 0; i < nk; i++)
+		free(ks[i].ctx);
+	arf_mc_vm_destroy(vm);
+	arf_mc_helpers_destroy(h);
+	return 0;
+}
+
+/* ---- chain lookups against arfd ----------------------------------------------- */
+
+enum strategy { S_ONESIDED, S_SHIPPED, S_REQUEST, S_HYBRID, S_N };
+static const char *const strategy_names[S_N] = { "onesided", "shipped", "request", "hybrid" };
+
+static arf_client *conn(const char *url, enum strategy s)
+{
+	struct arf_client_opts o;
+	char err[512];
+	arf_client *c;
+
+	arf_client_opts_init(&o);
+	o.attr_timeout_ms = 0; /* caches off: every lookup walks */
+	o.entry_timeout_ms = 0;
+	switch (s) {
+	case S_ONESIDED:
+		o.max_hops = 1u << 20;
+		o.shipped_lookup = 0;
+		break;
+	case S_SHIPPED:
+		o.max_hops = 0;
+		break;
+	case S_REQUEST:
+		o.one_sided = 0;
+		o.shipped_lookup = 0;
+		break;
+	default:
+		break;
+	}
+	if (arf_connect(url, &o, &c, err, sizeof(err)))
+		die("connect %s: %s", url, err);
+	return c;
+}
+
+/* Chain position of name in dir: the shipped lookup's own count. */
+static uint32_t chain_pos(arf_client *c, uint64_t dir, const char *name)
+{
+	const struct arf_std_prog_image *im = &arf_std_progs[ARF_STD_PROG_LOOKUP];
+	struct arf_prog_lookup_arg a;
+	struct arf_prog_lookup_out o;
+	struct arf_exec_result res;
+
+	memset(&a, 0, sizeof(a));
+	a.dir = dir;
+	a.namelen = (uint32_t)strlen(name);
+	memcpy(a.name, name, a.namelen);
+	int rc = arf_exec(c, im->elf, im->len, &a, sizeof(a), &o, sizeof(o), &res);
+	if (rc || res.r0)
+		die("exec lookup %s: %s (%s)", name, res.msg, arf_strerror(rc));
+	return o.hops;
+}
+
+struct lk {
+	arf_client *c;
+	uint64_t dir;
+	uint32_t gen;
+	const char *name;
+};
+
+static uint64_t run_lookup(void *state, void *ctx)
+{
+	struct lk *l = state;
+	struct arf_stat st;
+	(void)ctx;
+	int rc = arf_lookup(l->c, l->dir, l->gen, l->name, &st);
+	if (rc)
+		die("lookup %s: %s", l->name, arf_strerror(rc));
+	return st.ino;
+}
+
+static int cmd_chain(int nurl, char **urls, int nfiles, const char *hoplist)
+{
+	uint32_t hops[64];
+	int nh = 0;
+	for (char *s = strdup(hoplist), *t = strtok(s, ","); t && nh < 64; t = strtok(NULL, ","))
+		hops[nh++] = (uint32_t)atoi(t);
+
+	/* the directory, on the first URL (all name the same arfd) */
+	arf_client *w = conn(urls[0], S_HYBRID);
+	struct arf_stat root, dir, st;
+	char name[64];
+	int rc;
+	if ((rc = arf_root(w, &root)))
+		die("root: %s", arf_strerror(rc));
+	rc = arf_mkdir(w, root.ino, root.gen, "mcchain", 0755, &dir);
+	if (rc == -EEXIST)
+		rc = arf_lookup(w, root.ino, root.gen, "mcchain", &dir);
+	if (rc)
+		die("mkdir /mcchain: %s", arf_strerror(rc));
+	for (int i = 0; i < nfiles; i++) {
+		snprintf(name, sizeof(name), "f%05d", i);
+		rc = arf_create(w, dir.ino, dir.gen, name, 0644, 1, &st);
+		if (rc && rc != -EEXIST)
+			die("create %s: %s", name, arf_strerror(rc));
+	}
+	/* a name at each wanted chain position */
+	char (*pick)[64] = calloc((size_t)nh, 64);
+	uint32_t maxpos = 0;
+	for (int i = 0; i < nfiles; i++) {
+		snprintf(name, sizeof(name), "f%05d", i);
+		uint32_t p = chain_pos(w, dir.ino, name);
+		if (p > maxpos)
+			maxpos = p;
+		for (int j = 0; j < nh; j++)
+			if (p == hops[j] && !pick[j][0])
+				snprintf(pick[j], 64, "%s", name);
+	}
+	for (int j = 0; j < nh; j++)
+		if (!pick[j][0])
+			die("no name at chain position %u (longest chain %u): more files or a smaller "
+			    "dir_hash_mask", hops[j], maxpos);
+	arf_close(w);
+
+	struct arf_client_opts def;
+	arf_client_opts_init(&def);
+	for (int u = 0; u < nurl; u++) {
+		struct arf_url pu;
+		char err[256];
+		if (arf_url_parse(urls[u], &pu, err, sizeof(err)))
+			die("%s: %s", urls[u], err);
+		/* the strategies' batches interleaved, position by position, so
+		 * that all four see the same moments of a shared, noisy machine */
+		arf_client *c[S_N];
+		for (int s = 0; s < S_N; s++)
+			c[s] = conn(urls[u], (enum strategy)s);
+		for (int j = 0; j < nh; j++) {
+			struct lk l[S_N];
+			uint64_t iters[S_N];
+			double best[S_N];
+			for (int s = 0; s < S_N; s++) {
+				l[s] = (struct lk){ c[s], dir.ino, dir.gen, pick[j] };
+				run_lookup(&l[s], NULL); /* loads the program, warms the connection */
+				iters[s] = calibrate(run_lookup, &l[s], NULL, secs / CHAIN_BATCHES);
+				best[s] = 1e300;
+			}
+			for (int b = 0; b < CHAIN_BATCHES; b++)
+				for (int s = 0; s < S_N; s++) {
+					double t = time_batch(run_lookup, &l[s], NULL, iters[s]);
+					if (t < best[s])
+						best[s] = t;
+				}
+			for (int s = 0; s < S_N; s++) {
+				double ns = best[s] * 1e9 / (double)iters[s];
+				struct arf_client_stats s0, s1;
+				/* the counters of one more lookup: the path is deterministic */
+				arf_stats(c[s], &s0);
+				run_lookup(&l[s], NULL);
+				arf_stats(c[s], &s1);
+				printf("{\"kind\": \"chain\", \"transport\": \"%s\", \"strategy\": \"%s\", "
+				       "\"hops\": %u, \"name\": \"%s\", \"mean_us\": %.3f, \"ops_per_s\": %.1f, "
+				       "\"one_sided_reads\": %" PRIu64 ", \"rounds\": %" PRIu64 ", "
+				       "\"requests\": %" PRIu64 ", \"execs\": %" PRIu64 ", "
+				       "\"max_hops\": %u}\n",
+				       pu.transport, strategy_names[s], hops[j], pick[j], ns / 1000.0,
+				       1e9 / ns, s1.one_sided_reads - s0.one_sided_reads,
+				       s1.rounds - s0.rounds, s1.requests - s0.requests,
+				       s1.execs - s0.execs,
+				       s == S_ONESIDED ? 1u << 20 : s == S_SHIPPED ? 0 : def.max_hops);
+				fflush(stdout);
+			}
+		}
+		for (int s = 0; s < S_N; s++)
+			arf_close(c[s]);
+	}
+	free(pick);
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: mcbench kernels KERNELS.o [--secs S]\n"
+			"       mcbench chain [--secs S] [--files N] [--hops 1,2,4,...] URL...\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	int nfiles = 200;
+	const char *hops = "1,2,4,6,8,12,16,24,32";
+	char *pos[16];
+	int npos = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--secs") && i + 1 < argc)
+			secs = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--files") && i + 1 < argc)
+			nfiles = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--hops") && i + 1 < argc)
+			hops = argv[++i];
+		else if (npos < 16)
+			pos[npos++] = argv[i];
+		else
+			usage();
+	}
+	if (npos < 2 || secs <= 0)
+		usage();
+	if (!strcmp(pos[0], "kernels") && npos == 2)
+		return cmd_kernels(pos[1]);
+	if (!strcmp(pos[0], "chain"))
+		return cmd_chain(npos - 1, pos + 1, nfiles, hops);
+	usage();
+}
