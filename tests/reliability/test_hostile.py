@@ -67,6 +67,8 @@ def timed_stat(url):
 
 
 class Hostile(ArfdTestCase):
+    extra = {"export.one_sided": "all"}  # the hand-made hello gets region keys
+
     def test_client_that_stops_reading(self):
         arfctl("mkdir", self.arfd.url("/alive"))
         s, regions = hello(self.arfd.port)
