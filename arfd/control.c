@@ -195,7 +195,8 @@ static void cmd_stats(struct arfd *d, struct sbuf *b, int prometheus)
 		sb_printf(b, "},\"errors\":%llu,\"bad_requests\":%llu,\"mutations\":%llu,"
 			  "\"objects_written\":%llu,\"wal_syncs\":%llu,\"synced_txns\":%llu,"
 			  "\"connections\":{\"open\":%llu,\"accepted\":%llu,\"refused\":%llu},"
-			  "\"one_sided\":{\"reads\":%llu,\"bytes\":%llu,\"writes\":%llu,\"refused\":%llu},"
+			  "\"one_sided\":{\"reads\":%llu,\"bytes\":%llu,\"writes\":%llu,\"refused\":%llu,"
+			  "\"rounds\":%llu},"
 			  "\"net_requests\":%llu,\"bad_frames\":%llu,"
 			  "\"inodes\":{\"total\":%llu,\"free\":%llu},"
 			  "\"blocks\":{\"total\":%llu,\"free\":%llu},"
@@ -209,7 +210,8 @@ static void cmd_stats(struct arfd *d, struct sbuf *b, int prometheus)
 			  (unsigned long long)s.nc.conns_refused, (unsigned long long)s.nc.one_sided_reads,
 			  (unsigned long long)s.nc.one_sided_bytes,
 			  (unsigned long long)s.nc.one_sided_writes,
-			  (unsigned long long)s.nc.one_sided_refused, (unsigned long long)s.nc.requests,
+			  (unsigned long long)s.nc.one_sided_refused,
+			  (unsigned long long)s.nc.one_sided_rounds, (unsigned long long)s.nc.requests,
 			  (unsigned long long)s.nc.bad_frames, (unsigned long long)s.sf.files,
 			  (unsigned long long)s.sf.ffree, (unsigned long long)s.sf.blocks,
 			  (unsigned long long)s.sf.bfree, (unsigned long long)s.ctr.prog_loads,
@@ -261,6 +263,10 @@ static void cmd_stats(struct arfd *d, struct sbuf *b, int prometheus)
 	METRIC("arf_one_sided_read_bytes_total", "counter", "Bytes read one-sidedly (soft-NIC).");
 	sb_printf(b, "arf_one_sided_read_bytes_total %llu\n",
 		  (unsigned long long)s.nc.one_sided_bytes);
+	METRIC("arf_one_sided_rounds_total", "counter",
+	       "Round trips of one-sided operations served (a batched read is one).");
+	sb_printf(b, "arf_one_sided_rounds_total %llu\n",
+		  (unsigned long long)s.nc.one_sided_rounds);
 	METRIC("arf_one_sided_refused_total", "counter",
 	       "One-sided operations refused (key, bounds, rights).");
 	sb_printf(b, "arf_one_sided_refused_total %llu\n",

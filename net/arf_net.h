@@ -304,6 +304,8 @@ void arf_net_server_foreach_conn(struct arf_net_server *s,
 struct arf_net_server_counters {
 	uint64_t conns_accepted, conns_open, conns_refused;
 	uint64_t one_sided_reads, one_sided_bytes, one_sided_writes, one_sided_refused;
+	uint64_t one_sided_rounds; /* frames of one-sided operations served: round trips
+				    * (a batched READ is one; shm loads never reach here) */
 	uint64_t requests, bad_frames;
 };
 void arf_net_server_counters(struct arf_net_server *s, struct arf_net_server_counters *out);

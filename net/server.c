@@ -838,6 +838,7 @@ static int do_read(struct arf_net_server *s, struct arf_net_sconn *c, const stru
 	}
 	SCTR(s, one_sided_reads, n);
 	SCTR(s, one_sided_bytes, total);
+	SCTR(s, one_sided_rounds, 1);
 	CCTR(c, one_sided_reads, n);
 	CCTR(c, one_sided_bytes, total);
 	return conn_send(c, h->id, h->op, ARF_NET_S_OK, n, &(struct iovec){ s->out, total }, 1, NULL,
@@ -879,6 +880,7 @@ static int do_rmw(struct arf_net_server *s, struct arf_net_sconn *c, const struc
 		}
 	}
 	SCTR(s, one_sided_writes, 1);
+	SCTR(s, one_sided_rounds, 1);
 	CCTR(c, one_sided_writes, 1);
 	uint8_t ob[8];
 	put64(ob, prev);
