@@ -55,7 +55,7 @@ struct arf_client_opts {
 	uint32_t spin_us;         /**< poll this long before sleeping for a reply (default 50) */
 	uint32_t timeout_ms;      /**< connect and reply timeout (default 30000) */
 	uint32_t max_hops;        /**< one-sided hash-chain hops before the shipped lookup or a
-				   *   request (default 4; see shipped_lookup for where 4 comes from) */
+				   *   request (default 8; see shipped_lookup for where 8 comes from) */
 	uint32_t retries;         /**< torn-read retries before a request (default 8) */
 	uint32_t attr_timeout_ms; /**< trust cached attributes this long (default 1000) */
 	uint32_t entry_timeout_ms;/**< trust cached names this long (default 1000) */
@@ -71,28 +71,29 @@ struct arf_client_opts {
 	uint32_t reconnect_ms;
 	/** Mobile code.  After max_hops one-sided hops, look the name up with
 	 * the shipped chain-lookup program (1, default) rather than a LOOKUP
-	 * request (0).  max_hops's default is the crossover that bench/ measures
+	 * request (0).  max_hops's default is the break-even that bench/ measures
 	 * (bench/run, mcbench chain: results.md "Chain lookups", results.csv
-	 * section "crossover"): with arfd forced to long chains, over tcp the
-	 * shipped lookup (~400 us: the bucket, one execution, the inode) beats
-	 * the one-sided walk from chain position 4 on (4: 409 against 526 us;
-	 * 32: 390 against 1443 us), straight-line break-even 3.1 hops (run of
-	 * 2026-11-24 on 2 loaded cores, where a tcp round often misses its
-	 * polling window; quieter, rounds are cheaper and the crossover moves
-	 * out).  Over shm the walk never loses up to 32 hops (0.12 us a hop
-	 * against ~190 us shipped), so a local client may want a larger max_hops. */
+	 * section "crossover"): with arfd forced to long chains, over tcp on an
+	 * idle machine a one-sided hop costs ~15 us and the shipped lookup a
+	 * constant ~140 us (the bucket, one execution, the inode), break-even
+	 * 8.4 hops (position 12: 141 against 193 us; 32: 145 against 507 us).
+	 * On loaded cores, where a tcp round often misses its polling window,
+	 * the break-even fell to 3-4 hops.  Over shm the walk never loses up to
+	 * 32 hops (0.11 us a hop against ~100 us shipped), so a local client may
+	 * want a larger max_hops; a plain LOOKUP request (~105 us over tcp) beat
+	 * both at long chains. */
 	int      shipped_lookup;
 	/** arf_resolve ships the whole-path program when at least this many
 	 * components of a path are not in the entry cache (default 8; 0 = never).
 	 * Measured by bench/ (results.md "Strategies", lookup depth 10): the
-	 * shipped resolution takes 358 us over tcp against 1690 us one-sided and
-	 * 3174 us by requests; over shm one-sided takes 2.0 us against 192 us. */
+	 * shipped resolution takes 117 us over tcp against 218 us one-sided and
+	 * 1223 us by requests; over shm one-sided takes 1.8 us against 112 us. */
 	uint32_t resolve_exec_depth;
 	/** arf_readdir and arf_readdirplus list a directory of at least this many
 	 * entries with the readdir program, one execution per batch (default 256;
 	 * 0 = never).  Not a measured crossover: bench/ (results.md "Strategies",
-	 * readdir 10k) lists 10,000 entries shipped in 10.9 ms over tcp against
-	 * 5.9 ms by READDIR requests (and 0.9 ms one-sided over shm), so set 0 to
+	 * readdir 10k) lists 10,000 entries shipped in 6.1 ms over tcp against
+	 * 2.1 ms by READDIR requests (and 0.8 ms one-sided over shm), so set 0 to
 	 * list by requests until the readdir program gets faster. */
 	uint32_t readdir_exec_min;
 	/** tcp: a root process connects from a reserved source port (665-1023),

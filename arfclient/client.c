@@ -47,7 +47,7 @@ void arf_client_opts_init(struct arf_client_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->spin_us = 50;
 	o->timeout_ms = 30000;
-	o->max_hops = 4;
+	o->max_hops = 8;
 	o->retries = 8;
 	o->attr_timeout_ms = 1000;
 	o->entry_timeout_ms = 1000;

@@ -14,6 +14,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
 from harness import Arfd, ArfdTestCase, BUILD, arfctl, run  # noqa: E402
 
 MCTEST = os.path.join(BUILD, "tests", "integration", "arf-mctest")
@@ -24,12 +25,12 @@ class LongChains(ArfdTestCase):
     extra = {"regions.dir_hash_mask": "3", "server.workers": "2"}
 
     def test_shipped_lookup_deep_in_a_chain(self):
-        for t in ("tcp", "shm"):
+        for i, t in enumerate(harness.TRANSPORTS):
             with self.subTest(transport=t):
                 url = self.arfd.url("/", t)
-                if t == "shm":
-                    # a fresh directory name for the second transport
-                    arfctl("mv", self.arfd.url("/chain"), self.arfd.url("/chain-tcp"))
+                if i:
+                    # a fresh directory name for each later transport
+                    arfctl("mv", self.arfd.url("/chain"), self.arfd.url("/chain-%d" % i))
                 p = run([MCTEST, "chain", url, "400"])
                 print(p.stdout.decode().strip())
 
@@ -52,7 +53,7 @@ class Runaway(ArfdTestCase):
              "programs.max_wall_ms": "2000"}
 
     def test_loop_forever_is_stopped_others_carry_on(self):
-        for t in ("tcp", "shm"):
+        for t in harness.TRANSPORTS:
             with self.subTest(transport=t):
                 p = run([MCTEST, "runaway", self.arfd.url("/", t)])
                 print(p.stdout.decode().strip())

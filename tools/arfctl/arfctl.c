@@ -78,7 +78,7 @@ static void usage(FILE *out)
 		"  --requests-only      no one-sided reads: every read is a request\n"
 		"  --no-resvport        tcp: never connect from a reserved port (which proves\n"
 		"                       root to an export with one_sided = root)\n"
-		"  --max-hops N         one-sided hash-chain hops before shipping the lookup (default 4)\n"
+		"  --max-hops N         one-sided hash-chain hops before shipping the lookup (default 8)\n"
 		"  --spin-us N          poll this long for a reply before sleeping (default 50)\n"
 		"  --timeout-ms N       connect and reply timeout (default 30000)\n"
 		"  --control PATH       arfd's control socket (default /run/arf/arfd.ctl)\n"
