@@ -75,8 +75,9 @@ struct arf_client_opts {
 	 * (bench/run, mcbench chain: results.md "Chain lookups", results.csv
 	 * section "crossover"): with arfd forced to long chains, over tcp on an
 	 * idle machine a one-sided hop costs ~15 us and the shipped lookup a
-	 * constant ~140 us (the bucket, one execution, the inode), break-even
-	 * 8.4 hops (position 12: 141 against 193 us; 32: 145 against 507 us).
+	 * constant ~150 us (the bucket, one execution, the inode), break-even
+	 * 7.9 hops (position 8: 150 against 167 us; 32: 144 against 512 us;
+	 * another idle run: 8.4 hops).
 	 * On loaded cores, where a tcp round often misses its polling window,
 	 * the break-even fell to 3-4 hops.  Over shm the walk never loses up to
 	 * 32 hops (0.11 us a hop against ~100 us shipped), so a local client may
@@ -86,14 +87,14 @@ struct arf_client_opts {
 	/** arf_resolve ships the whole-path program when at least this many
 	 * components of a path are not in the entry cache (default 8; 0 = never).
 	 * Measured by bench/ (results.md "Strategies", lookup depth 10): the
-	 * shipped resolution takes 117 us over tcp against 218 us one-sided and
-	 * 1223 us by requests; over shm one-sided takes 1.8 us against 112 us. */
+	 * shipped resolution takes 123 us over tcp against 249 us one-sided and
+	 * 1400 us by requests; over shm one-sided takes 1.8 us against 112 us. */
 	uint32_t resolve_exec_depth;
 	/** arf_readdir and arf_readdirplus list a directory of at least this many
 	 * entries with the readdir program, one execution per batch (default 256;
 	 * 0 = never).  Not a measured crossover: bench/ (results.md "Strategies",
-	 * readdir 10k) lists 10,000 entries shipped in 6.1 ms over tcp against
-	 * 2.1 ms by READDIR requests (and 0.8 ms one-sided over shm), so set 0 to
+	 * readdir 10k) lists 10,000 entries shipped in 4.6 ms over tcp against
+	 * 2.3 ms by READDIR requests (and 0.8 ms one-sided over shm), so set 0 to
 	 * list by requests until the readdir program gets faster. */
 	uint32_t readdir_exec_min;
 	/** tcp: a root process connects from a reserved source port (665-1023),
