@@ -42,6 +42,8 @@ struct arfd_counters {
 	uint64_t synced_txns;    /* transactions made durable by those syncs */
 	uint64_t bad_requests;   /* undecodable request bodies */
 	uint64_t prog_loads;     /* programs verified and cached */
+	uint64_t prog_jitted;    /* of those, compiled to native code */
+	uint64_t prog_jit_failed;/* of those, left to the interpreter by a JIT failure */
 	uint64_t prog_load_hits; /* loads answered from the cache */
 	uint64_t prog_rejected;  /* loads refused by the loader or verifier */
 	uint64_t prog_evictions; /* programs dropped from the full cache */
@@ -142,6 +144,8 @@ struct arfd_prog_info {
 	uint64_t entry;          /* instruction where runs start */
 	uint64_t rodata;         /* read-only data bytes (an ELF object's data sections) */
 	int elf;                 /* loaded from an ELF object */
+	int native;              /* runs as native code from the JIT (else interpreted) */
+	uint64_t native_bytes;   /* size of that code */
 	uint64_t loads;          /* PROG_LOADs of these bytes, the first included */
 	uint64_t runs;           /* runs, failed ones included */
 	uint64_t failures;       /* runs that failed (budget, fault, output, helper) */

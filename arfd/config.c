@@ -89,6 +89,10 @@ static const struct centry table[] = {
 	  "test only: widen the window in which data blocks are being written" },
 	{ "programs", "enable", C_BOOL, S(prog_enable), 0, 1, "true",
 	  "accept mobile code (PROG_LOAD, PROG_EXEC); false: refuse it" },
+	{ "programs", "jit", C_BOOL, S(prog_jit), 0, 1, "true",
+	  "compile each program to native code once when it is loaded (x86-64), keeping every "
+	  "check the interpreter makes (on/true); off/false, or a program the JIT cannot "
+	  "compile: interpret it" },
 	{ "programs", "cache_size", C_INT, S(prog_cache_size), 1, 65536, "256",
 	  "verified programs kept by hash; the least recently used is evicted (its client reloads it)" },
 	{ "programs", "max_insns", C_INT, S(prog_max_insns), 1000, 1LL << 40, "10000000",

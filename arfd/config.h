@@ -52,6 +52,7 @@ struct arfd_config {
 	int64_t test_torn_delay_us; /* test only: pause between begin and seal of data writes */
 	/* [programs] (mobile code) */
 	int  prog_enable;        /* 0: PROG_LOAD and PROG_EXEC are refused (ENOSYS) */
+	int  prog_jit;           /* 1: compile programs to native code when loaded */
 	int64_t prog_cache_size; /* verified programs kept, least recently used evicted */
 	int64_t prog_max_insns;  /* instruction budget of one run */
 	int64_t prog_max_output; /* output bytes of one run */

@@ -201,6 +201,7 @@ static void cmd_stats(struct arfd *d, struct sbuf *b, int prometheus)
 			  "\"inodes\":{\"total\":%llu,\"free\":%llu},"
 			  "\"blocks\":{\"total\":%llu,\"free\":%llu},"
 			  "\"programs\":{\"loads\":%llu,\"load_hits\":%llu,\"rejected\":%llu,"
+			  "\"jitted\":%llu,\"jit_failed\":%llu,"
 			  "\"evictions\":%llu,\"execs\":%llu,\"insns\":%llu,\"failures\":%llu,"
 			  "\"budget_stops\":%llu}}",
 			  (unsigned long long)s.ctr.errors, (unsigned long long)s.ctr.bad_requests,
@@ -216,6 +217,7 @@ static void cmd_stats(struct arfd *d, struct sbuf *b, int prometheus)
 			  (unsigned long long)s.sf.ffree, (unsigned long long)s.sf.blocks,
 			  (unsigned long long)s.sf.bfree, (unsigned long long)s.ctr.prog_loads,
 			  (unsigned long long)s.ctr.prog_load_hits, (unsigned long long)s.ctr.prog_rejected,
+			  (unsigned long long)s.ctr.prog_jitted, (unsigned long long)s.ctr.prog_jit_failed,
 			  (unsigned long long)s.ctr.prog_evictions, (unsigned long long)s.ctr.prog_execs,
 			  (unsigned long long)s.ctr.prog_insns, (unsigned long long)s.ctr.prog_failures,
 			  (unsigned long long)s.ctr.prog_budget_stops);
@@ -251,6 +253,13 @@ static void cmd_stats(struct arfd *d, struct sbuf *b, int prometheus)
 	sb_printf(b, "arf_program_failures_total %llu\n", (unsigned long long)s.ctr.prog_failures);
 	METRIC("arf_program_loads_total", "counter", "Programs verified and cached.");
 	sb_printf(b, "arf_program_loads_total %llu\n", (unsigned long long)s.ctr.prog_loads);
+	METRIC("arf_program_jit_compiles_total", "counter",
+	       "Loaded programs compiled to native code by the JIT.");
+	sb_printf(b, "arf_program_jit_compiles_total %llu\n", (unsigned long long)s.ctr.prog_jitted);
+	METRIC("arf_program_jit_failures_total", "counter",
+	       "Loaded programs the JIT could not compile (interpreted instead).");
+	sb_printf(b, "arf_program_jit_failures_total %llu\n",
+		  (unsigned long long)s.ctr.prog_jit_failed);
 	METRIC("arf_connections_open", "gauge", "Client connections open.");
 	sb_printf(b, "arf_connections_open %llu\n", (unsigned long long)s.nc.conns_open);
 	METRIC("arf_connections_accepted_total", "counter", "Client connections accepted.");
@@ -350,10 +359,12 @@ static void prog_json(struct sbuf *b, const struct arfd_prog_info *pi)
 	sb_printf(b, "{\"hash\":\"");
 	for (size_t i = 0; i < sizeof(pi->hash); i++)
 		sb_printf(b, "%02x", pi->hash[i]);
-	sb_printf(b, "\",\"format\":\"%s\",\"bytes\":%llu,\"insns\":%llu,\"entry\":%llu,"
+	sb_printf(b, "\",\"format\":\"%s\",\"engine\":\"%s\",\"native_bytes\":%llu,"
+		  "\"bytes\":%llu,\"insns\":%llu,\"entry\":%llu,"
 		  "\"rodata_bytes\":%llu,\"loads\":%llu,\"runs\":%llu,\"failures\":%llu,"
 		  "\"insns_executed\":%llu,\"running\":%u,\"loaded_at\":%lld,\"last_used\":%lld}",
-		  pi->elf ? "elf" : "bytecode", (unsigned long long)pi->bytes,
+		  pi->elf ? "elf" : "bytecode", pi->native ? "jit" : "interpreter",
+		  (unsigned long long)pi->native_bytes, (unsigned long long)pi->bytes,
 		  (unsigned long long)pi->insns, (unsigned long long)pi->entry,
 		  (unsigned long long)pi->rodata, (unsigned long long)pi->loads,
 		  (unsigned long long)pi->runs, (unsigned long long)pi->failures,

@@ -4,7 +4,10 @@
  * requests that use it.
  *
  * PROG_LOAD verifies a program once (raw bytecode, or an ELF object from
- * clang -target bpf) against arfd's helper table and keeps it under the
+ * clang -target bpf) against arfd's helper table, compiles it to native
+ * code when [programs] jit is on (mobilecode/jit.c: the same checks as the
+ * interpreter; a program the JIT cannot compile is interpreted, with a
+ * warning), and keeps it under the
  * BLAKE2b-256 hash of its bytes; a load of bytes already cached is a hit
  * only when the bytes compare equal, not merely their hashes.  The cache
  * holds [programs] cache_size programs and evicts the least recently used;
@@ -256,6 +259,13 @@ static int do_load(struct arfd *d, struct arf_proto_rd *r, struct arf_proto_wr *
 		errmsg(pe, 0, 0, "%s", err[0] ? err : arf_err_text(rc) ? arf_err_text(rc) : strerror(-rc));
 		return rc == -ENOMEM ? rc : rc == ARF_EVERIFY ? ARF_EVERIFY : -EINVAL;
 	}
+	int jit_failed = 0;
+	if (d->cfg.prog_jit && (rc = arf_mc_prog_jit(prog, err, sizeof(err)))) {
+		/* still a verified program: the interpreter runs it */
+		arfd_log(ARFD_LOG_WARN, "program of %u bytes: not compiled (%s); it will be interpreted",
+			 len, err);
+		jit_failed = 1;
+	}
 	e = calloc(1, sizeof(*e));
 	if (!e || !(e->bytes = malloc(len ? len : 1))) {
 		free(e);
@@ -272,6 +282,11 @@ static int do_load(struct arfd *d, struct arf_proto_rd *r, struct arf_proto_wr *
 	e->loads = 1;
 	e->loaded_at = e->used_at = wall_now();
 	arf_mc_prog_insns(prog, &n);
+
+	pthread_mutex_lock(&d->fs_lock);
+	d->ctr.prog_jitted += (uint64_t)arf_mc_prog_jitted(prog);
+	d->ctr.prog_jit_failed += (uint64_t)jit_failed;
+	pthread_mutex_unlock(&d->fs_lock);
 
 	pthread_mutex_lock(&p->lock);
 	if ((slot = find(p, hash))) {
@@ -497,6 +512,9 @@ static void info_of(const struct centry *e, struct arfd_prog_info *pi)
 	pi->entry = arf_mc_prog_entry(e->prog);
 	pi->rodata = ro;
 	pi->elf = e->elf;
+	pi->native = arf_mc_prog_jitted(e->prog);
+	arf_mc_prog_jit_code(e->prog, &ro);
+	pi->native_bytes = ro;
 	pi->loads = e->loads;
 	pi->runs = e->runs;
 	pi->failures = e->failures;

@@ -5,8 +5,10 @@
  *   mcbench kernels KERNELS.o [--secs S]
  *       The kernels of bench/mckernels.c (a byte scan, a hash-chain walk, a
  *       DFA table loop, and the loop-free checksum and header parse), run
- *       as eBPF in ARF's interpreter (mobilecode/, arf_mc_run) and as the
- *       same C compiled natively, and — when built with -DMCB_HAVE_DPDK —
+ *       as eBPF in ARF's interpreter (mobilecode/, arf_mc_run_interp), in
+ *       ARF's JIT (arf_mc_prog_jit: native code that keeps the bounds checks
+ *       and the budget), and as the same C compiled natively, and — when
+ *       built with -DMCB_HAVE_DPDK —
  *       the loop-free ones in DPDK's librte_bpf interpreter (rte_bpf_exec)
  *       and JIT (rte_bpf_get_jit).  DPDK's validator takes only loop-free
  *       programs without local calls, so the loops are not offered to it.
@@ -242,6 +244,7 @@ struct arf_engine {
 	struct arf_mc_vm *vm;
 	struct arf_mc_prog *prog;
 	size_t ctx_len;
+	int jit;          /* run the JIT's code (else the interpreter) */
 	uint64_t insns;
 };
 
@@ -249,7 +252,8 @@ static uint64_t run_arf(void *state, void *ctx)
 {
 	struct arf_engine *e = state;
 	struct arf_mc_result res;
-	int rc = arf_mc_run(e->vm, e->prog, ctx, e->ctx_len, 1u << 24, &res);
+	int rc = e->jit ? arf_mc_run(e->vm, e->prog, ctx, e->ctx_len, 1u << 24, &res)
+			: arf_mc_run_interp(e->vm, e->prog, ctx, e->ctx_len, 1u << 24, &res);
 	if (rc)
 		die("arf_mc_run: %s", res.msg);
 	e->insns = res.insns;
@@ -341,6 +345,14 @@ static int cmd_kernels(const char *path)
 			    run_arf(&e, k->ctx), want);
 		double arf = time_ns(run_arf, &e, k->ctx);
 		print_kernel(k, "ARF interpreter", arf, native, e.insns);
+		if ((rc = arf_mc_prog_jit(e.prog, err, sizeof(err))))
+			die("JIT %s: %s", k->name, err);
+		e.jit = 1;
+		if (run_arf(&e, k->ctx) != want)
+			die("%s: the JIT gives %" PRIx64 ", native %" PRIx64, k->name,
+			    run_arf(&e, k->ctx), want);
+		arf = time_ns(run_arf, &e, k->ctx);
+		print_kernel(k, "ARF JIT", arf, native, e.insns);
 		arf_mc_prog_destroy(e.prog);
 
 		if (!k->loop_free)

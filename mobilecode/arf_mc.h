@@ -199,8 +199,27 @@ int arf_mc_prog_load(const struct arf_mc_helpers *h, const void *code, size_t co
 int arf_mc_prog_load_elf(const struct arf_mc_helpers *h, const void *elf, size_t len,
 			 const char *entry, struct arf_mc_prog **out, char *err, size_t errlen);
 
-/* Frees a program; NULL is fine.  No vm may be running it. */
+/* Frees a program (and its native code); NULL is fine.  No vm may be running it. */
 void arf_mc_prog_destroy(struct arf_mc_prog *p);
+
+/*
+ * Compiles p to native code (x86-64), so that arf_mc_run runs that instead
+ * of interpreting.  The code keeps every check the interpreter makes --
+ * each load and store against the run's regions, the instruction budget,
+ * the deadline, the call depth -- and gives the same results, faults,
+ * messages and instruction counts.  Call it once, before p is shared
+ * between threads; again is a no-op.  The code lives in memory never
+ * writable and executable at once, and goes with p.  Errors (p stays
+ * usable, interpreted): -ENOTSUP (no JIT for this machine), -ENOMEM,
+ * -E2BIG (more than 64 MiB of code), -errno from mmap/mprotect; the reason
+ * in err.
+ */
+int arf_mc_prog_jit(struct arf_mc_prog *p, char *err, size_t errlen);
+/* 1 if p has native code (arf_mc_prog_jit succeeded), else 0. */
+int arf_mc_prog_jitted(const struct arf_mc_prog *p);
+/* p's native code (valid while p lives; never writable) and its size in
+ * *len, or NULL and 0 when it has none.  For tools that show the code. */
+const void *arf_mc_prog_jit_code(const struct arf_mc_prog *p, size_t *len);
 
 /* The program's code (valid while p lives), count in *n; its entry index. */
 const struct arf_mc_insn *arf_mc_prog_insns(const struct arf_mc_prog *p, size_t *n);
@@ -274,7 +293,8 @@ struct arf_mc_result {
 };
 
 /*
- * Runs p from its entry with r1 = address of ctx (ctx_len bytes, read-write;
+ * Runs p from its entry -- its native code if it has any (arf_mc_prog_jit),
+ * else in the interpreter -- with r1 = address of ctx (ctx_len bytes, read-write;
  * r1 = 0 when ctx_len is 0), r2 = ctx_len, r10 = top of the stack, other
  * registers and the stack zero; at most budget instructions.  Returns 0 and
  * the program's r0 in res->r0, or: ARF_EBUDGET (budget exhausted),
@@ -286,6 +306,11 @@ struct arf_mc_result {
  */
 int arf_mc_run(struct arf_mc_vm *vm, const struct arf_mc_prog *p, void *ctx, size_t ctx_len,
 	       uint64_t budget, struct arf_mc_result *res);
+
+/* arf_mc_run in the interpreter, even when p has native code (for tests
+ * and benchmarks comparing the two engines). */
+int arf_mc_run_interp(struct arf_mc_vm *vm, const struct arf_mc_prog *p, void *ctx,
+		      size_t ctx_len, uint64_t budget, struct arf_mc_result *res);
 
 /*
  * For helpers, while the program runs: the host pointer for

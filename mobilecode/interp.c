@@ -10,7 +10,9 @@
  *
  * The loop keeps the registers and the budget in locals and dispatches on
  * the whole opcode byte through a table of labels (GNU C computed goto),
- * one indirect jump at the end of every handler.
+ * one indirect jump at the end of every handler.  It starts from any state
+ * a run can be in (struct mc_exec): arf_mc_run's start, or wherever the
+ * JIT's code hands a run over (jit.c); the setup around it is run.c's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,67 +20,6 @@
 #include <time.h>
 
 #include "mc_int.h"
-
-/* Instructions between two looks at the clock when a deadline is set. */
-#define MC_SLICE (UINT64_C(1) << 16)
-
-static uint64_t mc_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static const char *region_name(const struct arf_mc_vm *vm, uint64_t k)
-{
-	if (k < MC_NREGIONS && vm->rname[k])
-		return vm->rname[k];
-
-	static const char *const names[] = { "null region", "stack", "context", "output buffer",
-					     "program data" };
-
-	return k < sizeof(names) / sizeof(names[0]) ? names[k] : "embedder region";
-}
-
-/* Message and code for an access to [addr, addr + len) that failed. */
-static int fault(const struct arf_mc_vm *vm, struct arf_mc_result *res, size_t pc,
-		 uint64_t addr, unsigned len, const char *what, int write)
-{
-	uint64_t k = addr >> ARF_MC_ADDR_SHIFT, off = addr & ARF_MC_OFF_MASK;
-
-	res->pc = (uint32_t)pc;
-	if (k >= MC_NREGIONS)
-		snprintf(res->msg, sizeof(res->msg),
-			 "instruction %zu: %s of %u bytes at 0x%llx: no such region", pc, what, len,
-			 (unsigned long long)addr);
-	else if (write && arf_range_ok(off, len, vm->rsize[k]))
-		snprintf(res->msg, sizeof(res->msg),
-			 "instruction %zu: %s of %u bytes at 0x%llx: the %s is read-only", pc, what,
-			 len, (unsigned long long)addr, region_name(vm, k));
-	else
-		snprintf(res->msg, sizeof(res->msg),
-			 "instruction %zu: %s of %u bytes at 0x%llx: out of bounds of the %s "
-			 "(%llu bytes)", pc, what, len, (unsigned long long)addr, region_name(vm, k),
-			 (unsigned long long)vm->rsize[k]);
-	return ARF_EFAULT;
-}
-
-static int failf(struct arf_mc_result *res, size_t pc, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int failf(struct arf_mc_result *res, size_t pc, int code, const char *fmt, ...)
-{
-	va_list ap;
-	int k;
-
-	res->pc = (uint32_t)pc;
-	k = snprintf(res->msg, sizeof(res->msg), "instruction %zu: ", pc);
-	va_start(ap, fmt);
-	vsnprintf(res->msg + k, sizeof(res->msg) - (size_t)k, fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 /* Host pointer for len bytes at addr in a region of the given sizes, or NULL. */
 static inline uint8_t *xlate(uint8_t *const *base, const uint64_t *sizes, uint64_t addr,
@@ -118,91 +59,6 @@ static inline void st(uint8_t *p, unsigned len, uint64_t v)
 	case 4: memcpy(p, &w, 4); break;
 	default: memcpy(p, &v, 8); break;
 	}
-}
-
-/* An atomic operation on a naturally aligned word; returns the old value. */
-static uint64_t atomic_op(uint8_t *p, int dw, int32_t op, uint64_t src, uint64_t *r0)
-{
-	if (dw) {
-		uint64_t *q = (uint64_t *)(void *)p, old;
-
-		switch (op & ~MC_FETCH) {
-		case MC_ADD: return __atomic_fetch_add(q, src, __ATOMIC_SEQ_CST);
-		case MC_OR: return __atomic_fetch_or(q, src, __ATOMIC_SEQ_CST);
-		case MC_AND: return __atomic_fetch_and(q, src, __ATOMIC_SEQ_CST);
-		case MC_XOR: return __atomic_fetch_xor(q, src, __ATOMIC_SEQ_CST);
-		case MC_XCHG & ~MC_FETCH: return __atomic_exchange_n(q, src, __ATOMIC_SEQ_CST);
-		default: /* MC_CMPXCHG */
-			old = *r0;
-			__atomic_compare_exchange_n(q, &old, src, 0, __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST);
-			*r0 = old;
-			return old;
-		}
-	} else {
-		uint32_t *q = (uint32_t *)(void *)p, s = (uint32_t)src, old;
-
-		switch (op & ~MC_FETCH) {
-		case MC_ADD: return __atomic_fetch_add(q, s, __ATOMIC_SEQ_CST);
-		case MC_OR: return __atomic_fetch_or(q, s, __ATOMIC_SEQ_CST);
-		case MC_AND: return __atomic_fetch_and(q, s, __ATOMIC_SEQ_CST);
-		case MC_XOR: return __atomic_fetch_xor(q, s, __ATOMIC_SEQ_CST);
-		case MC_XCHG & ~MC_FETCH: return __atomic_exchange_n(q, s, __ATOMIC_SEQ_CST);
-		default: /* MC_CMPXCHG */
-			old = (uint32_t)*r0;
-			__atomic_compare_exchange_n(q, &old, s, 0, __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST);
-			*r0 = old;
-			return old;
-		}
-	}
-}
-
-/* Calls helper hp with r1..r5; 0, or the run's error. */
-static int call_helper(struct arf_mc_vm *vm, const struct mc_helper *hp, uint64_t *reg,
-		       size_t pc, int *unwind, struct arf_mc_result *res)
-{
-	struct arf_mc_call c;
-	uint64_t ret = 0;
-	int rc;
-
-	c.vm = vm;
-	c.ctx = hp->ctx;
-	c.user = vm->user;
-	c.pc = (uint32_t)pc;
-	c.unwind = 0;
-	c.why = NULL;
-	for (unsigned i = 0; i < 5; i++) {
-		c.arg[i] = reg[1 + i];
-		c.ptr[i] = NULL;
-	}
-	if (hp->has_ptr) {
-		for (unsigned i = 0; i < hp->nargs; i++) {
-			int w = hp->args[i] == ARF_MC_ARG_PTR_RW;
-			uint64_t len;
-
-			if (hp->args[i] != ARF_MC_ARG_PTR_RO && !w)
-				continue;
-			len = c.arg[hp->size_of[i]];
-			c.ptr[i] = arf_mc_vm_translate(vm, c.arg[i], len, w);
-			if (!c.ptr[i])
-				return failf(res, pc, ARF_EFAULT,
-					     "helper %s: argument %u (%llu bytes at 0x%llx) is not %s memory",
-					     hp->name, i + 1, (unsigned long long)len,
-					     (unsigned long long)c.arg[i], w ? "writable" : "readable");
-		}
-	}
-	rc = hp->fn(&c, &ret);
-	if (rc < 0) {
-		if (rc == ARF_EOUTPUT)
-			return failf(res, pc, rc, "helper %s: output limit of %zu bytes exceeded",
-				     hp->name, vm->out_cap);
-		return failf(res, pc, rc, "helper %s failed: %s", hp->name,
-			     c.why ? c.why : arf_err_text(rc) ? arf_err_text(rc) : strerror(-rc));
-	}
-	reg[0] = ret;
-	*unwind = c.unwind;
-	return 0;
 }
 
 #define U32(x) ((uint32_t)(x))
@@ -294,60 +150,24 @@ static inline uint64_t trunc_le(uint64_t v, int32_t width)
 	X(0x76) X(0x7e) X(0xc6) X(0xce) X(0xd6) X(0xde)                        \
 	X(0x85) X(0x8d) X(0x95)
 
-static int run(struct arf_mc_vm *vm, const struct arf_mc_prog *p, void *ctx, size_t ctx_len,
-	       uint64_t budget, struct arf_mc_result *res)
+int mc_interp(struct arf_mc_vm *vm, const struct arf_mc_prog *p, struct mc_exec *x,
+	      struct arf_mc_result *res)
 {
-	const struct arf_mc_insn *insns;
-	uint8_t *const *base;
-	const uint64_t *rsize, *wsize;
-	uint64_t reg[16] = { 0 }; /* 16: any 4-bit field indexes it safely */
+	const struct arf_mc_insn *insns = p->insns;
+	uint8_t *const *base = vm->base;
+	const uint64_t *rsize = vm->rsize, *wsize = vm->wsize;
+	uint64_t reg[16];
 	/*
 	 * The budget is spent in slices: `left` counts down the current slice
 	 * and `reserve` holds the rest, so the loop keeps its one test per
 	 * instruction and the wall-clock deadline is looked at once per slice.
 	 */
-	uint64_t left, reserve, addr = 0;
-	size_t pc, cur = 0;
-	unsigned depth = 0, len = 0;
+	uint64_t left = x->left, reserve = x->reserve, budget = x->budget, addr = 0;
+	size_t pc = x->pc, cur = pc;
+	unsigned depth = x->depth, len = 0;
 	int unwind = 0, rc;
 
-	res->r0 = 0;
-	res->insns = 0;
-	res->out_len = 0;
-	res->pc = 0;
-	res->msg[0] = '\0';
-	if (!vm || !p)
-		return -EINVAL;
-	if (p->helpers != vm->helpers) {
-		snprintf(res->msg, sizeof(res->msg),
-			 "program was verified against another helper table");
-		return -EINVAL;
-	}
-	if ((ctx_len && !ctx) || ctx_len > ARF_MC_OFF_MASK) {
-		snprintf(res->msg, sizeof(res->msg), "bad context buffer");
-		return -EINVAL;
-	}
-
-	vm->base[ARF_MC_REGION_CTX] = ctx_len ? ctx : NULL;
-	vm->rsize[ARF_MC_REGION_CTX] = ctx_len;
-	vm->wsize[ARF_MC_REGION_CTX] = ctx_len;
-	vm->base[ARF_MC_REGION_RODATA] = p->rodata;
-	vm->rsize[ARF_MC_REGION_RODATA] = p->rodata_len;
-	vm->wsize[ARF_MC_REGION_RODATA] = 0;
-	vm->out_len = 0;
-	/* A vm serves many clients: nothing of one run may reach the next. */
-	memset(vm->stack, 0, sizeof(vm->stack));
-
-	insns = p->insns;
-	base = vm->base;
-	rsize = vm->rsize;
-	wsize = vm->wsize;
-	reg[1] = ctx_len ? ARF_MC_ADDR(ARF_MC_REGION_CTX, 0) : 0;
-	reg[2] = ctx_len;
-	reg[MC_FP] = ARF_MC_ADDR(ARF_MC_REGION_STACK, sizeof(vm->stack));
-	pc = p->entry;
-	left = vm->deadline_ns && budget > MC_SLICE ? MC_SLICE : budget;
-	reserve = budget - left;
+	memcpy(reg, x->reg, sizeof(reg));
 
 	/*
 	 * Threaded dispatch: each handler ends in its own indirect jump
@@ -497,6 +317,7 @@ static int run(struct arf_mc_vm *vm, const struct arf_mc_prog *p, void *ctx, siz
 		q = xlate(base, wsize, addr, n);                               \
 		if (!q)                                                        \
 			goto store_fault;                                      \
+		mc_stack_touch(vm, addr);                                      \
 		st(q, n, val);                                                 \
 		NEXT;
 	STORE(0x62, 4, IMM64)
@@ -519,10 +340,13 @@ static int run(struct arf_mc_vm *vm, const struct arf_mc_prog *p, void *ctx, siz
 		q = xlate(base, wsize, addr, len);
 		if (!q)
 			goto store_fault;
-		if ((uintptr_t)q & (len - 1))
-			return failf(res, cur, ARF_EFAULT, "misaligned atomic operation at 0x%llx",
-				     (unsigned long long)addr);
-		old = atomic_op(q, dw, IMM, s, &reg[0]);
+		mc_stack_touch(vm, addr);
+		if ((uintptr_t)q & (len - 1)) {
+			rc = mc_failf(res, cur, ARF_EFAULT, "misaligned atomic operation at 0x%llx",
+				      (unsigned long long)addr);
+			goto failed;
+		}
+		old = mc_atomic_op(q, dw, IMM, s, &reg[0]);
 		if ((IMM & MC_FETCH) && IMM != MC_CMPXCHG)
 			reg[SRC] = old;
 		NEXT;
@@ -586,9 +410,11 @@ static int run(struct arf_mc_vm *vm, const struct arf_mc_prog *p, void *ctx, siz
 		if (SRC == MC_CALL_LOCAL) {
 			struct mc_frame *fr;
 
-			if (depth + 1 >= ARF_MC_MAX_FRAMES)
-				return failf(res, cur, ARF_EFAULT, "local calls nest deeper than %u frames",
-					     ARF_MC_MAX_FRAMES);
+			if (depth + 1 >= ARF_MC_MAX_FRAMES) {
+				rc = mc_failf(res, cur, ARF_EFAULT,
+					      "local calls nest deeper than %u frames", ARF_MC_MAX_FRAMES);
+				goto failed;
+			}
 			fr = &vm->frames[depth++];
 			memcpy(fr->saved, &reg[6], sizeof(fr->saved));
 			fr->ret_pc = pc;
@@ -596,7 +422,7 @@ static int run(struct arf_mc_vm *vm, const struct arf_mc_prog *p, void *ctx, siz
 			pc += (size_t)(ptrdiff_t)IMM;
 			NEXT;
 		}
-		rc = call_helper(vm, &vm->helpers->tab[IMM], reg, cur, &unwind, res);
+		rc = mc_call_helper(vm, &vm->helpers->tab[IMM], reg, cur, &unwind, res);
 		if (rc)
 			goto failed;
 		if (unwind)
@@ -607,10 +433,12 @@ static int run(struct arf_mc_vm *vm, const struct arf_mc_prog *p, void *ctx, siz
 
 		if (*d < ARF_MC_MAX_HELPERS && vm->helpers)
 			hp = &vm->helpers->tab[*d];
-		if (!hp || !hp->fn)
-			return failf(res, cur, -ENOSYS, "call %%r%u: unknown helper %llu", DST,
-				     (unsigned long long)*d);
-		rc = call_helper(vm, hp, reg, cur, &unwind, res);
+		if (!hp || !hp->fn) {
+			rc = mc_failf(res, cur, -ENOSYS, "call %%r%u: unknown helper %llu", DST,
+				      (unsigned long long)*d);
+			goto failed;
+		}
+		rc = mc_call_helper(vm, hp, reg, cur, &unwind, res);
 		if (rc)
 			goto failed;
 		if (unwind)
@@ -626,7 +454,8 @@ static int run(struct arf_mc_vm *vm, const struct arf_mc_prog *p, void *ctx, siz
 		NEXT;
 	op_bad:
 		/* The verifier lets nothing else through. */
-		return failf(res, cur, ARF_EVERIFY, "unknown opcode 0x%02x", OPC);
+		rc = mc_failf(res, cur, ARF_EVERIFY, "unknown opcode 0x%02x", OPC);
+		goto failed;
 
 done:
 	res->r0 = reg[0];
@@ -638,9 +467,7 @@ out_of_budget:
 		if (mc_now_ns() >= vm->deadline_ns) {
 			res->insns = budget - reserve;
 			res->out_len = vm->out_len;
-			return failf(res, cur, ARF_EBUDGET,
-				     "wall-clock limit reached after %llu instructions",
-				     (unsigned long long)(budget - reserve));
+			return mc_deadline_stop(res, cur, budget - reserve);
 		}
 		left = reserve > MC_SLICE ? MC_SLICE : reserve;
 		reserve -= left;
@@ -648,31 +475,16 @@ out_of_budget:
 	}
 	res->insns = budget;
 	res->out_len = vm->out_len;
-	return failf(res, cur, ARF_EBUDGET, "instruction budget of %llu exhausted",
+	return mc_failf(res, cur, ARF_EBUDGET, "instruction budget of %llu exhausted",
 		     (unsigned long long)budget);
 load_fault:
-	res->insns = budget - reserve - left;
-	return fault(vm, res, cur, addr, len, "load", 0);
+	rc = mc_fault(vm, res, cur, addr, len, "load", 0);
+	goto failed;
 store_fault:
-	res->insns = budget - reserve - left;
-	return fault(vm, res, cur, addr, len, "store", 1);
+	rc = mc_fault(vm, res, cur, addr, len, "store", 1);
 failed:
+	/* Every failure: the instructions run, the failing one included. */
 	res->insns = budget - reserve - left;
 	res->out_len = vm->out_len;
-	return rc;
-}
-
-int arf_mc_run(struct arf_mc_vm *vm, const struct arf_mc_prog *p, void *ctx, size_t ctx_len,
-	       uint64_t budget, struct arf_mc_result *res)
-{
-	int rc = run(vm, p, ctx, ctx_len, budget, res);
-
-	/* The caller's context and the program end with the run: forget them. */
-	if (vm) {
-		vm->base[ARF_MC_REGION_CTX] = NULL;
-		vm->rsize[ARF_MC_REGION_CTX] = vm->wsize[ARF_MC_REGION_CTX] = 0;
-		vm->base[ARF_MC_REGION_RODATA] = NULL;
-		vm->rsize[ARF_MC_REGION_RODATA] = 0;
-	}
 	return rc;
 }

@@ -113,6 +113,10 @@ struct arf_mc_helpers {
 	struct mc_helper tab[ARF_MC_MAX_HELPERS]; /* indexed by id */
 };
 
+/* Native code of a program (below); NULL in a program never compiled. */
+struct mc_jit_code;
+struct mc_exec;
+
 struct arf_mc_prog {
 	const struct arf_mc_helpers *helpers; /* verified against these */
 	struct arf_mc_insn *insns;            /* owned */
@@ -120,11 +124,52 @@ struct arf_mc_prog {
 	size_t entry;
 	uint8_t *rodata;                      /* owned, NULL when empty */
 	size_t rodata_len;
+	struct mc_jit_code *jit;              /* owned; set once by arf_mc_prog_jit */
 };
 
+/*
+ * A call frame of a local call, in the one format both engines use: the
+ * JIT writes it as the interpreter does, so that a run the JIT started can
+ * go on in the interpreter (see jit.c, "handing over").
+ */
 struct mc_frame {
 	uint64_t saved[5]; /* caller's r6 .. r10 */
-	size_t ret_pc;     /* instruction after the call */
+	uint64_t ret_pc;   /* instruction after the call */
+};
+_Static_assert(sizeof(struct mc_frame) == 48, "the JIT addresses frames as 48-byte records");
+
+/*
+ * Region table entries the JIT's code indexes: a power of two at least
+ * MC_NREGIONS, so that (address >> 48) masked to it picks an entry; an
+ * address whose region bits are larger lands on an entry whose limit it is
+ * always above (jit.c, "the bounds check").
+ */
+#define MC_JIT_NREG 32u
+
+/*
+ * What the JIT's code reads and writes while it runs, at fixed offsets
+ * from the vm (the code holds the vm's address in a register).  Filled
+ * afresh by each run (jit.c); meaningless between runs.
+ */
+struct mc_jit_state {
+	/* lim[w][l][k]: the first address at which an access of 1 << l bytes
+	 * in region k faults (a store when w = 1); 0 when none is allowed. */
+	uint64_t lim[2][4][MC_JIT_NREG];
+	uint64_t delta[MC_JIT_NREG]; /* host address minus program address */
+	uint64_t reg[16];            /* r0..r10 at call-outs, at the start and the end */
+	uint64_t left;               /* budget left in this slice (the code's counter) */
+	uint64_t fp_delta;           /* program address minus host address in the stack */
+	uint64_t host_rsp;           /* the host stack pointer to unwind to */
+	uint64_t fault_addr;         /* the address of a faulting access */
+	uint32_t depth;              /* local calls in progress */
+	uint32_t fault_pc;           /* the faulting instruction */
+	uint32_t fault_info;         /* MC_JIT_FAULT_* | bytes << 8 */
+	uint32_t fault_undo;         /* instructions charged after the faulting one */
+	int rc;                      /* outcome decided by a call-out (MC_JIT_STOPPED) */
+	uint32_t pad;
+	struct mc_exec *x;           /* the run's budget accounting */
+	const struct arf_mc_prog *prog;
+	struct arf_mc_result *res;
 };
 
 struct arf_mc_vm {
@@ -145,8 +190,136 @@ struct arf_mc_vm {
 	size_t out_cap;
 	size_t out_len;                       /* bytes emitted in this run */
 	struct mc_frame frames[ARF_MC_MAX_FRAMES];
+	/*
+	 * The lowest offset in the stack that may have been written since it
+	 * was last cleared (sizeof(stack) when it is all zero): each run
+	 * clears from there up when it ends, so that nothing of one run
+	 * reaches the next without clearing 4 KiB every time.
+	 */
+	uint32_t stack_low;
 	_Alignas(16) uint8_t stack[ARF_MC_MAX_FRAMES * ARF_MC_STACK_SIZE];
+	struct mc_jit_state jit;              /* the JIT's code's view of this run */
 };
+
+/* A write is about to land at addr: lower the stack's mark if it is there. */
+static inline void mc_stack_touch(struct arf_mc_vm *vm, uint64_t addr)
+{
+	if ((addr >> ARF_MC_ADDR_SHIFT) == ARF_MC_REGION_STACK &&
+	    (addr & ARF_MC_OFF_MASK) < vm->stack_low)
+		vm->stack_low = (uint32_t)(addr & ARF_MC_OFF_MASK);
+}
+
+/*
+ * One run's state as both engines see it: the registers, where it is, how
+ * deep in local calls, and the budget -- `left` counts down the current
+ * slice and `reserve` holds the rest, so that the wall-clock deadline is
+ * looked at once per slice (MC_SLICE instructions) and not per instruction.
+ */
+struct mc_exec {
+	uint64_t reg[16];  /* 16: any 4-bit field indexes it safely */
+	size_t pc;
+	unsigned depth;
+	uint64_t left, reserve, budget;
+};
+
+/* Instructions between two looks at the clock when a deadline is set. */
+#define MC_SLICE (UINT64_C(1) << 16)
+
+/* run.c: what both engines share while a program runs. */
+uint64_t mc_now_ns(void);
+/* Message and ARF_EFAULT for an access of len bytes at addr that failed. */
+int mc_fault(const struct arf_mc_vm *vm, struct arf_mc_result *res, size_t pc, uint64_t addr,
+	     unsigned len, const char *what, int write);
+/* "instruction PC: <fmt>" into res->msg, res->pc = pc; returns code. */
+int mc_failf(struct arf_mc_result *res, size_t pc, int code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Calls helper hp with reg[1..5] (PTR arguments checked first), r0 = its
+ * result; *unwind set when it stops the program.  0 or the run's error. */
+int mc_call_helper(struct arf_mc_vm *vm, const struct mc_helper *hp, uint64_t *reg, size_t pc,
+		   int *unwind, struct arf_mc_result *res);
+/* The atomic operation imm on the aligned word at q (dw: 8 bytes, else 4)
+ * with the source value src; r0 for cmpxchg.  Returns the old value. */
+uint64_t mc_atomic_op(uint8_t *q, int dw, int32_t imm, uint64_t src, uint64_t *r0);
+/* The message and code for a wall-clock stop after `done` instructions. */
+int mc_deadline_stop(struct arf_mc_result *res, size_t pc, uint64_t done);
+/* The value of r10 at call depth `depth`. */
+static inline uint64_t mc_fp_at(unsigned depth)
+{
+	return ARF_MC_ADDR(ARF_MC_REGION_STACK,
+			   (uint64_t)(ARF_MC_MAX_FRAMES - depth) * ARF_MC_STACK_SIZE);
+}
+
+/* interp.c: runs p from the state in x until it exits or fails; the run's
+ * regions are set.  Returns as arf_mc_run. */
+int mc_interp(struct arf_mc_vm *vm, const struct arf_mc_prog *p, struct mc_exec *x,
+	      struct arf_mc_result *res);
+
+/*
+ * The JIT (jit.c: memory, runs and call-outs; jit_x86.c: code generation).
+ * The code is one function, int fn(struct arf_mc_vm *vm), returning one of
+ * enum mc_jit_event; everything else passes through vm->jit.
+ */
+struct mc_jit_code {
+	int (*fn)(struct arf_mc_vm *vm); /* the entry: start of the mapping */
+	void *mem;                       /* the mapping, read + execute once made */
+	size_t map_len;                  /* its length (whole pages) */
+	size_t code_len;                 /* bytes of code in it */
+	uint32_t *undo;                  /* per instruction: instructions of its basic
+					  * block after it (charged, not yet run) */
+	int frame_stores;                /* stores into the frame through r10, unchecked
+					  * and so unseen by the stack's mark */
+};
+
+enum mc_jit_event {
+	MC_JIT_EXIT = 0,    /* exit at depth 0: r0 in vm->jit.reg[0] */
+	MC_JIT_FAULT = 1,   /* an access failed: vm->jit.fault_* say which */
+	MC_JIT_STOPPED = 2, /* a call-out ended the run: vm->jit.rc, res filled */
+};
+
+/* vm->jit.fault_info: the kind in the low byte, the access size above. */
+#define MC_JIT_FAULT_LOAD  0u
+#define MC_JIT_FAULT_STORE 1u
+#define MC_JIT_FAULT_DEPTH 2u
+
+/*
+ * jit_x86.c: compiles verified p into position-independent code (it calls
+ * the call-outs below by absolute address) in *code (malloc'd), and the
+ * undo table (malloc'd, p->n entries); *frame_stores says whether the
+ * code stores through r10 without a check.  -ENOTSUP on a host other than
+ * x86-64, -ENOMEM, -E2BIG (code over 64 MiB); message in err.
+ */
+int mc_jit_compile(const struct arf_mc_prog *p, uint8_t **code, size_t *len, uint32_t **undo,
+		   int *frame_stores, char *err, size_t errlen);
+
+/*
+ * jit_guess.c: for each load and store of p, the region its address is
+ * likely to be in (guess[pc]; >= MC_NREGIONS when unknown), for the code's
+ * fast path.  0, or -1 when out of memory.
+ */
+int mc_jit_guess(const struct arf_mc_prog *p, uint8_t *guess);
+
+/*
+ * jit.c: what the code calls, with r0..r9 in vm->jit.reg and the slice's
+ * budget in vm->jit.left: 0 to go on (registers reloaded from vm->jit), 1
+ * when the run has ended (vm->jit.rc and the result are set).
+ */
+int mc_jit_helper(struct arf_mc_vm *vm, uint32_t pc);               /* call, callx */
+int mc_jit_atomic(struct arf_mc_vm *vm, uint32_t pc);               /* atomic ops */
+int mc_jit_refill(struct arf_mc_vm *vm, uint32_t pc, uint32_t need); /* budget */
+
+/*
+ * jit.c: brings the JIT's table entries of region k in line with the
+ * vm's; called wherever a region changes (vm.c, run.c), helpers adding
+ * regions during a run included, so the code always sees the regions the
+ * interpreter would.
+ */
+void mc_jit_region_sync(struct arf_mc_vm *vm, unsigned k);
+
+/* jit.c: runs p's native code from the start state in x; as mc_interp. */
+int mc_jit_run(struct arf_mc_vm *vm, const struct arf_mc_prog *p, struct mc_exec *x,
+	       struct arf_mc_result *res);
+/* jit.c: frees p's native code; NULL is fine. */
+void mc_jit_free(struct mc_jit_code *code);
 
 /* err.c: format "fmt" into err/errlen when err is not NULL; returns code. */
 int mc_errf(char *err, size_t errlen, int code, const char *fmt, ...)

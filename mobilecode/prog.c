@@ -95,6 +95,7 @@ void arf_mc_prog_destroy(struct arf_mc_prog *p)
 {
 	if (!p)
 		return;
+	mc_jit_free(p->jit);
 	free(p->insns);
 	free(p->rodata);
 	free(p);

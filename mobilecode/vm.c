@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The execution context: the region table that turns a program's addresses
- * into host pointers, the stack, the lent output buffer.  Also the two
+ * into host pointers (and the JIT's copy of it, jit.c, kept in step with
+ * every change), the stack, the lent output buffer.  Also the two
  * services helpers use while a program runs: address translation (the same
  * check the interpreter makes for its own loads and stores) and appending
  * output.
@@ -20,9 +21,12 @@ int arf_mc_vm_create(const struct arf_mc_helpers *h, struct arf_mc_vm **out)
 	if (!vm)
 		return -ENOMEM;
 	vm->helpers = h;
+	vm->stack_low = sizeof(vm->stack); /* calloc: all zero */
 	vm->base[ARF_MC_REGION_STACK] = vm->stack;
 	vm->rsize[ARF_MC_REGION_STACK] = sizeof(vm->stack);
 	vm->wsize[ARF_MC_REGION_STACK] = sizeof(vm->stack);
+	for (unsigned k = 0; k < MC_NREGIONS; k++)
+		mc_jit_region_sync(vm, k);
 	*out = vm;
 	return 0;
 }
@@ -46,6 +50,7 @@ int arf_mc_vm_add_region(struct arf_mc_vm *vm, const void *base, uint64_t size, 
 	vm->base[k] = (uint8_t *)(uintptr_t)base;
 	vm->rsize[k] = size;
 	vm->wsize[k] = (flags & ARF_MC_REGION_WRITE) ? size : 0;
+	mc_jit_region_sync(vm, k);
 	if (addr)
 		*addr = ARF_MC_ADDR(k, 0);
 	return 0;
@@ -58,6 +63,7 @@ void arf_mc_vm_clear_regions(struct arf_mc_vm *vm)
 		vm->rsize[k] = 0;
 		vm->wsize[k] = 0;
 		vm->rname[k] = NULL;
+		mc_jit_region_sync(vm, k);
 	}
 	vm->nuser = 0;
 }
@@ -73,6 +79,7 @@ void arf_mc_vm_set_output(struct arf_mc_vm *vm, void *buf, size_t cap)
 	vm->base[ARF_MC_REGION_OUT] = buf;
 	vm->rsize[ARF_MC_REGION_OUT] = cap;
 	vm->wsize[ARF_MC_REGION_OUT] = cap;
+	mc_jit_region_sync(vm, ARF_MC_REGION_OUT);
 }
 
 void arf_mc_vm_set_user(struct arf_mc_vm *vm, void *user)
@@ -102,6 +109,8 @@ void *arf_mc_vm_translate(struct arf_mc_vm *vm, uint64_t addr, uint64_t len, int
 		return NULL;
 	if (len == 0)
 		return empty; /* never dereferenced; keeps memcpy & co. off NULL */
+	if (write)
+		mc_stack_touch(vm, addr);
 	return vm->base[k] + off;
 }
 

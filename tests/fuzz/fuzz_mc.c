@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "arf_mc.h"
+#include "mc_input.h"
 
 #define BUDGET 4096
 
@@ -58,16 +59,11 @@ static void roundtrip(const struct arf_mc_insn *code, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (size < 2)
+	struct mc_input in;
+
+	if (mc_input_split(data, size, &in))
 		return 0;
-	size_t ctx_len = data[0], ro_len = data[1];
-	data += 2;
-	size -= 2;
-	if (ctx_len > size)
-		ctx_len = size;
-	if (ro_len > size - ctx_len)
-		ro_len = size - ctx_len;
-	size_t code_len = (size - ctx_len - ro_len) & ~(size_t)7;
+	size_t ctx_len = in.ctx_len, ro_len = in.ro_len, code_len = in.code_len;
 
 	/* exact-size copies, so that ASan sees any overrun */
 	uint8_t *ctx = malloc(ctx_len ? ctx_len : 1);
@@ -75,10 +71,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct arf_mc_insn *code = malloc(code_len ? code_len : 1);
 	if (!ctx || (ro_len && !ro) || !code)
 		abort();
-	memcpy(ctx, data, ctx_len);
+	memcpy(ctx, in.ctx, ctx_len);
 	if (ro_len)
-		memcpy(ro, data + ctx_len, ro_len);
-	memcpy(code, data + ctx_len + ro_len, code_len);
+		memcpy(ro, in.ro, ro_len);
+	memcpy(code, in.code, code_len);
 
 	size_t n = code_len / sizeof(struct arf_mc_insn);
 	roundtrip(code, n);

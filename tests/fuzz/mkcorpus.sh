@@ -20,7 +20,7 @@ trap 'rm -rf "$TMP"' EXIT
 
 clang -O1 -std=gnu11 -D_GNU_SOURCE -I"$SRC/common" -I"$SRC/net" -I"$SRC/meta" \
   -I"$SRC/mobilecode" "$SRC/tests/fuzz/mkcorpus.c" "$SRC/net/proto.c" "$SRC/net/frame.c" \
-  "$SRC/meta/super.c" "$SRC"/mobilecode/{asm,disasm,elf,err,helpers,interp,isa,prog,verify,vm}.c \
+  "$SRC/meta/super.c" "$SRC"/mobilecode/{asm,disasm,elf,err,helpers,interp,isa,jit,jit_guess,jit_x86,prog,run,verify,vm}.c \
   $(pkg-config --cflags --libs libelf libsodium) -o "$TMP/mkcorpus"
 
 rm -rf "$OUT"

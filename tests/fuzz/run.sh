@@ -24,12 +24,13 @@
 #   handshake  the client's parse of the server's HELLO reply (net/client.c, shm.c),
 #              the info blob and the superblock check (meta/super.c)
 #   mc         the verifier and the interpreter (mobilecode/) on raw bytecode
+#   jit        the JIT against the interpreter on the same inputs (mc's corpus)
 #   asm        the assembler (and disassembler round trip)
 #   elf        the ELF loader
 #   config     arfd's configuration parser (arfd/config.c on libinih)
 set -euo pipefail
 
-ALL_TARGETS=(proto frame handshake mc asm elf config)
+ALL_TARGETS=(proto frame handshake mc jit asm elf config)
 
 usage() {
   echo "usage: $0 BUILD_DIR [${ALL_TARGETS[*]}]" >&2
@@ -48,8 +49,8 @@ mkdir -p "$BUILD"
 BUILD=$(cd "$BUILD" && pwd)
 
 MC_SRCS="mobilecode/asm.c mobilecode/disasm.c mobilecode/elf.c mobilecode/err.c
-  mobilecode/helpers.c mobilecode/interp.c mobilecode/isa.c mobilecode/prog.c
-  mobilecode/verify.c mobilecode/vm.c"
+  mobilecode/helpers.c mobilecode/interp.c mobilecode/isa.c mobilecode/jit.c
+  mobilecode/jit_guess.c mobilecode/jit_x86.c mobilecode/prog.c mobilecode/run.c mobilecode/verify.c mobilecode/vm.c"
 
 # Sources and pkg-config packages of each target (besides fuzz_TARGET.c).
 target_srcs() {
@@ -57,7 +58,7 @@ target_srcs() {
     proto) echo "net/proto.c" ;;
     frame) echo "net/frame.c" ;;
     handshake) echo "net/client.c net/frame.c net/shm.c net/tcp.c net/proto.c meta/super.c meta/hash.c" ;;
-    mc | asm | elf) echo "$MC_SRCS" ;;
+    mc | jit | asm | elf) echo "$MC_SRCS" ;;
     config) echo "arfd/config.c arfd/access.c arfd/log.c" ;;
     *) return 1 ;;
   esac
@@ -66,7 +67,7 @@ target_pkgs() {
   case $1 in
     frame) echo "libsodium" ;;
     handshake) echo "libsodium libxxhash" ;;
-    mc | asm | elf) echo "libelf" ;;
+    mc | jit | asm | elf) echo "libelf" ;;
     config) echo "inih" ;;
     *) echo "" ;;
   esac
@@ -124,12 +125,21 @@ build_target() {
   mv "$bin.tmp" "$bin"
 }
 
+# The seed corpus of a target: its own, or (jit) the one whose inputs it shares.
+corpus_of() {
+  case $1 in
+    jit) echo mc ;;
+    *) echo "$1" ;;
+  esac
+}
+
 run_target() {
-  local t=$1 w=$BUILD/$t bin=$BUILD/$t/fuzz-$t
-  [ -d "$SRC/tests/fuzz/corpus/$t" ] || die "$t: no seed corpus tests/fuzz/corpus/$t"
+  local t=$1 w=$BUILD/$t bin=$BUILD/$t/fuzz-$t seeds
+  seeds=$SRC/tests/fuzz/corpus/$(corpus_of "$t")
+  [ -d "$seeds" ] || die "$t: no seed corpus $seeds"
   rm -rf "$w/corpus" "$w/artifacts"
   mkdir -p "$w/corpus" "$w/artifacts"
-  cp "$SRC/tests/fuzz/corpus/$t"/* "$w/corpus/"
+  cp "$seeds"/* "$w/corpus/"
   chmod -R u+w "$w/corpus"
   local rc=0
   (

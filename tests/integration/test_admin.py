@@ -204,11 +204,14 @@ class Programs(ArfdTestCase):
             self.assertEqual(self.exec_file(path)["r0"], 7)
         lines = ctl(d, "progs", "list").stdout.decode().splitlines()
         self.assertEqual(len(lines), 1, lines)
-        self.assertTrue(lines[0].startswith(h7 + "  2 insns/16 bytes  loads 2  runs 2  "
+        self.assertTrue(lines[0].startswith(h7 + "  2 insns/16 bytes  jit  loads 2  runs 2  "
                                             "insns executed 4  last used "), lines[0])
         p = self.listed()[h7]
         self.assertEqual((p["format"], p["insns"], p["bytes"], p["loads"], p["runs"],
                           p["insns_executed"], p["failures"]), ("bytecode", 2, 16, 2, 2, 4, 0))
+        # [programs] jit is on by default: compiled once when loaded
+        self.assertEqual(p["engine"], "jit")
+        self.assertGreater(p["native_bytes"], 0)
         self.assertGreaterEqual(p["last_used"], t0 - 1)
         self.assertLessEqual(p["last_used"], int(time.time()) + 1)
 
@@ -220,7 +223,9 @@ class Programs(ArfdTestCase):
 
         # show, by a unique prefix (either case)
         out = ctl(d, "progs", "show", h7[:8].upper()).stdout.decode()
-        for want in ("hash: " + h7, "format: bytecode", "size: 2 instructions, 16 bytes",
+        for want in ("hash: " + h7, "format: bytecode",
+                     "engine: jit (%d bytes of native code)" % p["native_bytes"],
+                     "size: 2 instructions, 16 bytes",
                      "loads: 3", "runs: 3 (0 failed, 0 running now)",
                      "instructions executed: 6"):
             self.assertIn(want, out)

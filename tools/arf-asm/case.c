@@ -319,7 +319,7 @@ static int round_trip(const struct arf_mc_insn *code, size_t n, char *why, size_
 	return ok;
 }
 
-int asm_case_run(const struct asm_case *c, int negative, const struct arf_mc_helpers *h,
+int asm_case_run(const struct asm_case *c, int negative, int jit, const struct arf_mc_helpers *h,
 		 char *why, size_t whylen)
 {
 	struct arf_mc_insn *code = NULL;
@@ -370,6 +370,10 @@ int asm_case_run(const struct asm_case *c, int negative, const struct arf_mc_hel
 	}
 	if (!negative && !round_trip(code, n, why, whylen))
 		goto out;
+	if (jit && (rc = arf_mc_prog_jit(prog, err, sizeof(err)))) {
+		snprintf(why, whylen, "the JIT cannot compile it: %s", err);
+		goto out;
+	}
 
 	/* 3. the run, on a private copy of -- mem */
 	if (c->mem_len) {
@@ -385,7 +389,10 @@ int asm_case_run(const struct asm_case *c, int negative, const struct arf_mc_hel
 		goto out;
 	}
 	arf_mc_vm_set_output(vm, out, sizeof(out));
-	rc = arf_mc_run(vm, prog, mem, c->mem_len, CASE_BUDGET, &res);
+	if (jit)
+		rc = arf_mc_run(vm, prog, mem, c->mem_len, CASE_BUDGET, &res);
+	else
+		rc = arf_mc_run_interp(vm, prog, mem, c->mem_len, CASE_BUDGET, &res);
 	if (rc) {
 		snprintf(why, whylen, "run failed (%s): %s",
 			 arf_err_text(rc) ? arf_err_text(rc) : strerror(-rc), res.msg);

@@ -31,10 +31,12 @@ int asm_case_parse(const char *path, struct asm_case *c, char *err, size_t errle
 void asm_case_free(struct asm_case *c);
 
 /*
- * Runs c with helper table h.  Returns 1 if it passes (negative: by the rule
- * of conformance/bpf/negative), 0 if not; why says what happened either way.
+ * Runs c with helper table h, in the interpreter, or (jit) as native code
+ * from arf_mc_prog_jit -- a case the JIT cannot compile fails.  Returns 1
+ * if it passes (negative: by the rule of conformance/bpf/negative), 0 if
+ * not; why says what happened either way.
  */
-int asm_case_run(const struct asm_case *c, int negative, const struct arf_mc_helpers *h,
+int asm_case_run(const struct asm_case *c, int negative, int jit, const struct arf_mc_helpers *h,
 		 char *why, size_t whylen);
 
 #endif /* ARF_ASM_CASE_H */

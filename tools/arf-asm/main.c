@@ -26,13 +26,15 @@
 static const char usage[] =
 	"usage: arf-asm asm FILE.s [-o OUT.bin]     assemble text to raw bytecode\n"
 	"       arf-asm disasm FILE.bin|FILE.o       disassemble bytecode or an ELF object\n"
-	"       arf-asm test [--negative] [-v] CASE.data|DIR...\n"
+	"       arf-asm test [--negative] [--jit] [-v] CASE.data|DIR...\n"
 	"                                            run conformance cases (a DIR: its *.data)\n"
 	"       arf-asm --help | --version\n"
 	"\n"
 	"FILE may be - for standard input.  test prints `PASS name` or `FAIL name: reason`\n"
 	"per case and exits 1 if any fails; with --negative a case passes when it is\n"
-	"rejected (assembler or verifier) or does not return its -- result.\n";
+	"rejected (assembler or verifier) or does not return its -- result.  Cases run in\n"
+	"the interpreter, or with --jit as native code from the JIT (a case it cannot\n"
+	"compile fails).\n";
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -270,11 +272,13 @@ static int cmd_test(int argc, char **argv)
 	struct arf_mc_helpers *h = NULL;
 	char **paths = NULL;
 	size_t npaths = 0, npass = 0, nfail = 0;
-	int negative = 0, verbose = 0, bad = 0;
+	int negative = 0, jit = 0, verbose = 0, bad = 0;
 
 	for (int i = 0; i < argc; i++) {
 		if (!strcmp(argv[i], "--negative"))
 			negative = 1;
+		else if (!strcmp(argv[i], "--jit"))
+			jit = 1;
 		else if (!strcmp(argv[i], "-v") || !strcmp(argv[i], "--verbose"))
 			verbose = 1;
 		else if (argv[i][0] == '-') {
@@ -302,7 +306,7 @@ static int cmd_test(int argc, char **argv)
 			nfail++;
 			continue;
 		}
-		pass = asm_case_run(&c, negative, h, why, sizeof(why));
+		pass = asm_case_run(&c, negative, jit, h, why, sizeof(why));
 		if (pass && verbose)
 			printf("PASS %s: %s\n", c.name, why);
 		else if (pass)
@@ -312,8 +316,8 @@ static int cmd_test(int argc, char **argv)
 		pass ? npass++ : nfail++;
 		asm_case_free(&c);
 	}
-	printf("# %zu %scases: %zu passed, %zu failed\n", npaths, negative ? "negative " : "", npass,
-	       nfail);
+	printf("# %zu %scases%s: %zu passed, %zu failed\n", npaths, negative ? "negative " : "",
+	       jit ? " (JIT)" : "", npass, nfail);
 out:
 	arf_mc_helpers_destroy(h);
 	for (size_t i = 0; i < npaths; i++)

@@ -331,11 +331,12 @@ static const char *when(const char *obj, const char *end, const char *key, char 
 /* One program object [p, end) of "progs list" as one line. */
 static void prog_line(const char *p, const char *end)
 {
-	char hash[80], used[32];
+	char hash[80], used[32], engine[32];
 
-	printf("%s  %llu insns/%llu bytes  loads %llu  runs %llu  insns executed %llu  "
+	printf("%s  %llu insns/%llu bytes  %s  loads %llu  runs %llu  insns executed %llu  "
 	       "last used %s\n", json_text(p, end, "hash", hash, sizeof(hash)),
-	       json_u64(p, end, "insns"), json_u64(p, end, "bytes"), json_u64(p, end, "loads"),
+	       json_u64(p, end, "insns"), json_u64(p, end, "bytes"),
+	       json_text(p, end, "engine", engine, sizeof(engine)), json_u64(p, end, "loads"),
 	       json_u64(p, end, "runs"), json_u64(p, end, "insns_executed"),
 	       when(p, end, "last_used", used, sizeof(used)));
 }
@@ -343,13 +344,16 @@ static void prog_line(const char *p, const char *end)
 /* "progs show": the program object [p, end) as labelled lines. */
 static void prog_details(const char *p, const char *end)
 {
-	char hash[80], format[32], loaded[32], used[32];
+	char hash[80], format[32], loaded[32], used[32], engine[32];
 
-	printf("hash: %s\nformat: %s\nsize: %llu instructions, %llu bytes\n"
+	printf("hash: %s\nformat: %s\nengine: %s (%llu bytes of native code)\n"
+	       "size: %llu instructions, %llu bytes\n"
 	       "entry: instruction %llu\nread-only data: %llu bytes\nloads: %llu\n"
 	       "runs: %llu (%llu failed, %llu running now)\ninstructions executed: %llu\n"
 	       "loaded: %s\nlast used: %s\n", json_text(p, end, "hash", hash, sizeof(hash)),
-	       json_text(p, end, "format", format, sizeof(format)), json_u64(p, end, "insns"),
+	       json_text(p, end, "format", format, sizeof(format)),
+	       json_text(p, end, "engine", engine, sizeof(engine)),
+	       json_u64(p, end, "native_bytes"), json_u64(p, end, "insns"),
 	       json_u64(p, end, "bytes"), json_u64(p, end, "entry"),
 	       json_u64(p, end, "rodata_bytes"), json_u64(p, end, "loads"),
 	       json_u64(p, end, "runs"), json_u64(p, end, "failures"),
