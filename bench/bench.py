@@ -691,7 +691,7 @@ class Bench:
         for r in res:
             if r["kind"] != "kernel":
                 continue
-            engines = ["native C (cc -O2)", "ARF interpreter"]
+            engines = ["native C (cc -O2)", "ARF interpreter", "ARF JIT"]
             if r["loop_free"] and dpdk:
                 engines.append("DPDK rte_bpf interpreter")
                 if jit:
@@ -907,12 +907,16 @@ class Bench:
         chain = [r for r in self.rows if r["section"] == "chain"]
         if not interp and not chain:
             return []
-        L = ["", "## Mobile code: interpreter vs native vs DPDK librte_bpf (mcbench)", "",
+        L = ["", "## Mobile code: interpreter and JIT vs native vs DPDK librte_bpf (mcbench)", "",
              "The kernels of bench/mckernels.c, one C source: compiled natively (cc -O2) and "
              "for eBPF (clang -O2 -target bpf -mcpu=v2), run in ARF's interpreter "
-             "(arf_mc_run, fresh vm state per run) and, for the loop-free kernels (the only "
-             "ones its validator accepts), DPDK's librte_bpf interpreter (rte_bpf_exec) and "
-             "JIT (rte_bpf_get_jit). Best of 5 batches; ratio = ns/op over native's.", ""]
+             "(arf_mc_run_interp) and as ARF's JIT's native code (arf_mc_prog_jit, then "
+             "arf_mc_run: every load and store still checked, the budget still counted), "
+             "each run a full arf_mc_run with fresh vm state (the stack cleared, the regions "
+             "set), and, for the loop-free kernels (the only ones its validator accepts), "
+             "DPDK's librte_bpf interpreter (rte_bpf_exec) and JIT (rte_bpf_get_jit), which "
+             "are called directly and check no access. Best of 5 batches; ratio = ns/op over "
+             "native's.", ""]
         for n in self.mc_notes:
             L.append("- not measured: " + n)
         if self.mc_notes:

@@ -4,7 +4,8 @@
  *
  *   mcbench kernels KERNELS.o [--secs S]
  *       The kernels of bench/mckernels.c (a byte scan, a hash-chain walk, a
- *       DFA table loop, and the loop-free checksum and header parse), run
+ *       DFA table loop, the loop-free checksum and header parse, and an
+ *       empty program that shows what a run costs before any work), run
  *       as eBPF in ARF's interpreter (mobilecode/, arf_mc_run_interp), in
  *       ARF's JIT (arf_mc_prog_jit: native code that keeps the bounds checks
  *       and the budget), and as the same C compiled natively, and — when
@@ -292,8 +293,10 @@ static int cmd_kernels(const char *path)
 		{ "mck_dfa", "DFA table loop, 1 KiB", mck_dfa, 0, NULL, 0 },
 		{ "mck_csum", "checksum of 64 bytes, unrolled", mck_csum, 1, NULL, 0 },
 		{ "mck_parse", "Ethernet/IPv4/TCP header parse", mck_parse, 1, NULL, 0 },
+		{ "mck_null", "empty program (the cost of a run)", mck_null, 1, NULL, 0 },
 	};
-	void *(*make[])(size_t *) = { make_scan, make_chain, make_dfa, make_csum, make_parse };
+	void *(*make[])(size_t *) = { make_scan, make_chain, make_dfa, make_csum, make_parse,
+				      make_parse };
 	size_t nk = sizeof(ks) / sizeof(ks[0]);
 	char err[512];
 	int rc;

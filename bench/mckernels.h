@@ -55,5 +55,6 @@ uint64_t mck_chain(void *ctx);
 uint64_t mck_dfa(void *ctx);
 uint64_t mck_csum(void *ctx);
 uint64_t mck_parse(void *ctx);
+uint64_t mck_null(void *ctx);
 
 #endif /* MCKERNELS_H */
