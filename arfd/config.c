@@ -95,7 +95,7 @@ static const struct centry table[] = {
 	  "compile: interpret it" },
 	{ "programs", "cache_size", C_INT, S(prog_cache_size), 1, 65536, "256",
 	  "verified programs kept by hash; the least recently used is evicted (its client reloads it)" },
-	{ "programs", "max_insns", C_INT, S(prog_max_insns), 1000, 1LL << 40, "10000000",
+	{ "programs", "max_insns", C_INT, S(prog_max_insns), 1000, 1LL << 40, "250000000",
 	  "instruction budget of one run (ARF_EBUDGET past it)" },
 	{ "programs", "max_output", C_INT, S(prog_max_output), 64, 16LL << 20, "1048576",
 	  "output bytes of one run (ARF_EOUTPUT past it)" },

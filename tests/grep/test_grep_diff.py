@@ -221,6 +221,12 @@ class GrepDiff(unittest.TestCase):
     def test_mc_small_slices(self):
         self.check_engine(["--engine=mc"], {"ARF_GREP_SLICE": "7"})
 
+    def test_jit(self):
+        self.check_engine(["--engine=jit"])
+
+    def test_jit_small_slices(self):
+        self.check_engine(["--engine=jit"], {"ARF_GREP_SLICE": "7"})
+
     def test_case_count(self):
         self.assertGreaterEqual(len(self.cases), 200)
 

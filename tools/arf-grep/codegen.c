@@ -12,9 +12,12 @@
  *    offset of the next row, or a special value (>= SP_BASE): the line
  *    matched, a line ended with or without a match, a NUL byte.  Context
  *    assertions, -w, -x and -i are all inside the table already.
- *  - Fixed-string skip loop (-F, one string, no -w/-x/-v): the loop looks at
- *    each byte once for the needle's rarest byte only; a hit is verified by
- *    straight-line compares, and only then are the line's ends searched.
+ *  - Fixed-string skip loop (one string with nothing special in it, as -F
+ *    or a literal BRE/ERE; no -w/-x/-v): the loop looks for the needle's
+ *    rarest byte only, eight bytes at a time (a word's bytes equal to it,
+ *    or NUL, found with the carry-free "has a zero byte" test), then byte
+ *    by byte within a word that has one; a hit is verified by straight-line
+ *    compares, and only then are the line's ends searched.
  *
  * The context (struct grep_ctx) carries a cursor, so a scan runs in slices
  * of ctx->limit bytes: the table walker saves its DFA state (or "line
@@ -123,8 +126,9 @@ static int resolve(struct cg *g)
 
 /* opcodes */
 enum {
-	ADD_K = 0x07, ADD_X = 0x0f, SUB_K = 0x17, SUB_X = 0x1f, OR_K = 0x47, AND_K = 0x57,
-	LSH_K = 0x67, MOV_K = 0xb7, MOV_X = 0xbf,
+	ADD_K = 0x07, ADD_X = 0x0f, SUB_K = 0x17, SUB_X = 0x1f, OR_K = 0x47, OR_X = 0x4f,
+	AND_K = 0x57, AND_X = 0x5f, XOR_K = 0xa7, XOR_X = 0xaf, LSH_K = 0x67, MOV_K = 0xb7,
+	MOV_X = 0xbf,
 	JA = 0x05, JEQ_K = 0x15, JEQ_X = 0x1d, JGT_X = 0x2d, JGE_X = 0x3d, JNE_K = 0x55,
 	JLT_K = 0xa5, JLT_X = 0xad, JLE_X = 0xbd, JGT_K = 0x25, JSGE_K = 0x75,
 	CALL = 0x85, EXIT = 0x95,
@@ -158,6 +162,8 @@ static void stctx(struct cg *g, int16_t off, int src) { put(g, STXDW, R9, src, o
 #define SLOT_REC (-32)   /* off at -32, lineno at -24, len at -16 */
 #define SLOT_STOP (-40)
 #define SLOT_BUFEND (-48)
+#define SLOT_GROUP (-56)  /* skip loop: where the byte-at-a-time scan hands back */
+#define SLOT_CASE (-64)   /* skip loop: 0x20 in every byte, for case folding */
 
 /* Program entry: registers and stack slots as the file comment says. */
 static void prologue(struct cg *g)
@@ -553,9 +559,62 @@ static int gen_fixed(struct matcher *m, const struct grep_gen_opts *o, struct gr
 	    nul = label(&g), cnt = label(&g), cnt_done = label(&g), cnt_skip = label(&g),
 	    after = label(&g);
 
+	int enter8 = label(&g), loop8 = label(&g), group = label(&g), tail = label(&g);
+	int fold = icase && is_alpha(rare);
+
 	prologue(&g);
+	put(&g, STXDW, R10, R6, SLOT_GROUP, 0);
+	if (fold) {
+		lddw(&g, R1, UINT64_C(0x2020202020202020));
+		put(&g, STXDW, R10, R1, SLOT_CASE, 0);
+	}
+
+	/* eight bytes at a time: r0 the word, r2 the rare byte in each byte
+	 * (lower case when folding), r3 0x01 and r4 0x80 in each, r1 and r5
+	 * scratch; a word with the rare byte (or a NUL) goes byte by byte */
+	here(&g, enter8);
+	lddw(&g, R2, UINT64_C(0x0101010101010101) * (fold ? (rare | 32) : rare));
+	lddw(&g, R3, UINT64_C(0x0101010101010101));
+	lddw(&g, R4, UINT64_C(0x8080808080808080));
+	here(&g, loop8);
+	put(&g, MOV_X, R1, R6, 0, 0);
+	put(&g, ADD_K, R1, 0, 0, 8);
+	jmp(&g, JGT_X, R1, R7, 0, tail);
+	put(&g, LDXDW, R0, R6, 0, 0);
+	put(&g, MOV_X, R1, R0, 0, 0);
+	if (fold) {
+		put(&g, LDXDW, R5, R10, SLOT_CASE, 0);
+		put(&g, OR_X, R1, R5, 0, 0);
+	}
+	put(&g, XOR_X, R1, R2, 0, 0);           /* bytes equal to the rare one: 0 */
+	put(&g, MOV_X, R5, R1, 0, 0);           /* r5 = (x - 0x01..) & ~x & 0x80.. */
+	put(&g, SUB_X, R5, R3, 0, 0);
+	put(&g, XOR_K, R1, 0, 0, -1);
+	put(&g, AND_X, R5, R1, 0, 0);
+	put(&g, AND_X, R5, R4, 0, 0);
+	if (o->nul_mode == GREP_NUL_STOP) {    /* and the same for NUL bytes */
+		put(&g, MOV_X, R1, R0, 0, 0);
+		put(&g, SUB_X, R1, R3, 0, 0);
+		put(&g, XOR_K, R0, 0, 0, -1);
+		put(&g, AND_X, R1, R0, 0, 0);
+		put(&g, AND_X, R1, R4, 0, 0);
+		put(&g, OR_X, R5, R1, 0, 0);
+	}
+	jmp(&g, JNE_K, R5, 0, 0, group);
+	put(&g, ADD_K, R6, 0, 0, 8);
+	jmp(&g, JA, 0, 0, 0, loop8);
+	here(&g, group);                        /* these eight bytes one at a time */
+	put(&g, MOV_X, R1, R6, 0, 0);
+	put(&g, ADD_K, R1, 0, 0, 8);
+	put(&g, STXDW, R10, R1, SLOT_GROUP, 0);
+	jmp(&g, JA, 0, 0, 0, loop);
+	here(&g, tail);                         /* the last few: one at a time */
+	put(&g, STXDW, R10, R7, SLOT_GROUP, 0);
+
 	here(&g, loop);
 	jmp(&g, JGE_X, R6, R7, 0, slice_end);
+	put(&g, LDXDW, R1, R10, SLOT_GROUP, 0);
+	jmp(&g, JGE_X, R6, R1, 0, enter8);
 	put(&g, LDXB, R0, R6, 0, 0);
 	put(&g, ADD_K, R6, 0, 0, 1);
 	if (icase && is_alpha(rare)) {

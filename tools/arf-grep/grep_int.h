@@ -332,7 +332,8 @@ int grep_codegen_ship(const struct grep_prog *gp, uint8_t **elf, size_t *elf_len
 /* ---- in-process execution ----------------------------------------------- */
 
 struct grep_mc;
-int grep_mc_create(const struct grep_prog *gp, struct grep_mc **out, char *err, size_t errlen);
+int grep_mc_create(const struct grep_prog *gp, int jit, struct grep_mc **out, char *err,
+		   size_t errlen);
 void grep_mc_destroy(struct grep_mc *g);
 /*
  * Scans buf[0, len) (file offset base) with the program, calling rec for
@@ -346,7 +347,7 @@ int grep_mc_scan(struct grep_mc *g, struct grep_ctx *ctx, const void *buf, size_
 
 /* ---- the command ---------------------------------------------------------- */
 
-enum grep_engine { ENGINE_AUTO, ENGINE_NATIVE, ENGINE_MC };
+enum grep_engine { ENGINE_AUTO, ENGINE_NATIVE, ENGINE_MC, ENGINE_JIT };
 
 struct grep_opts {
 	struct grep_opts_rx rx;

@@ -55,8 +55,9 @@ static const char usage[] =
 	"  -l, --files-with-matches  print only names of FILEs with selected lines\n"
 	"  -L, --files-without-match print only names of FILEs with no selected lines\n"
 	"      --explain             print the generated eBPF program and exit\n"
-	"      --engine=native|mc    match local files natively (default) or by running\n"
+	"      --engine=native|mc|jit  match local files natively (default) or by running\n"
 	"                            the generated program in the mobilecode interpreter\n"
+	"                            (mc) or as native code from its JIT (jit)\n"
 	"      --no-remote           search ARF files here (read through the mount)\n"
 	"      --stats               print the ARF client's counters to standard error\n"
 	"      --help, -V/--version\n"
@@ -401,8 +402,10 @@ int main(int argc, char **argv)
 				run.o.engine = ENGINE_NATIVE;
 			else if (!strcmp(optarg, "mc"))
 				run.o.engine = ENGINE_MC;
+			else if (!strcmp(optarg, "jit"))
+				run.o.engine = ENGINE_JIT;
 			else {
-				fprintf(stderr, "arf-grep: --engine: expected native or mc\n");
+				fprintf(stderr, "arf-grep: --engine: expected native, mc or jit\n");
 				return 2;
 			}
 			break;
@@ -451,15 +454,17 @@ int main(int argc, char **argv)
 	/* GNU grep: nothing can be selected, so no file is even opened */
 	if ((run.o.max_count == 0 || (run.m.empty && !run.o.invert)) && run.o.list != 2)
 		return 1;
-	if (run.o.engine == ENGINE_MC) {
+	if (run.o.engine == ENGINE_MC || run.o.engine == ENGINE_JIT) {
 		/* NULs reach the program already replaced (search.c) */
 		struct grep_gen_opts g = { run.o.invert, GREP_NUL_BYTE, 1, 0 };
 
 		c = grep_codegen(&run.m, &g, &run.prog, err, sizeof(err));
 		if (!c)
-			c = grep_mc_create(&run.prog, &run.mc, err, sizeof(err));
+			c = grep_mc_create(&run.prog, run.o.engine == ENGINE_JIT, &run.mc, err,
+					   sizeof(err));
 		if (c) {
-			fprintf(stderr, "arf-grep: --engine=mc: %s\n", err);
+			fprintf(stderr, "arf-grep: --engine=%s: %s\n",
+				run.o.engine == ENGINE_JIT ? "jit" : "mc", err);
 			return 2;
 		}
 		run.prog_ready = 1;

@@ -13,6 +13,22 @@
 
 #define LAZY_STATES 10000 /* cache bound of the local DFAs */
 
+/*
+ * True when the pattern means its own bytes in syntax: -F, or a BRE or ERE
+ * without a character that is special there (GNU grep searches those as
+ * fixed strings too).  In the C locale every other byte matches itself.
+ */
+static int is_literal(const char *p, size_t len, int syntax)
+{
+	const char *special = syntax == GREP_FIXED ? "" : syntax == GREP_BRE ? "\\.[*^$"
+							  : "\\.[*^$+?{}|()";
+
+	for (size_t i = 0; i < len; i++)
+		if (p[i] && strchr(special, p[i]))
+			return 0;
+	return 1;
+}
+
 int matcher_compile(struct matcher *m, const char *pats, size_t len, const struct grep_opts_rx *o,
 		    char *err, size_t errlen, void (*warn)(const char *msg))
 {
@@ -40,7 +56,7 @@ int matcher_compile(struct matcher *m, const char *pats, size_t len, const struc
 		goto fail;
 	m->pats = pats;
 	m->pats_len = len;
-	if (o->syntax == GREP_FIXED && !memchr(pats, '\n', len) && len > 0) {
+	if (len > 0 && !memchr(pats, '\n', len) && is_literal(pats, len, (int)o->syntax)) {
 		m->fixed_single = 1;
 		m->fixed = (const unsigned char *)pats;
 		m->fixed_len = len;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Generated programs run in-process by the mobilecode interpreter: what
- * `--engine=mc` uses on local files, and what the tests use to check the
- * code generator against the native matcher and GNU grep.  The buffer is
+ * Generated programs run in-process by the mobilecode interpreter, or as
+ * native code from its JIT: what `--engine=mc` and `--engine=jit` use on
+ * local files, and what the tests use to check the code generator (and
+ * the JIT) against the native matcher and GNU grep.  The buffer is
  * lent to the vm as a read-only region and the program is run in slices
  * (ctx->limit bytes, at most GREP_MC_MAX_REC records each) exactly as arfd
  * would run it, so that resuming by cursor is exercised on every file.
@@ -26,7 +27,8 @@ struct grep_mc {
 	uint64_t slice;
 };
 
-int grep_mc_create(const struct grep_prog *gp, struct grep_mc **out, char *err, size_t errlen)
+int grep_mc_create(const struct grep_prog *gp, int jit, struct grep_mc **out, char *err,
+		   size_t errlen)
 {
 	struct grep_mc *g = calloc(1, sizeof(*g));
 	int r;
@@ -44,6 +46,8 @@ int grep_mc_create(const struct grep_prog *gp, struct grep_mc **out, char *err, 
 	if (!r)
 		r = arf_mc_prog_load(g->h, gp->insns, gp->n * sizeof(struct arf_mc_insn), gp->rodata,
 				     gp->rodata_len, &g->p, err, errlen);
+	if (!r && jit)
+		r = arf_mc_prog_jit(g->p, err, errlen);
 	if (!r)
 		r = arf_mc_vm_create(g->h, &g->vm);
 	if (r) {

@@ -18,8 +18,11 @@
  * the bytes of the selected lines.  Only that crosses the network; lines
  * longer than SHIP_INLINE travel as records, and their bytes are read with
  * arf_read.  The client prints the lines as the runs return them, resumes
- * at the cursor, and sizes the slice to the server's instruction budget
- * (doubling while runs succeed, halving on ARF_EBUDGET).  With -n the
+ * at the cursor, and sizes the slice to the server's instruction budget:
+ * the first run asks for a whole view (ARF_PROG_VIEW_MAX bytes, which
+ * arfd's default budget covers even for the table walker), and a run
+ * stopped by the budget or the wall clock halves it for the rest of the
+ * file.  With -n the
  * program is always the DFA table walker, which carries line numbers
  * across views; the skip loop counts them only back to the last match.
  * A mount path is
@@ -154,7 +157,7 @@ static long long read_file(struct grep_run *run, arf_client *c, uint64_t ino, ui
 
 /* ---- the shipped path ------------------------------------------------------- */
 
-#define SHIP_SLICE0  (1u << 20)  /* bytes scanned by the first run */
+#define SHIP_SLICE0  ARF_PROG_VIEW_MAX /* bytes scanned by the first run: a whole view */
 #define SHIP_SLICE_MIN 4096u
 #define SHIP_MAX_REC 64u         /* records per run */
 #define SHIP_INLINE  4096u       /* longest line whose bytes come with its record */
@@ -164,7 +167,7 @@ static struct {
 	int state;                   /* 0 not built, 1 ready, -1 none (read path) */
 	uint8_t *elf;
 	size_t len;
-	uint64_t slice, ceiling;     /* bytes per run; the largest that never ran out */
+	uint64_t slice;              /* bytes per run; halved when a run runs out */
 	uint64_t max_rec, inline_max;
 	int skip_loop;               /* the program is the fixed-string skip loop */
 } ship;
@@ -189,12 +192,10 @@ static int ship_ready(struct grep_run *run)
 		grep_prog_free(&p);
 	}
 	ship.slice = SHIP_SLICE0;
-	ship.ceiling = ARF_PROG_VIEW_MAX / 2;
 	if (getenv("ARF_GREP_SLICE")) { /* tests: many small slices */
 		ship.slice = strtoull(getenv("ARF_GREP_SLICE"), NULL, 0);
 		if (!ship.slice)
 			ship.slice = 1;
-		ship.ceiling = ship.slice;
 	}
 	ship.max_rec = SHIP_MAX_REC;
 	ship.inline_max = SHIP_INLINE;
@@ -338,7 +339,6 @@ static long long ship_file(struct grep_run *run, arf_client *c, uint64_t ino, ui
 
 		if (r == ARF_EBUDGET && ship.slice > SHIP_SLICE_MIN) {
 			ship.slice /= 2;
-			ship.ceiling = ship.slice;
 			continue;
 		}
 		if (r == ARF_EOUTPUT && (ship.max_rec > 1 || ship.inline_max)) {
@@ -385,8 +385,6 @@ static long long ship_file(struct grep_run *run, arf_client *c, uint64_t ino, ui
 			ret = -EPROTO;
 			goto out;
 		}
-		uint64_t before = cursor;
-
 		uint64_t line_was = x.c.line_start;
 
 		memcpy(&x.c, out + at, sizeof(x.c));
@@ -442,10 +440,6 @@ static long long ship_file(struct grep_run *run, arf_client *c, uint64_t ino, ui
 			release(&f, cursor);
 		if (printing)
 			fflush(run->out);
-		/* results stream; the slice grows while runs fit the budget */
-		if ((code == GREP_RET_MORE || (code == GREP_RET_DONE && !(x.c.flags & GREP_CTX_EOF))) &&
-		    cursor - before >= ship.slice / 2 && ship.slice < ship.ceiling)
-			ship.slice *= 2;
 		if (code == GREP_RET_NUL || (code == GREP_RET_MAX && f.first < f.nh)) {
 			ret = SHIP_FALLBACK;
 			goto out;

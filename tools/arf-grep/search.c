@@ -200,7 +200,7 @@ static long long grepbuf(struct file_state *f, unsigned char *beg, unsigned char
 	struct grep_run *run = f->run;
 	long long n = 0;
 
-	if (run->o.engine == ENGINE_MC) {
+	if (run->o.engine == ENGINE_MC || run->o.engine == ENGINE_JIT) {
 		struct grep_ctx ctx = { 0 };
 		struct mc_lines l = { f, beg, f->off + (uint64_t)(beg - f->mem), 0, 0 };
 		int r;
