@@ -395,6 +395,10 @@ struct grep_src {
  * selected lines, or -errno after printing the error (unless -s).
  */
 long long grep_file(struct grep_run *run, struct grep_src *src, const char *name);
+/* Prints a selected line [p, p+n) at file offset off, line lineno, as GNU
+ * grep does with the options of run (-H, -n, -b, -o). */
+void grep_print_line(struct grep_run *run, const char *name, const unsigned char *p, size_t n,
+		     uint64_t off, uint64_t lineno);
 /* Prints "grep: NAME: strerror" (unless -s) and marks the run failed. */
 void grep_error(struct grep_run *run, const char *name, int err);
 /* Exits as -q does at the first selected line. */

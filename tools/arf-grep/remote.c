@@ -202,46 +202,6 @@ static int ship_ready(struct grep_run *run)
 	return ship.state > 0;
 }
 
-static void head(struct grep_run *run, const char *name, uint64_t lineno, uint64_t at)
-{
-	if (run->out_file) {
-		fputs(name, run->out);
-		putc(':', run->out);
-	}
-	if (run->o.line_numbers)
-		fprintf(run->out, "%" PRIu64 ":", lineno);
-	if (run->o.byte_offset)
-		fprintf(run->out, "%" PRIu64 ":", at);
-}
-
-/* A selected line, as search.c's prline prints it. */
-static void print_line(struct grep_run *run, const char *name, const unsigned char *p, size_t n,
-		       uint64_t off, uint64_t lineno)
-{
-	if (run->o.only) {
-		size_t cur = 0, s, e;
-
-		if (run->o.invert)
-			return;
-		while (cur < n && matcher_find(&run->m, p, n, cur, &s, &e) > 0) {
-			if (s == n)
-				break;
-			if (e == s) {
-				cur = s + 1;
-				continue;
-			}
-			head(run, name, lineno, off + s);
-			fwrite(p + s, 1, e - s, run->out);
-			putc('\n', run->out);
-			cur = e;
-		}
-		return;
-	}
-	head(run, name, lineno, off);
-	fwrite(p, 1, n, run->out);
-	putc('\n', run->out);
-}
-
 struct held {
 	uint64_t off, lineno;
 	size_t len;
@@ -262,7 +222,7 @@ static void release(struct ship_file *f, uint64_t upto)
 				    f->h[f->first].off + f->h[f->first].len + SHIP_HOLD < upto)) {
 		struct held *x = &f->h[f->first++];
 
-		print_line(f->run, f->name, x->p, x->len, x->off, x->lineno);
+		grep_print_line(f->run, f->name, x->p, x->len, x->off, x->lineno);
 		f->printed_below = x->off + 1;
 		free(x->p);
 	}
@@ -417,7 +377,7 @@ static long long ship_file(struct grep_run *run, arf_client *c, uint64_t ino, ui
 				goto out;
 			}
 			if (!hold) {
-				print_line(run, name, p, (size_t)rec.len, rec.off, rec.lineno);
+				grep_print_line(run, name, p, (size_t)rec.len, rec.off, rec.lineno);
 				free(p);
 				continue;
 			}

@@ -110,25 +110,22 @@ static uint64_t lineno_at(struct file_state *f, uint64_t o)
 	return f->nl_count + 1;
 }
 
-static void print_head(struct file_state *f, uint64_t line_off, uint64_t at)
+/* The prefix of an output line: FILE:, LINENO:, BYTE-OFFSET: as asked. */
+static void print_head(struct grep_run *run, const char *name, uint64_t lineno, uint64_t at)
 {
-	struct grep_run *run = f->run;
-
 	if (run->out_file) {
-		fputs(f->name, run->out);
+		fputs(name, run->out);
 		putc(':', run->out);
 	}
 	if (run->o.line_numbers)
-		fprintf(run->out, "%" PRIu64 ":", lineno_at(f, line_off));
+		fprintf(run->out, "%" PRIu64 ":", lineno);
 	if (run->o.byte_offset)
 		fprintf(run->out, "%" PRIu64 ":", at);
 }
 
-/* A selected line [p, p+n) at file offset off. */
-static void prline(struct file_state *f, const unsigned char *p, size_t n, uint64_t off)
+void grep_print_line(struct grep_run *run, const char *name, const unsigned char *p, size_t n,
+		     uint64_t off, uint64_t lineno)
 {
-	struct grep_run *run = f->run;
-
 	if (run->o.only) {
 		size_t cur = 0, s, e;
 
@@ -141,16 +138,23 @@ static void prline(struct file_state *f, const unsigned char *p, size_t n, uint6
 				cur = s + 1;
 				continue;
 			}
-			print_head(f, off, off + s);
+			print_head(run, name, lineno, off + s);
 			fwrite(p + s, 1, e - s, run->out);
 			putc('\n', run->out);
 			cur = e;
 		}
 		return;
 	}
-	print_head(f, off, off);
+	print_head(run, name, lineno, off);
 	fwrite(p, 1, n, run->out);
 	putc('\n', run->out);
+}
+
+/* A selected line [p, p+n) at file offset off. */
+static void prline(struct file_state *f, const unsigned char *p, size_t n, uint64_t off)
+{
+	grep_print_line(f->run, f->name, p, n, off,
+			f->run->o.line_numbers ? lineno_at(f, off) : 0);
 }
 
 void grep_exit(struct grep_run *run, int status)
