@@ -123,7 +123,8 @@ struct em {
 	size_t *insn_at;     /* code offset of each instruction */
 	const uint8_t *guess;/* per instruction: the region its access is guessed to reach */
 	size_t label_at[L_COUNT];
-	int frame_stores;    /* the code stores into the frame through r10 */
+	int frame_stores;    /* the entry's function stores into its frame through r10 */
+	size_t main_lo, main_hi; /* the entry's function: [main_lo, main_hi) */
 };
 
 static void put(struct em *e, const void *p, size_t n)
@@ -454,7 +455,9 @@ static struct mem address(struct em *e, unsigned base, int16_t off, unsigned len
 			  uint32_t pc)
 {
 	if (base == MC_FP && off >= -(int)ARF_MC_STACK_SIZE && off + (int)len <= 0) {
-		e->frame_stores |= write;
+		/* the first frame's stores; a called function's frame is marked at the call */
+		if (pc >= e->main_lo && pc < e->main_hi)
+			e->frame_stores |= write;
 		return M(FP, off);
 	}
 	if (base == MC_FP) {
@@ -1035,6 +1038,20 @@ int mc_jit_compile(const struct arf_mc_prog *p, uint8_t **code, size_t *len, uin
 	}
 	e.guess = guess;
 	find_leaders(p, lead);
+	/* the entry's function: from the entry (a function start) to the next
+	 * start, a local call's target (the verifier's functions) */
+	e.main_lo = p->entry;
+	e.main_hi = p->n;
+	for (size_t pc = 0; pc < p->n; pc += is_lddw(&p->insns[pc]) ? 2 : 1) {
+		const struct arf_mc_insn *in = &p->insns[pc];
+
+		if (in->opcode == MC_OP_CALL && in->src == MC_CALL_LOCAL) {
+			size_t t = (size_t)((int64_t)pc + 1 + in->imm);
+
+			if (t > p->entry && t < e.main_hi)
+				e.main_hi = t;
+		}
+	}
 
 	/* the undo table: per block, each instruction's place from its end */
 	{

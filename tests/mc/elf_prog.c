@@ -40,11 +40,13 @@ static __attribute__((noinline)) unsigned long length(const char *s)
 
 int entry(uint8_t *ctx, unsigned long len)
 {
+	/* kept in the frame: the stack must be clean for the next run */
+	volatile unsigned long frame[2] = { 0x5a5a5a5a5a5a5a5aul, len };
 	const char *w;
 
 	if (len < 2)
 		return -1;
-	w = words[ctx[0] % 3];
+	w = words[(ctx[0] + frame[1] - len) % 3];
 	arf_emit(greeting, sizeof(greeting) - 1);
 	arf_emit(w, length(w));
 	return scale * count(ctx, len, ctx[1]) +

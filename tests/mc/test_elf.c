@@ -2,8 +2,10 @@
 /*
  * The ELF loader on a real object: elf_prog.c, compiled by clang for the
  * bpf target when the tests are built, whose path is argv[1].  It is
- * loaded, verified and run; its strings, pointer table and globals come
- * through the relocations, its local calls work, its output arrives.
+ * loaded, verified and run -- in the interpreter and as the JIT's native
+ * code, which must agree -- its strings, pointer table and globals come
+ * through the relocations, its local calls work, its output arrives, and
+ * its stack is clean for the next run.
  * Without an object (no clang at build time) the test is skipped (77).
  */
 #include "mc_test.h"
@@ -44,40 +46,66 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* Runs p in the interpreter or natively; then checks that the whole stack
+ * is zero again, as the next run (any client's) must find it. */
+static int run_in(struct arf_mc_vm *vm, const struct arf_mc_prog *p, int native, void *ctx,
+		  size_t len, struct arf_mc_result *res)
+{
+	static const char reader[] =
+		"mov %r0, 0\nmov %r2, %r10\nsub %r2, 4096\nmov %r3, 512\n"
+		"loop:\nldxdw %r4, [%r2]\nor %r0, %r4\nadd %r2, 8\nsub %r3, 1\njne %r3, 0, loop\n"
+		"exit\n";
+	struct arf_mc_prog *rp = NULL;
+	struct arf_mc_result rr;
+	char err[256];
+	int rc = native ? arf_mc_run(vm, p, ctx, len, 100000, res)
+			: arf_mc_run_interp(vm, p, ctx, len, 100000, res);
+
+	assert_int_equal(mc_test_load(helpers, reader, &rp, err, sizeof(err)), 0);
+	assert_int_equal(arf_mc_run(vm, rp, NULL, 0, 100000, &rr), 0);
+	assert_int_equal(rr.r0, 0);
+	arf_mc_prog_destroy(rp);
+	return rc;
+}
+
 static void test_load_and_run(void **state)
 {
-	struct arf_mc_prog *p = NULL;
-	struct arf_mc_vm *vm = NULL;
-	struct arf_mc_result res;
-	uint8_t ctx[] = { 1, 'l', 'l', 'x', 'l' };
-	char err[256] = "", out[128];
-	const char *ro;
-	size_t ro_len;
-
 	(void)state;
-	if (arf_mc_prog_load_elf(helpers, obj, obj_len, NULL, &p, err, sizeof(err)))
-		fail_msg("load: %s", err);
-	ro = arf_mc_prog_rodata(p, &ro_len);
-	assert_non_null(ro);
-	assert_non_null(memmem(ro, ro_len, "hello from the other side", 25));
-	assert_int_equal(arf_mc_vm_create(helpers, &vm), 0);
-	arf_mc_vm_set_output(vm, out, sizeof(out));
-	assert_int_equal(arf_mc_run(vm, p, ctx, sizeof(ctx), 100000, &res), 0);
-	/* three 'l' in ctx, three 'o' in the greeting */
-	assert_int_equal(res.r0, 3003);
-	assert_int_equal(res.out_len, 30);
-	assert_memory_equal(out, "hello from the other sidebravo", 30);
-	/* Another word through the pointer table; a short context takes the early return. */
-	ctx[0] = 2;
-	assert_int_equal(arf_mc_run(vm, p, ctx, sizeof(ctx), 100000, &res), 0);
-	assert_memory_equal(out + 25, "charlie", 7);
-	assert_int_equal(arf_mc_run(vm, p, ctx, 1, 100000, &res), 0);
-	assert_int_equal(res.r0, 0xffffffffu);
-	/* The output limit holds for ELF programs too. */
-	arf_mc_vm_set_output(vm, out, 10);
-	assert_int_equal(arf_mc_run(vm, p, ctx, sizeof(ctx), 100000, &res), ARF_EOUTPUT);
-	arf_mc_vm_destroy(vm);
-	arf_mc_prog_destroy(p);
+	for (int native = 0; native < 2; native++) {
+		struct arf_mc_prog *p = NULL;
+		struct arf_mc_vm *vm = NULL;
+		struct arf_mc_result res;
+		uint8_t ctx[] = { 1, 'l', 'l', 'x', 'l' };
+		char err[256] = "", out[128];
+		const char *ro;
+		size_t ro_len;
+
+		if (arf_mc_prog_load_elf(helpers, obj, obj_len, NULL, &p, err, sizeof(err)))
+			fail_msg("load: %s", err);
+		if (native && arf_mc_prog_jit(p, err, sizeof(err)))
+			fail_msg("JIT: %s", err);
+		ro = arf_mc_prog_rodata(p, &ro_len);
+		assert_non_null(ro);
+		assert_non_null(memmem(ro, ro_len, "hello from the other side", 25));
+		assert_int_equal(arf_mc_vm_create(helpers, &vm), 0);
+		arf_mc_vm_set_output(vm, out, sizeof(out));
+		assert_int_equal(run_in(vm, p, native, ctx, sizeof(ctx), &res), 0);
+		/* three 'l' in ctx, three 'o' in the greeting */
+		assert_int_equal(res.r0, 3003);
+		assert_int_equal(res.out_len, 30);
+		assert_memory_equal(out, "hello from the other sidebravo", 30);
+		/* Another word through the pointer table; a short context takes the early return. */
+		ctx[0] = 2;
+		assert_int_equal(run_in(vm, p, native, ctx, sizeof(ctx), &res), 0);
+		assert_memory_equal(out + 25, "charlie", 7);
+		assert_int_equal(run_in(vm, p, native, ctx, 1, &res), 0);
+		assert_int_equal(res.r0, 0xffffffffu);
+		/* The output limit holds for ELF programs too. */
+		arf_mc_vm_set_output(vm, out, 10);
+		assert_int_equal(run_in(vm, p, native, ctx, sizeof(ctx), &res), ARF_EOUTPUT);
+		arf_mc_vm_destroy(vm);
+		arf_mc_prog_destroy(p);
+	}
 }
 
 static void test_entry_by_name(void **state)
