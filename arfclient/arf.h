@@ -50,12 +50,48 @@ extern "C" {
 
 typedef struct arf_client arf_client;
 
-/** Client options; arf_client_opts_init() fills the defaults. */
+/**
+ * A threshold left to libarf: arf_connect() sets it from the URL's
+ * transport to the break-even measured there (see each field below), and
+ * arf_client_policy() tells what it became.  A value the caller sets is
+ * used as given, on every transport.  It is UINT32_MAX, so a caller who
+ * wants "no limit" writes a large number instead (UINT32_MAX - 1 will do).
+ */
+#define ARF_OPT_AUTO UINT32_MAX
+
+/** Client options; arf_client_opts_init() fills the defaults.
+ *
+ * Mobile-code policy.  Where one-sided reads would need many round trips,
+ * libarf ships a standard program instead, or sends a plain request; four
+ * thresholds decide, and their defaults (ARF_OPT_AUTO) depend on the
+ * transport, because what a round trip costs does: over tcp (and rdma,
+ * taken the same until measured) a one-sided round costs ~15 us on an idle
+ * machine and an execution or a request ~100-150 us, so a program pays
+ * for itself from about 8 rounds saved; over shm a one-sided read is a
+ * memory copy (~0.1 us) while an execution still costs ~100 us, so the
+ * one-sided walk wins until hundreds of reads.  The numbers are bench/'s
+ * (bench/run: results.md "Chain lookups" and "Strategies"), except those
+ * said to come from "a run": timed with libarf (caches off, best of 7
+ * interleaved batches) on the same 2-core machine when these defaults were
+ * set, with no bench/ row yet.  Explicit values suit other machines: where
+ * rounds are slower (loaded cores, a real network), lower thresholds.
+ */
 struct arf_client_opts {
 	uint32_t spin_us;         /**< poll this long before sleeping for a reply (default 50) */
 	uint32_t timeout_ms;      /**< connect and reply timeout (default 30000) */
-	uint32_t max_hops;        /**< one-sided hash-chain hops before the shipped lookup or a
-				   *   request (default 8; see shipped_lookup for where 8 comes from) */
+	/** One-sided hash-chain hops before the shipped lookup (or, with
+	 * shipped_lookup 0, a LOOKUP request).  ARF_OPT_AUTO (default): 8 over
+	 * tcp and rdma, 256 over shm.  Over tcp, with arfd forced to long
+	 * chains (mcbench chain), a hop costs ~15 us and the shipped lookup a
+	 * constant ~150 us: break-even 7.9 hops (position 8: 150 against 167
+	 * us; 32: 144 against 512 us; another idle run: 8.4); on loaded cores,
+	 * where a round often misses its polling window, it fell to 3-4 hops.
+	 * Over shm a hop costs ~0.12 us against ~100-180 us shipped: the walk
+	 * never lost up to 32 hops in bench/, nor up to 250 in a run of
+	 * arf_lookup at chain positions 8-250 (250 hops: 30 us against 184 us
+	 * shipped; straight-line break-even above 1000 hops); 256 keeps the
+	 * walk bounded on a chain that keeps changing under it. */
+	uint32_t max_hops;
 	uint32_t retries;         /**< torn-read retries before a request (default 8) */
 	uint32_t attr_timeout_ms; /**< trust cached attributes this long (default 1000) */
 	uint32_t entry_timeout_ms;/**< trust cached names this long (default 1000) */
@@ -69,42 +105,75 @@ struct arf_client_opts {
 	 * EIO (default 30000; 0 = fail at once).  A new incarnation of the
 	 * server drops the caches. */
 	uint32_t reconnect_ms;
-	/** Mobile code.  After max_hops one-sided hops, look the name up with
-	 * the shipped chain-lookup program (1, default) rather than a LOOKUP
-	 * request (0).  max_hops's default is the break-even that bench/ measures
-	 * (bench/run, mcbench chain: results.md "Chain lookups", results.csv
-	 * section "crossover"): with arfd forced to long chains, over tcp on an
-	 * idle machine a one-sided hop costs ~15 us and the shipped lookup a
-	 * constant ~150 us (the bucket, one execution, the inode), break-even
-	 * 7.9 hops (position 8: 150 against 167 us; 32: 144 against 512 us;
-	 * another idle run: 8.4 hops).
-	 * On loaded cores, where a tcp round often misses its polling window,
-	 * the break-even fell to 3-4 hops.  Over shm the walk never loses up to
-	 * 32 hops (0.11 us a hop against ~100 us shipped), so a local client may
-	 * want a larger max_hops; a plain LOOKUP request (~105 us over tcp) beat
-	 * both at long chains. */
+	/** After max_hops one-sided hops, look the name up with the shipped
+	 * chain-lookup program (1, default) rather than a LOOKUP request (0).
+	 * The program returns the child's attributes with its entry, so either
+	 * way the lookup ends one round trip after the walk.  A plain LOOKUP
+	 * (~105 us over tcp) is as fast or faster at long chains: the server
+	 * walks the chain with no program to run. */
 	int      shipped_lookup;
 	/** arf_resolve ships the whole-path program when at least this many
-	 * components of a path are not in the entry cache (default 8; 0 = never).
-	 * Measured by bench/ (results.md "Strategies", lookup depth 10): the
-	 * shipped resolution takes 123 us over tcp against 249 us one-sided and
-	 * 1400 us by requests; over shm one-sided takes 1.8 us against 112 us. */
+	 * components of a path are not in the entry cache (0 = never).
+	 * ARF_OPT_AUTO (default): 8 over tcp and rdma, 0 over shm.  bench/
+	 * (lookup depth 10, 11 one-sided reads): over tcp the shipped
+	 * resolution takes 123 us against 249 us one-sided (1400 us by
+	 * requests), one execution costing about as much as 8-10 rounds; over
+	 * shm one-sided takes 1.8 us against 113 us shipped, so it never ships
+	 * there. */
 	uint32_t resolve_exec_depth;
-	/** arf_readdir and arf_readdirplus list a directory of at least this many
-	 * entries with the readdir program, one execution per batch (default 256;
-	 * 0 = never).  Not a measured crossover: bench/ (results.md "Strategies",
-	 * readdir 10k) lists 10,000 entries shipped in 4.6 ms over tcp against
-	 * 2.3 ms by READDIR requests (and 0.8 ms one-sided over shm), so set 0 to
-	 * list by requests until the readdir program gets faster. */
+	/** arf_readdir and arf_readdirplus list a directory of at least this
+	 * many entries with the readdir program, one execution per batch
+	 * (0 = never).  ARF_OPT_AUTO (default): over tcp and rdma, never for
+	 * arf_readdir and from 10 entries for arf_readdirplus; over shm, never.
+	 * Without attributes the program lost everywhere: bench/ readdir 10k,
+	 * 4.6 ms shipped over tcp against 2.3 ms by READDIR requests (0.8-1.3
+	 * ms one-sided over shm, against 4.4 shipped), and a run of arf_readdir
+	 * on 4 to 10,000 entries (1024 a call) found no size where it beat
+	 * both requests and the one-sided listing.  arf_readdirplus is another
+	 * matter: without the program each child's attributes cost a round of
+	 * their own, and over tcp the program won from 10 entries (8: 144 us
+	 * one-sided against 164 shipped; 12: 220 against 172; 256: 26 ms
+	 * against 0.36 ms on a loaded machine) while over shm the one-sided
+	 * listing still won at 1024 entries (213 against 381 us). */
 	uint32_t readdir_exec_min;
 	/** tcp: a root process connects from a reserved source port (665-1023),
 	 * as NFS's resvport, so that an export with one_sided = root (the
 	 * default) gives it region keys; any other process, or when no reserved
 	 * port is free, gets requests only (1, default; 0 = never). */
 	int      resvport;
+	/** arf_readdir and arf_readdirplus list a directory of at least this
+	 * many entries by READDIR requests rather than one-sided reads, unless
+	 * readdir_exec_min sends it to the program (0 = never).  ARF_OPT_AUTO
+	 * (default): 256 over tcp and rdma, 0 over shm.  Each one-sided batch
+	 * walks the listing pages from the first and copies whole 320-byte
+	 * entries, where a READDIR reply carries names: over tcp, in a run of
+	 * arf_readdir at 1024 entries a call, one-sided won up to 64 entries
+	 * (58 us against 166 us), was even at 256 (187 against 214), and lost
+	 * from 512 (440 against 229 us; 10,000: 5.1 against 3.8 ms; bench/'s
+	 * 10k row: 30.9 against 2.3 ms).  Over shm one-sided won at every size
+	 * (10,000: 1.1 against 3.5 ms). */
+	uint32_t readdir_req_min;
 };
 
 void arf_client_opts_init(struct arf_client_opts *o);
+
+/** The mobile-code policy a client applies: its options with every
+ * ARF_OPT_AUTO replaced by the value for its transport. */
+struct arf_client_policy {
+	uint32_t max_hops;
+	uint32_t resolve_exec_depth;
+	uint32_t readdir_exec_min;     /**< for arf_readdir */
+	uint32_t readdirplus_exec_min; /**< for arf_readdirplus */
+	uint32_t readdir_req_min;
+	uint32_t from_transport;       /**< ARF_POLICY_* bits: the values arf_connect chose */
+};
+#define ARF_POLICY_MAX_HOPS      0x1u
+#define ARF_POLICY_RESOLVE_EXEC  0x2u
+#define ARF_POLICY_READDIR_EXEC  0x4u
+#define ARF_POLICY_READDIR_REQ   0x8u
+/** Fill out with the policy of c (fixed at arf_connect; a reconnection
+ * keeps it). */
+void arf_client_policy(arf_client *c, struct arf_client_policy *out);
 
 /** A parsed URL. */
 struct arf_url {
@@ -280,7 +349,8 @@ enum arf_fallback_reason {
 	ARF_FALLBACK_TORN = 0,   /**< retries exhausted on torn or changing objects */
 	ARF_FALLBACK_HOPS,       /**< hash chain longer than max_hops */
 	ARF_FALLBACK_TAG,        /**< data block tags did not match (stale map) */
-	ARF_FALLBACK_POLICY,     /**< one-sided reads disabled */
+	ARF_FALLBACK_POLICY,     /**< the policy chose a request: a directory of at least
+				  *   readdir_req_min entries (counted once per batch) */
 	ARF_FALLBACK_NREASONS,
 };
 const char *arf_fallback_reason_name(int reason);

@@ -47,16 +47,74 @@ void arf_client_opts_init(struct arf_client_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->spin_us = 50;
 	o->timeout_ms = 30000;
-	o->max_hops = 8;
+	o->max_hops = ARF_OPT_AUTO;
 	o->retries = 8;
 	o->attr_timeout_ms = 1000;
 	o->entry_timeout_ms = 1000;
 	o->one_sided = 1;
 	o->reconnect_ms = 30000;
 	o->shipped_lookup = 1;
-	o->resolve_exec_depth = 8;
-	o->readdir_exec_min = 256;
+	o->resolve_exec_depth = ARF_OPT_AUTO;
+	o->readdir_exec_min = ARF_OPT_AUTO;
+	o->readdir_req_min = ARF_OPT_AUTO;
 	o->resvport = 1;
+}
+
+/*
+ * The thresholds of the mobile-code policy, per transport: where a round
+ * trip costs ~15 us (tcp; rdma is taken the same until it is measured) a
+ * program or a request pays for itself after about 8 rounds saved; where a
+ * one-sided read is a memory copy (shm) the one-sided walk wins until
+ * hundreds of reads.  arf.h gives the measurements behind each number.
+ */
+struct policy_defaults {
+	const char *transport;
+	uint32_t max_hops, resolve_exec_depth, readdir_exec_min, readdirplus_exec_min,
+		readdir_req_min;
+};
+static const struct policy_defaults policy_table[] = {
+	{ "tcp", 8, 8, 0, 10, 256 },
+	{ "rdma", 8, 8, 0, 10, 256 },
+	{ "shm", 256, 0, 0, 0, 0 },
+};
+
+/* Resolve o's ARF_OPT_AUTO thresholds for transport into p; an explicit
+ * value is kept as given (readdir_exec_min then applies to both calls). */
+static void policy_resolve(const struct arf_client_opts *o, const char *transport,
+			   struct arf_client_policy *p)
+{
+	const struct policy_defaults *d = &policy_table[0]; /* an unknown transport: as tcp */
+
+	for (size_t i = 0; i < sizeof(policy_table) / sizeof(policy_table[0]); i++)
+		if (!strcmp(policy_table[i].transport, transport))
+			d = &policy_table[i];
+	memset(p, 0, sizeof(*p));
+	p->max_hops = o->max_hops;
+	if (o->max_hops == ARF_OPT_AUTO) {
+		p->max_hops = d->max_hops;
+		p->from_transport |= ARF_POLICY_MAX_HOPS;
+	}
+	p->resolve_exec_depth = o->resolve_exec_depth;
+	if (o->resolve_exec_depth == ARF_OPT_AUTO) {
+		p->resolve_exec_depth = d->resolve_exec_depth;
+		p->from_transport |= ARF_POLICY_RESOLVE_EXEC;
+	}
+	p->readdir_exec_min = p->readdirplus_exec_min = o->readdir_exec_min;
+	if (o->readdir_exec_min == ARF_OPT_AUTO) {
+		p->readdir_exec_min = d->readdir_exec_min;
+		p->readdirplus_exec_min = d->readdirplus_exec_min;
+		p->from_transport |= ARF_POLICY_READDIR_EXEC;
+	}
+	p->readdir_req_min = o->readdir_req_min;
+	if (o->readdir_req_min == ARF_OPT_AUTO) {
+		p->readdir_req_min = d->readdir_req_min;
+		p->from_transport |= ARF_POLICY_READDIR_REQ;
+	}
+}
+
+void arf_client_policy(arf_client *c, struct arf_client_policy *out)
+{
+	*out = c->pol;
 }
 
 _Static_assert(ARF_DEFAULT_PORT == ARF_NET_DEFAULT_PORT, "tcp port");
@@ -268,6 +326,7 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 		arf_client_opts_init(&c->opts);
 	if ((rc = arf_url_parse(url, &c->url, err, errlen)))
 		goto fail;
+	policy_resolve(&c->opts, c->url.transport, &c->pol);
 	c->icache = calloc(ARF_ICACHE_SIZE, sizeof(*c->icache));
 	c->ecache = calloc(ARF_ECACHE_SIZE, sizeof(*c->ecache));
 	if (!c->icache || !c->ecache) {

@@ -50,6 +50,7 @@ struct arf_client {
 	uint64_t reconnects;
 	struct arf_progstate *progs;  /* mobile code (progs.c), made on first use */
 	struct arf_client_opts opts;
+	struct arf_client_policy pol; /* opts' thresholds, ARF_OPT_AUTO resolved by transport */
 	struct arf_proto_info info;
 	struct arf_meta_super sb;     /* validated copy from the handshake */
 	int have_regions;             /* server handed out region keys */
@@ -87,8 +88,10 @@ int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
  * Each returns 0 when the program answered, 1 when it did not apply or
  * failed in a way the caller should answer by itself, or an authoritative
  * error (-ENOENT, -ENOTDIR, ...). */
+/* The chain lookup also gives the child's attributes in st when the server
+ * read its inode (*have_st = 1), saving the inode's round trip. */
 int arf_prog_lookup(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t *child,
-		    uint32_t *child_gen, uint8_t *type);
+		    uint32_t *child_gen, uint8_t *type, struct arf_stat *st, int *have_st);
 int arf_prog_resolve(arf_client *c, const char *path, struct arf_stat *out);
 int arf_prog_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
 		     struct arf_dirent *ents, struct arf_stat *st, size_t max, size_t *n, int *eof);

@@ -49,7 +49,7 @@ int arf_os_lookup(arf_client *c, uint64_t dir, const char *name, size_t len, uin
 	uint32_t idx = arf_meta_bucket(&c->sb, h);
 
 	for (uint32_t hops = 0;; hops++) {
-		if (hops > c->opts.max_hops)
+		if (hops > c->pol.max_hops)
 			return 1; /* the chain is longer than the one-sided limit */
 		if (idx >= c->sb.n_entries)
 			return ARF_ERETRY; /* a link we cannot trust: let the server answer */

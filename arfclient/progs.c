@@ -283,18 +283,29 @@ static int exec_std(arf_client *c, enum arf_std_prog which, const void *arg, siz
 
 /* ---- chain lookup --------------------------------------------------------- */
 
+/* The lookup program's output: the entry, then the child's attributes
+ * (ARF_PROG_LK_ATTRS) when its inode validated on the server. */
+struct lookup_reply {
+	struct arf_prog_lookup_out ent;
+	struct arf_prog_attr attr;
+};
+
+static void stat_from_attr(const struct arf_prog_attr *a, struct arf_stat *st);
+
 int arf_prog_lookup(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t *child,
-		    uint32_t *child_gen, uint8_t *type)
+		    uint32_t *child_gen, uint8_t *type, struct arf_stat *st, int *have_st)
 {
 	struct arf_prog_lookup_arg a;
-	struct arf_prog_lookup_out o;
+	struct lookup_reply o;
 	struct arf_exec_result res;
 
+	*have_st = 0;
 	if (len == 0 || len > ARF_NAME_MAX)
 		return 1;
 	memset(&a, 0, sizeof(a));
 	a.dir = dir;
 	a.namelen = (uint32_t)len;
+	a.flags = ARF_PROG_LK_ATTRS; /* no inode round after the run */
 	memcpy(a.name, name, len);
 	int rc = exec_std(c, ARF_STD_PROG_LOOKUP, &a, sizeof(a), &o, sizeof(o), &res, ARF_EXEC_HOPS);
 	if (rc) {
@@ -303,11 +314,15 @@ int arf_prog_lookup(arf_client *c, uint64_t dir, const char *name, size_t len, u
 	}
 	if (res.r0 == -ENOENT)
 		return -ENOENT;
-	if (res.r0 || res.out_len != sizeof(o))
+	if (res.r0 || (res.out_len != sizeof(o.ent) && res.out_len != sizeof(o)))
 		return 1; /* torn entries: the server's LOOKUP answers */
-	*child = o.child;
-	*child_gen = o.gen;
-	*type = (uint8_t)o.type;
+	*child = o.ent.child;
+	*child_gen = o.ent.gen;
+	*type = (uint8_t)o.ent.type;
+	if (res.out_len == sizeof(o) && o.attr.ino == o.ent.child && o.attr.gen == o.ent.gen) {
+		stat_from_attr(&o.attr, st);
+		*have_st = 1;
+	}
 	return 0;
 }
 
@@ -352,7 +367,7 @@ int arf_prog_resolve(arf_client *c, const char *path, struct arf_stat *out)
 	const char *s;
 	size_t n;
 
-	if (!c->opts.resolve_exec_depth)
+	if (!c->pol.resolve_exec_depth)
 		return 1;
 	/* follow the entry cache as far as it goes */
 	for (;;) {
@@ -374,7 +389,7 @@ int arf_prog_resolve(arf_client *c, const char *path, struct arf_stat *out)
 	rest = pos;
 	for (size_t p2 = pos; next_comp(path, &p2, &s);)
 		ncomp++;
-	if (ncomp < c->opts.resolve_exec_depth)
+	if (ncomp < c->pol.resolve_exec_depth)
 		return 1;
 
 	size_t plen = strlen(path + rest);

@@ -524,8 +524,6 @@ static int cmd_chain(int nurl, char **urls, int nfiles, const char *hoplist)
 			    "dir_hash_mask", hops[j], maxpos);
 	arf_close(w);
 
-	struct arf_client_opts def;
-	arf_client_opts_init(&def);
 	for (int u = 0; u < nurl; u++) {
 		struct arf_url pu;
 		char err[256];
@@ -555,6 +553,9 @@ static int cmd_chain(int nurl, char **urls, int nfiles, const char *hoplist)
 			for (int s = 0; s < S_N; s++) {
 				double ns = best[s] * 1e9 / (double)iters[s];
 				struct arf_client_stats s0, s1;
+				struct arf_client_policy pol[S_N];
+
+				arf_client_policy(c[s], &pol[s]); /* the hop limit in force */
 				/* the counters of one more lookup: the path is deterministic */
 				arf_stats(c[s], &s0);
 				run_lookup(&l[s], NULL);
@@ -567,8 +568,7 @@ static int cmd_chain(int nurl, char **urls, int nfiles, const char *hoplist)
 				       pu.transport, strategy_names[s], hops[j], pick[j], ns / 1000.0,
 				       1e9 / ns, s1.one_sided_reads - s0.one_sided_reads,
 				       s1.rounds - s0.rounds, s1.requests - s0.requests,
-				       s1.execs - s0.execs,
-				       s == S_ONESIDED ? 1u << 20 : s == S_SHIPPED ? 0 : def.max_hops);
+				       s1.execs - s0.execs, pol[s].max_hops);
 				fflush(stdout);
 			}
 		}

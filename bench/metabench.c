@@ -109,6 +109,7 @@ static void connect_be(void)
 			o.shipped_lookup = 0;
 			o.resolve_exec_depth = 0;
 			o.readdir_exec_min = 0;
+			o.readdir_req_min = 0; /* large listings one-sided too */
 #endif
 		} else if (!strcmp(strategy, "requests")) {
 			/* plain requests only */

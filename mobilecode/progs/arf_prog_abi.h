@@ -95,9 +95,14 @@ struct arf_prog_file_view {
 struct arf_prog_lookup_arg {
 	uint64_t dir;               /* directory inode */
 	uint32_t namelen;           /* 1 .. 255 */
-	uint32_t pad0;
+	uint32_t flags;             /* ARF_PROG_LK_ATTRS; 0 = the entry alone */
 	char     name[256];
 };
+/* Also emit the child's struct arf_prog_attr after struct
+ * arf_prog_lookup_out, when its inode validates and matches the entry's
+ * generation (otherwise the output is the entry alone, and the client reads
+ * the inode itself): the lookup then needs no round trip after the run. */
+#define ARF_PROG_LK_ATTRS 1u
 /* Output on r0 == 0; r0 = -ENOENT when absent, ARF_ETORN/ARF_ECSUM when an
  * entry kept changing (the client asks the server instead). */
 struct arf_prog_lookup_out {

@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: MIT
 """Mobile code against a real arfd: the shipped chain lookup in a directory
 forced to have long hash chains (regions.dir_hash_mask), a path 32 deep
-in one execution, the readdir program, a runaway program stopped at its
-budget while another client carries on, memory accesses and programs the
-server refuses (with messages that say where), mkdir -p in one round trip
-with the request's permission checks and persistence, and reloading of
-evicted programs."""
+in one execution, the readdir program, libarf's automatic thresholds
+differing by transport (and explicit ones honoured on every transport), a
+runaway program stopped at its budget while another client carries on,
+memory accesses and programs the server refuses (with messages that say
+where), mkdir -p in one round trip with the request's permission checks
+and persistence, and reloading of evicted programs."""
 import json
 import os
 import sys
@@ -35,16 +36,94 @@ class LongChains(ArfdTestCase):
                 print(p.stdout.decode().strip())
 
 
+    # libarf's automatic thresholds (ARF_OPT_AUTO), as arf.h documents them
+    AUTO_POLICY = {
+        "tcp": {"max_hops": 8, "resolve_exec_depth": 8, "readdir_exec_min": 0,
+                "readdirplus_exec_min": 10, "readdir_req_min": 256},
+        "shm": {"max_hops": 256, "resolve_exec_depth": 0, "readdir_exec_min": 0,
+                "readdirplus_exec_min": 0, "readdir_req_min": 0},
+    }
+    AUTO_POLICY["rdma"] = AUTO_POLICY["tcp"]  # not measured yet: taken as tcp
+
+    def test_policy_depends_on_transport(self):
+        """Under the defaults, over tcp a lookup deep in a chain ships, a
+        35-component path ships, a 301-entry listing goes by READDIR requests
+        and readdirplus by the program; over shm all of it stays one-sided,
+        with no execution, request or fallback.  The counters say which."""
+        for t in harness.TRANSPORTS:
+            with self.subTest(transport=t):
+                # a fresh arfd a transport, so that chains stay well below
+                # shm's 256 hops; 300 files: past tcp's readdir_req_min
+                d = Arfd(extra=self.extra)
+                self.addCleanup(d.cleanup)
+                d.start()
+                p = run([MCTEST, "policy", d.url("/", t), "300", "auto"])
+                d.cleanup()
+                out = p.stdout.decode()
+                print(out.strip())
+                r = json.loads(out)
+                pol = self.AUTO_POLICY[t]
+                self.assertEqual(r["transport"], t)
+                self.assertEqual(r["policy"], pol)
+                self.assertEqual(r["entries"], 301)
+                # the chain is long enough for tcp to ship, short enough for shm not to
+                self.assertGreater(r["chain_position"], self.AUTO_POLICY["tcp"]["max_hops"] + 1)
+                self.assertLessEqual(r["chain_position"], self.AUTO_POLICY["shm"]["max_hops"])
+                lk, rs, rd, rp = r["lookup"], r["resolve"], r["readdir"], r["readdirplus"]
+                if t == "shm":
+                    for name, d in (("lookup", lk), ("resolve", rs), ("readdir", rd),
+                                    ("readdirplus", rp)):
+                        self.assertEqual((d["execs"], d["requests"], d["fallbacks"]), (0, 0, 0),
+                                         name)
+                    # every entry of the chain, then the child's inode
+                    self.assertEqual(lk["rounds"], r["chain_position"] + 1)
+                    self.assertGreaterEqual(rs["rounds"], r["components"])
+                    self.assertGreater(rd["reads"], r["entries"])
+                else:
+                    # the walk's max_hops + 1 rounds, one execution, nothing after it
+                    self.assertEqual(lk["rounds"], pol["max_hops"] + 1)
+                    self.assertEqual((lk["execs_hops"], lk["fallbacks_hops"], lk["requests"]),
+                                     (1, 1, 0))
+                    self.assertEqual((rs["execs_path"], rs["requests"]), (1, 0))
+                    self.assertEqual(rd["execs"], 0)
+                    self.assertGreaterEqual(rd["requests_readdir"], 3)  # 301 in batches of 128
+                    self.assertEqual(rd["requests"], rd["requests_readdir"])
+                    self.assertEqual(rd["fallbacks_policy"], rd["requests_readdir"])
+                    self.assertGreaterEqual(rp["execs_readdir"], 3)
+                    self.assertEqual(rp["requests"], 0)
+
+    def test_arfctl_shows_policy_and_honours_max_hops(self):
+        for t in harness.TRANSPORTS:
+            with self.subTest(transport=t):
+                url = self.arfd.url("/", t)
+                j = json.loads(arfctl("--json", "--stats", "stat", url).stdout)
+                self.assertEqual(j["stats"]["policy"], self.AUTO_POLICY[t])
+                j = json.loads(arfctl("--json", "--stats", "--max-hops", "5", "stat", url).stdout)
+                self.assertEqual(j["stats"]["policy"]["max_hops"], 5)
+                self.assertEqual(j["stats"]["policy"]["resolve_exec_depth"],
+                                 self.AUTO_POLICY[t]["resolve_exec_depth"])
+
+
 class DeepPath(ArfdTestCase):
     def test_depth_32_in_one_execution(self):
-        p = run([MCTEST, "deep", self.arfd.url("/"), "32"])
-        print(p.stdout.decode().strip())
+        # resolve_exec_depth is set explicitly (8): it holds on every transport
+        for i, t in enumerate(harness.TRANSPORTS):
+            with self.subTest(transport=t):
+                if i:
+                    arfctl("mv", self.arfd.url("/d00"), self.arfd.url("/d00-%d" % i))
+                p = run([MCTEST, "deep", self.arfd.url("/", t), "32"])
+                print(p.stdout.decode().strip())
 
 
 class BigDirectory(ArfdTestCase):
     def test_readdir_program(self):
-        p = run([MCTEST, "readdir", self.arfd.url("/"), "600"])
-        print(p.stdout.decode().strip())
+        # readdir_exec_min is set explicitly (256): it holds on every transport
+        for i, t in enumerate(harness.TRANSPORTS):
+            with self.subTest(transport=t):
+                if i:
+                    arfctl("mv", self.arfd.url("/big"), self.arfd.url("/big-%d" % i))
+                p = run([MCTEST, "readdir", self.arfd.url("/", t), "600"])
+                print(p.stdout.decode().strip())
 
 
 class Runaway(ArfdTestCase):

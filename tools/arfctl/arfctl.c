@@ -78,7 +78,8 @@ static void usage(FILE *out)
 		"  --requests-only      no one-sided reads: every read is a request\n"
 		"  --no-resvport        tcp: never connect from a reserved port (which proves\n"
 		"                       root to an export with one_sided = root)\n"
-		"  --max-hops N         one-sided hash-chain hops before shipping the lookup (default 8)\n"
+		"  --max-hops N         one-sided hash-chain hops before shipping the lookup\n"
+		"                       (default: by transport, 8 over tcp and rdma, 256 over shm)\n"
 		"  --spin-us N          poll this long for a reply before sleeping (default 50)\n"
 		"  --timeout-ms N       connect and reply timeout (default 30000)\n"
 		"  --control PATH       arfd's control socket (default /run/arf/arfd.ctl)\n"
@@ -137,7 +138,13 @@ static void print_stats_json(FILE *f, arf_client *c)
 	for (int i = 0; i < ARF_EXEC_NREASONS; i++)
 		fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", arf_exec_reason_name(i),
 			s.execs_by_reason[i]);
-	fprintf(f, "}}");
+	/* the thresholds behind those decisions, as set for this transport */
+	struct arf_client_policy p;
+	arf_client_policy(c, &p);
+	fprintf(f, "},\"policy\":{\"max_hops\":%u,\"resolve_exec_depth\":%u,"
+		"\"readdir_exec_min\":%u,\"readdirplus_exec_min\":%u,\"readdir_req_min\":%u}}",
+		p.max_hops, p.resolve_exec_depth, p.readdir_exec_min, p.readdirplus_exec_min,
+		p.readdir_req_min);
 }
 
 static void print_stats_text(FILE *f, arf_client *c)
@@ -162,6 +169,11 @@ static void print_stats_text(FILE *f, arf_client *c)
 	for (int i = 0; i < ARF_EXEC_NREASONS; i++)
 		if (s.execs_by_reason[i])
 			fprintf(f, "execs.%s %" PRIu64 "\n", arf_exec_reason_name(i), s.execs_by_reason[i]);
+	struct arf_client_policy p;
+	arf_client_policy(c, &p);
+	fprintf(f, "policy.max_hops %u\npolicy.resolve_exec_depth %u\npolicy.readdir_exec_min %u\n"
+		"policy.readdirplus_exec_min %u\npolicy.readdir_req_min %u\n", p.max_hops,
+		p.resolve_exec_depth, p.readdir_exec_min, p.readdirplus_exec_min, p.readdir_req_min);
 }
 
 /* Close a JSON object that the command opened on stdout, adding stats. */
