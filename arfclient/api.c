@@ -8,6 +8,8 @@
  * tags posted together).  A copy that does not validate is re-read up to
  * `retries` times; a chain longer than `max_hops`, or objects that keep
  * changing, are answered by a request instead, and the counters say why.
+ * The thresholds come from c->pol: the options, with those left to libarf
+ * set for the transport at connect (client.c, policy_resolve).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -77,8 +79,9 @@ static int lookup_entry(arf_client *c, uint64_t dir, uint32_t dgen, const char *
 		if (rc != 1 && rc != ARF_ERETRY)
 			return rc;
 		if (rc == 1 && c->opts.shipped_lookup) {
-			/* a long chain: walk the rest of it next to the data, in one run */
-			rc = arf_prog_lookup(c, dir, name, len, child, cgen, type);
+			/* a long chain: walk the rest of it next to the data, in one
+			 * run that also brings the child's attributes */
+			rc = arf_prog_lookup(c, dir, name, len, child, cgen, type, st, have_st);
 			if (rc == 0)
 				arf_ecache_put(c, dir, name, len, *child, *cgen, *type);
 			if (rc <= 0)
@@ -283,17 +286,23 @@ ssize_t arf_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *
 		if (n != ARF_ECSUM && n != ARF_ETORN && n != ARF_ETAG && n != ARF_ERETRY)
 			return done ? (ssize_t)done : n;
 		/* torn or stale: re-read the inode (its map may have changed) and retry */
-		if (++tries > c->opts.retries) {
-			arf_fallback(c, n == ARF_ETAG ? ARF_FALLBACK_TAG : ARF_FALLBACK_TORN);
-			ssize_t r = arf_req_read(c, ino, gen, off + done, (char *)buf + done, len - done);
-			return r < 0 ? (done ? (ssize_t)done : r) : (ssize_t)(done + (size_t)r);
+		int why = n == ARF_ETAG ? ARF_FALLBACK_TAG : ARF_FALLBACK_TORN;
+
+		if (++tries <= c->opts.retries) {
+			ARF_CTR_ADD(c, retries, 1);
+			rc = get_inode(c, ino, gen, &in, 1);
+			if (!rc)
+				continue;
+			if (rc != ARF_ERETRY)
+				return done ? (ssize_t)done : rc;
+			/* the inode itself kept changing: what get_inode left in `in`
+			 * is a torn copy, whose map may lack blocks that would then
+			 * read as holes, so never read through it */
+			why = ARF_FALLBACK_TORN;
 		}
-		ARF_CTR_ADD(c, retries, 1);
-		rc = get_inode(c, ino, gen, &in, 1);
-		if (rc == ARF_ERETRY)
-			continue;
-		if (rc)
-			return done ? (ssize_t)done : rc;
+		arf_fallback(c, why);
+		ssize_t r = arf_req_read(c, ino, gen, off + done, (char *)buf + done, len - done);
+		return r < 0 ? (done ? (ssize_t)done : r) : (ssize_t)(done + (size_t)r);
 	}
 	return (ssize_t)done;
 }
@@ -343,18 +352,27 @@ static int readdir_any(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cook
 		       struct arf_dirent *ents, struct arf_stat *st, size_t max, size_t *n, int *eof)
 {
 	if (use_os(c)) {
+		/* with attributes the program saves a round per child; without, less */
+		uint32_t exec_min = st ? c->pol.readdirplus_exec_min : c->pol.readdir_exec_min;
 		struct arf_meta_inode in;
-		int rc = 0;
+		int rc = 0, by_request = 0;
 		for (uint32_t tries = 0; tries <= c->opts.retries; tries++) {
 			rc = get_inode(c, dir, dgen, &in, tries > 0);
 			if (!rc && !S_ISDIR(in.mode))
 				return -ENOTDIR;
-			if (!rc && tries == 0 && c->opts.readdir_exec_min &&
-			    in.size >= c->opts.readdir_exec_min) {
+			if (!rc && tries == 0 && exec_min && in.size >= exec_min) {
 				/* a large directory: one run per batch instead of a read per entry */
 				int prc = arf_prog_readdir(c, dir, dgen, cookie, ents, st, max, n, eof);
 				if (prc <= 0)
 					return prc;
+			}
+			if (!rc && tries == 0 && c->pol.readdir_req_min &&
+			    in.size >= c->pol.readdir_req_min) {
+				/* a READDIR reply carries names, where the one-sided listing
+				 * copies whole entries and walks the pages from the first */
+				arf_fallback(c, ARF_FALLBACK_POLICY);
+				by_request = 1;
+				break;
 			}
 			if (!rc && st) {
 				/* one-sided listing, then each child's inode */
@@ -373,9 +391,11 @@ static int readdir_any(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cook
 				break;
 			ARF_CTR_ADD(c, retries, 1);
 		}
-		if (rc != ARF_ERETRY)
-			return rc;
-		arf_fallback(c, ARF_FALLBACK_TORN);
+		if (!by_request) {
+			if (rc != ARF_ERETRY)
+				return rc;
+			arf_fallback(c, ARF_FALLBACK_TORN);
+		}
 	}
 	int rc = req_readdir(c, dir, dgen, cookie, ents, max, n, eof);
 	for (size_t i = 0; st && !rc && i < *n; i++)
