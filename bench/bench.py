@@ -31,15 +31,19 @@ ROOT = os.path.dirname(HERE)
 # ---------------------------------------------------------------- settings
 
 FULL = dict(size="256m", runtime=5, ramp=1, files=10000, big=10000, secs=2.0,
-            mc_kernel_secs=1.0, mc_chain_secs=0.9)
+            mc_kernel_secs=1.0, mc_chain_secs=0.9, mc_list_secs=0.45,
+            list_sizes=[4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096])
 QUICK = dict(size="32m", runtime=1, ramp=0, files=1000, big=10000, secs=0.4,
-             mc_kernel_secs=0.1, mc_chain_secs=0.03)
+             mc_kernel_secs=0.1, mc_chain_secs=0.03, mc_list_secs=0.03,
+             list_sizes=[4, 64, 1024])
 
 # mcbench: chain positions timed, the names made, and the arfd of the chain
 # runs (4 buckets' worth of hash bits: 200 names make chains of about 50)
 MC_HOPS = [1, 2, 4, 6, 8, 12, 16, 24, 32]
 MC_FILES = 200
 MC_STRATEGIES = ["onesided", "shipped", "request", "hybrid"]
+# mcbench listing: how libarf may list a directory (see mcbench.c)
+LIST_STRATEGIES = ["onesided", "request", "shipped", "auto"]
 MC_ARFD = {"regions.dir_hash_mask": "3", "regions.inodes": "4096",
            "regions.dir_buckets": "4096", "regions.dir_entries": "4096",
            "regions.data_blocks": "4096"}
@@ -409,6 +413,7 @@ class Bench:
         self.mcbench = os.path.join(self.tools, "mcbench")
         self.mc_notes = []
         self.crossover = {}
+        self.list_crossover = {}
         self.rows = []
         self.errors = []
         self.expected = []
@@ -746,9 +751,47 @@ class Bench:
                      strategy="-", transport=tr, hops=c["first"], counter_source=c["text"])
             log("CROSSOVER %s: %s" % (tr, c["text"]))
 
+    def mc_listing(self):
+        sizes = self.cfg["list_sizes"]
+        for tr in ("tcp", "shm"):
+            for call in ("readdir", "readdirplus"):
+                for st in LIST_STRATEGIES:
+                    for n in sizes:
+                        self.expect("listing", "%s of %d entries" % (call, n),
+                                    "ARF libarf %s [%s]" % (tr, st))
+        res = self.mcb(["listing", "--secs", str(self.cfg["mc_list_secs"]),
+                        "--sizes", ",".join(map(str, sizes)),
+                        self.arfd.url("tcp"), self.arfd.url("shm")], timeout=1800)
+        by = {}
+        for r in res:
+            if r["kind"] != "listing":
+                continue
+            sysname = "ARF libarf %s [%s]" % (r["transport"], r["strategy"])
+            self.add(section="listing", test="%s of %d entries" % (r["call"], r["entries"]),
+                     system=sysname, strategy=r["strategy"], client="mcbench (libarf)",
+                     transport=r["transport"], wait=ARF_WAIT, caching="off",
+                     ops_s=1e6 / r["mean_us"] if r["mean_us"] > 0 else float("nan"),
+                     mean_us=r["mean_us"], one_sided_op=r["one_sided_reads"],
+                     rounds_op=r["rounds"], requests_op=r["requests"], execs_op=r["execs"],
+                     counter_source="client (libarf), one listing")
+            by[(r["transport"], r["call"], r["strategy"], r["entries"])] = r["mean_us"]
+            log("%-32s %-11s %5d entries %10.1f us  rounds %d req %d exec %d" % (
+                sysname, r["call"], r["entries"], r["mean_us"], r["rounds"], r["requests"],
+                r["execs"]))
+        for tr in ("tcp", "shm"):
+            for call in ("readdir", "readdirplus"):
+                for st in ("request", "shipped"):
+                    c = list_crossover(by, tr, call, st, sizes)
+                    self.list_crossover[(tr, call, st)] = c
+                    self.add(section="crossover", test="%s %s beats one-sided" % (call, st),
+                             system="ARF libarf " + tr, strategy=st, transport=tr,
+                             hops=c["first"], counter_source=c["text"])
+                    log("LISTING %s %s %s: %s" % (tr, call, st, c["text"]))
+
     def run_mc(self):
         self.attempt("mcbench kernels", self.mc_kernels)
         self.attempt("mcbench chain", self.mc_chain)
+        self.attempt("mcbench listing", self.mc_listing)
 
     # -- whole run
     def run(self):
@@ -942,6 +985,32 @@ class Bench:
                            ("rounds", "rounds_op"), ("requests", "requests_op"),
                            ("execs", "execs_op")],
                    sort_by_test=[("lookup at chain position %d" % h,) for h in MC_HOPS])
+        listing = [r for r in self.rows if r["section"] == "listing"]
+        if listing:
+            sizes = self.cfg["list_sizes"]
+            L += ["", "## Listings: one-sided vs READDIR requests vs the readdir program", "",
+                  "mcbench listing on the main arfd: `/mclist/dN` holds N files; each row "
+                  "lists a whole directory (1024 entries a call), client caches off, with "
+                  "`arf_readdir` (names) or `arf_readdirplus` (names and attributes). "
+                  "onesided: the listing pages read one-sided, and for readdirplus each "
+                  "child's inode; request: READDIR requests (the children's inodes still "
+                  "one-sided); shipped: the readdir program, one execution per batch, "
+                  "attributes included; auto: libarf's defaults for the transport "
+                  "(`readdir_exec_min`, `readdir_req_min`). Counters are those of one "
+                  "listing.", ""]
+            for tr in ("tcp", "shm"):
+                for call in ("readdir", "readdirplus"):
+                    for st in ("request", "shipped"):
+                        c = self.list_crossover.get((tr, call, st))
+                        if c:
+                            L.append("- **%s %s, %s**: %s" % (call, tr, st, c["text"]))
+            L.append("")
+            L += table(listing, [("test", "test"), ("system [strategy]", "system"),
+                                 ("mean us", "mean_us"), ("reads", "one_sided_op"),
+                                 ("rounds", "rounds_op"), ("requests", "requests_op"),
+                                 ("execs", "execs_op")],
+                       sort_by_test=[("%s of %d entries" % (c, n),)
+                                     for c in ("readdir", "readdirplus") for n in sizes])
         return L
 
     def plots(self, out):
@@ -1109,6 +1178,28 @@ def crossover(by, tr):
                 "shipped lookup %.1f us; straight-line break-even at %.1f hops)" % (
                     first, slope, icpt, sh_us, fit))
     return dict(first=first, fit=fit, round_us=slope, exec_us=sh_us, text=text)
+
+
+def list_crossover(by, tr, call, st, sizes):
+    """Where listing by strategy st (READDIR requests, or the readdir
+    program) starts to beat the one-sided listing over transport tr: the
+    first measured size from which st stays faster, with the times there."""
+    have = [n for n in sizes if (tr, call, st, n) in by and (tr, call, "onesided", n) in by]
+    first = "n/a"
+    for i, n in enumerate(have):
+        if all(by[(tr, call, st, m)] < by[(tr, call, "onesided", m)] for m in have[i:]):
+            first = n
+            break
+    if not have:
+        return dict(first=first, text="not enough rows")
+    if first == "n/a":
+        n = have[-1]
+        text = "one-sided stays faster up to %d entries (%d: %.0f against %.0f us)" % (
+            n, n, by[(tr, call, "onesided", n)], by[(tr, call, st, n)])
+    else:
+        text = "%s wins from %d entries on (%d: %.0f against %.0f us one-sided)" % (
+            st, first, first, by[(tr, call, st, first)], by[(tr, call, "onesided", first)])
+    return dict(first=first, text=text)
 
 
 def fmt(v):

@@ -28,6 +28,15 @@
  *         hybrid    libarf's defaults (one-sided up to max_hops, then ship)
  *       with the client's counters (arf_stats) per lookup.
  *
+ *   mcbench listing [--secs S] [--sizes LIST] URL...
+ *       Makes /mclist/dN with N files for each N in LIST (on the first URL),
+ *       then times listing each whole directory with arf_readdir and with
+ *       arf_readdirplus (attributes), caches off, per URL (transport) and
+ *       strategy: onesided (the listing pages, each child's inode), request
+ *       (READDIR requests; a child's inode still one-sided), shipped (the
+ *       readdir program, one execution a batch) and auto (libarf's
+ *       defaults for the transport), with the counters of one listing.
+ *
  * Output: one JSON object per line and measurement, for bench.py; a line
  * {"kind": "note", ...} says what could not be measured and why.  Each
  * figure is the best of several batches (the machine is shared): kernels,
@@ -579,10 +588,183 @@ static int cmd_chain(int nurl, char **urls, int nfiles, const char *hoplist)
 	return 0;
 }
 
+/* ---- directory listings against arfd --------------------------------------- */
+
+/*
+ * How libarf lists a directory, as the listing mode compares them: every
+ * entry one-sided (the listing pages, then each child's inode for
+ * readdirplus); READDIR requests (each child's inode still one-sided);
+ * the readdir program, one execution per batch (with the attributes for
+ * readdirplus); and libarf's own choice for the transport.
+ */
+enum lstrategy { L_ONESIDED, L_REQUEST, L_SHIPPED, L_AUTO, L_N };
+static const char *const lstrategy_names[L_N] = { "onesided", "request", "shipped", "auto" };
+
+static arf_client *lconn(const char *url, enum lstrategy s)
+{
+	struct arf_client_opts o;
+	char err[512];
+	arf_client *c;
+
+	arf_client_opts_init(&o);
+	o.attr_timeout_ms = 0; /* caches off: every listing reads the inodes again */
+	o.entry_timeout_ms = 0;
+	switch (s) {
+	case L_ONESIDED:
+		o.readdir_exec_min = 0;
+		o.readdir_req_min = 0;
+		break;
+	case L_REQUEST:
+		o.readdir_exec_min = 0;
+		o.readdir_req_min = 1;
+		break;
+	case L_SHIPPED:
+		o.readdir_exec_min = 1;
+		break;
+	default:
+		break;
+	}
+	if (arf_connect(url, &o, &c, err, sizeof(err)))
+		die("connect %s: %s", url, err);
+	return c;
+}
+
+struct ls {
+	arf_client *c;
+	uint64_t dir;
+	uint32_t gen;
+	int plus;             /* arf_readdirplus */
+	size_t want;          /* entries the directory holds */
+	struct arf_dirent *ents;
+	struct arf_stat *st;
+};
+
+/* The whole directory, 1024 entries a call (as metabench lists). */
+static uint64_t run_listing(void *state, void *ctx)
+{
+	struct ls *l = state;
+	uint64_t cookie = 0, got = 0;
+	int eof = 0;
+	(void)ctx;
+	while (!eof) {
+		size_t n = 0;
+		int rc = l->plus ? arf_readdirplus(l->c, l->dir, l->gen, cookie, l->ents, l->st, 1024,
+						   &n, &eof)
+				 : arf_readdir(l->c, l->dir, l->gen, cookie, l->ents, 1024, &n, &eof);
+		if (rc)
+			die("%s: %s", l->plus ? "readdirplus" : "readdir", arf_strerror(rc));
+		if (n)
+			cookie = l->ents[n - 1].cookie;
+		got += n;
+		if (!n && !eof)
+			die("listing made no progress");
+	}
+	if (got != l->want)
+		die("listed %llu entries, want %zu", (unsigned long long)got, l->want);
+	return got;
+}
+
+static int cmd_listing(int nurl, char **urls, const char *sizelist)
+{
+	size_t sizes[32];
+	int ns = 0;
+	for (char *s = strdup(sizelist), *t = strtok(s, ","); t && ns < 32; t = strtok(NULL, ","))
+		sizes[ns++] = (size_t)atol(t);
+
+	/* /mclist/dN with N files each, on the first URL (all name the same arfd) */
+	arf_client *w = lconn(urls[0], L_AUTO);
+	struct arf_stat root, top, d[32], st;
+	char name[64];
+	int rc;
+	if ((rc = arf_root(w, &root)))
+		die("root: %s", arf_strerror(rc));
+	rc = arf_mkdir(w, root.ino, root.gen, "mclist", 0755, &top);
+	if (rc == -EEXIST)
+		rc = arf_lookup(w, root.ino, root.gen, "mclist", &top);
+	if (rc)
+		die("mkdir /mclist: %s", arf_strerror(rc));
+	for (int i = 0; i < ns; i++) {
+		snprintf(name, sizeof(name), "d%zu", sizes[i]);
+		rc = arf_mkdir(w, top.ino, top.gen, name, 0755, &d[i]);
+		if (rc == -EEXIST)
+			rc = arf_lookup(w, top.ino, top.gen, name, &d[i]);
+		if (rc)
+			die("mkdir %s: %s", name, arf_strerror(rc));
+		for (size_t k = 0; k < sizes[i]; k++) {
+			snprintf(name, sizeof(name), "entry-%06zu", k);
+			rc = arf_create(w, d[i].ino, d[i].gen, name, 0644, 1, &st);
+			if (rc && rc != -EEXIST)
+				die("create %s: %s", name, arf_strerror(rc));
+		}
+	}
+	arf_close(w);
+
+	struct arf_dirent *ents = malloc(1024 * sizeof(*ents));
+	struct arf_stat *sts = malloc(1024 * sizeof(*sts));
+	if (!ents || !sts)
+		die("out of memory");
+	for (int u = 0; u < nurl; u++) {
+		struct arf_url pu;
+		char err[256];
+		if (arf_url_parse(urls[u], &pu, err, sizeof(err)))
+			die("%s: %s", urls[u], err);
+		arf_client *c[L_N];
+		for (int s = 0; s < L_N; s++)
+			c[s] = lconn(urls[u], (enum lstrategy)s);
+		for (int plus = 0; plus < 2; plus++)
+			for (int i = 0; i < ns; i++) {
+				struct ls l[L_N];
+				uint64_t iters[L_N];
+				double best[L_N];
+				/* the strategies' batches interleaved, as for chain lookups */
+				for (int s = 0; s < L_N; s++) {
+					l[s] = (struct ls){ c[s], d[i].ino, d[i].gen, plus, sizes[i], ents, sts };
+					run_listing(&l[s], NULL); /* loads the program, warms the connection */
+					iters[s] = calibrate(run_listing, &l[s], NULL, secs / CHAIN_BATCHES);
+					best[s] = 1e300;
+				}
+				for (int b = 0; b < CHAIN_BATCHES; b++)
+					for (int s = 0; s < L_N; s++) {
+						double t = time_batch(run_listing, &l[s], NULL, iters[s]);
+						if (t < best[s])
+							best[s] = t;
+					}
+				for (int s = 0; s < L_N; s++) {
+					double ns_op = best[s] * 1e9 / (double)iters[s];
+					struct arf_client_stats s0, s1;
+					struct arf_client_policy pol;
+
+					arf_client_policy(c[s], &pol);
+					arf_stats(c[s], &s0);
+					run_listing(&l[s], NULL);
+					arf_stats(c[s], &s1);
+					printf("{\"kind\": \"listing\", \"transport\": \"%s\", \"call\": \"%s\", "
+					       "\"entries\": %zu, \"strategy\": \"%s\", \"mean_us\": %.3f, "
+					       "\"one_sided_reads\": %" PRIu64 ", \"rounds\": %" PRIu64 ", "
+					       "\"requests\": %" PRIu64 ", \"execs\": %" PRIu64 ", "
+					       "\"exec_min\": %u, \"req_min\": %u}\n",
+					       pu.transport, plus ? "readdirplus" : "readdir", sizes[i],
+					       lstrategy_names[s], ns_op / 1000.0,
+					       s1.one_sided_reads - s0.one_sided_reads, s1.rounds - s0.rounds,
+					       s1.requests - s0.requests, s1.execs - s0.execs,
+					       plus ? pol.readdirplus_exec_min : pol.readdir_exec_min,
+					       pol.readdir_req_min);
+					fflush(stdout);
+				}
+			}
+		for (int s = 0; s < L_N; s++)
+			arf_close(c[s]);
+	}
+	free(ents);
+	free(sts);
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: mcbench kernels KERNELS.o [--secs S]\n"
-			"       mcbench chain [--secs S] [--files N] [--hops 1,2,4,...] URL...\n");
+			"       mcbench chain [--secs S] [--files N] [--hops 1,2,4,...] URL...\n"
+			"       mcbench listing [--secs S] [--sizes 4,16,64,...] URL...\n");
 	exit(2);
 }
 
@@ -590,6 +772,7 @@ int main(int argc, char **argv)
 {
 	int nfiles = 200;
 	const char *hops = "1,2,4,6,8,12,16,24,32";
+	const char *sizes = "4,8,16,32,64,128,256,512,1024,4096";
 	char *pos[16];
 	int npos = 0;
 
@@ -600,6 +783,8 @@ int main(int argc, char **argv)
 			nfiles = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--hops") && i + 1 < argc)
 			hops = argv[++i];
+		else if (!strcmp(argv[i], "--sizes") && i + 1 < argc)
+			sizes = argv[++i];
 		else if (npos < 16)
 			pos[npos++] = argv[i];
 		else
@@ -611,5 +796,7 @@ int main(int argc, char **argv)
 		return cmd_kernels(pos[1]);
 	if (!strcmp(pos[0], "chain"))
 		return cmd_chain(npos - 1, pos + 1, nfiles, hops);
+	if (!strcmp(pos[0], "listing"))
+		return cmd_listing(npos - 1, pos + 1, sizes);
 	usage();
 }
