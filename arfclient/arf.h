@@ -70,27 +70,27 @@ typedef struct arf_client arf_client;
  * for itself from about 8 rounds saved; over shm a one-sided read is a
  * memory copy (~0.1 us) while an execution still costs ~100 us, so the
  * one-sided walk wins until hundreds of reads.  The numbers are bench/'s
- * (bench/run: results.md "Chain lookups" and "Strategies"), except those
- * said to come from "a run": timed with libarf (caches off, best of 7
- * interleaved batches) on the same 2-core machine when these defaults were
- * set, with no bench/ row yet.  Explicit values suit other machines: where
- * rounds are slower (loaded cores, a real network), lower thresholds.
+ * (bench/run, the committed bench/results/results.md: "Chain lookups",
+ * "Listings" and "Strategies", taken on an idle 2-core machine with the
+ * JIT on).  Explicit values suit other machines: where rounds are slower
+ * (loaded cores, a real network), lower thresholds.
  */
 struct arf_client_opts {
 	uint32_t spin_us;         /**< poll this long before sleeping for a reply (default 50) */
 	uint32_t timeout_ms;      /**< connect and reply timeout (default 30000) */
 	/** One-sided hash-chain hops before the shipped lookup (or, with
-	 * shipped_lookup 0, a LOOKUP request).  ARF_OPT_AUTO (default): 8 over
+	 * shipped_lookup 0, a LOOKUP request).  ARF_OPT_AUTO (default): 11 over
 	 * tcp and rdma, 256 over shm.  Over tcp, with arfd forced to long
-	 * chains (mcbench chain), a hop costs ~15 us and the shipped lookup a
-	 * constant ~150 us: break-even 7.9 hops (position 8: 150 against 167
-	 * us; 32: 144 against 512 us; another idle run: 8.4); on loaded cores,
-	 * where a round often misses its polling window, it fell to 3-4 hops.
-	 * Over shm a hop costs ~0.12 us against ~100-180 us shipped: the walk
-	 * never lost up to 32 hops in bench/, nor up to 250 in a run of
-	 * arf_lookup at chain positions 8-250 (250 hops: 30 us against 184 us
-	 * shipped; straight-line break-even above 1000 hops); 256 keeps the
-	 * walk bounded on a chain that keeps changing under it. */
+	 * chains (mcbench chain), a hop costs 11.1 us and the shipped lookup a
+	 * constant ~150 us: break-even 11.3 hops, shipping faster from chain
+	 * position 12 (16: 150 against 203 us; 32: 144 against 382 us).
+	 * Earlier idle runs put it at 7.9 and 8.4 hops, and on loaded cores,
+	 * where a round often misses its polling window, at 3-4: it is the
+	 * ratio of an execution's cost to a round's.  Over shm a hop costs
+	 * 0.13 us against ~108 us shipped: the walk never lost up to 32 hops
+	 * (straight-line break-even 849 hops), nor up to 250 in a run of
+	 * arf_lookup at positions 8-250; 256 keeps the walk bounded on a chain
+	 * that keeps changing under it. */
 	uint32_t max_hops;
 	uint32_t retries;         /**< torn-read retries before a request (default 8) */
 	uint32_t attr_timeout_ms; /**< trust cached attributes this long (default 1000) */
@@ -116,25 +116,24 @@ struct arf_client_opts {
 	 * components of a path are not in the entry cache (0 = never).
 	 * ARF_OPT_AUTO (default): 8 over tcp and rdma, 0 over shm.  bench/
 	 * (lookup depth 10, 11 one-sided reads): over tcp the shipped
-	 * resolution takes 123 us against 249 us one-sided (1400 us by
-	 * requests), one execution costing about as much as 8-10 rounds; over
-	 * shm one-sided takes 1.8 us against 113 us shipped, so it never ships
+	 * resolution takes 150 us against 164 us one-sided (1515 us by
+	 * requests), one execution costing about as much as 10 rounds; over
+	 * shm one-sided takes 2.3 us against 147 us shipped, so it never ships
 	 * there. */
 	uint32_t resolve_exec_depth;
 	/** arf_readdir and arf_readdirplus list a directory of at least this
 	 * many entries with the readdir program, one execution per batch
 	 * (0 = never).  ARF_OPT_AUTO (default): over tcp and rdma, never for
 	 * arf_readdir and from 10 entries for arf_readdirplus; over shm, never.
-	 * Without attributes the program lost everywhere: bench/ readdir 10k,
-	 * 4.6 ms shipped over tcp against 2.3 ms by READDIR requests (0.8-1.3
-	 * ms one-sided over shm, against 4.4 shipped), and a run of arf_readdir
-	 * on 4 to 10,000 entries (1024 a call) found no size where it beat
-	 * both requests and the one-sided listing.  arf_readdirplus is another
-	 * matter: without the program each child's attributes cost a round of
-	 * their own, and over tcp the program won from 10 entries (8: 144 us
-	 * one-sided against 164 shipped; 12: 220 against 172; 256: 26 ms
-	 * against 0.36 ms on a loaded machine) while over shm the one-sided
-	 * listing still won at 1024 entries (213 against 381 us). */
+	 * bench/ (mcbench listing, 4 to 4096 entries, and readdir 10k): without
+	 * attributes the program never beat both the one-sided listing and
+	 * READDIR requests (10k over tcp: 6.1 ms shipped, 4.3 ms by requests,
+	 * 12.5 ms one-sided).  arf_readdirplus is another matter: without the
+	 * program each child's attributes cost a round of their own, and over
+	 * tcp the program wins from 16 entries (8: 144 us against 128
+	 * one-sided; 16: 170 against 242; 256: 245 against 3019) while over shm
+	 * the one-sided listing wins at every size (4096: 1.2 ms against 2.3
+	 * ms shipped). */
 	uint32_t readdir_exec_min;
 	/** tcp: a root process connects from a reserved source port (665-1023),
 	 * as NFS's resvport, so that an export with one_sided = root (the
@@ -144,14 +143,13 @@ struct arf_client_opts {
 	/** arf_readdir and arf_readdirplus list a directory of at least this
 	 * many entries by READDIR requests rather than one-sided reads, unless
 	 * readdir_exec_min sends it to the program (0 = never).  ARF_OPT_AUTO
-	 * (default): 256 over tcp and rdma, 0 over shm.  Each one-sided batch
+	 * (default): 1024 over tcp and rdma, 0 over shm.  Each one-sided batch
 	 * walks the listing pages from the first and copies whole 320-byte
-	 * entries, where a READDIR reply carries names: over tcp, in a run of
-	 * arf_readdir at 1024 entries a call, one-sided won up to 64 entries
-	 * (58 us against 166 us), was even at 256 (187 against 214), and lost
-	 * from 512 (440 against 229 us; 10,000: 5.1 against 3.8 ms; bench/'s
-	 * 10k row: 30.9 against 2.3 ms).  Over shm one-sided won at every size
-	 * (10,000: 1.1 against 3.5 ms). */
+	 * entries, where a READDIR reply carries names: over tcp (bench/,
+	 * mcbench listing) one-sided wins up to 512 entries (256: 148 us
+	 * against 169; 512: 163 against 202), requests from 1024 (292 against
+	 * 295 us; 4096: 1.28 against 1.33 ms; 10k: 4.3 against 12.5 ms).  Over
+	 * shm one-sided wins at every size (10k: 1.4 against 4.3 ms). */
 	uint32_t readdir_req_min;
 };
 

@@ -73,8 +73,8 @@ struct policy_defaults {
 		readdir_req_min;
 };
 static const struct policy_defaults policy_table[] = {
-	{ "tcp", 8, 8, 0, 10, 256 },
-	{ "rdma", 8, 8, 0, 10, 256 },
+	{ "tcp", 11, 8, 0, 10, 1024 },
+	{ "rdma", 11, 8, 0, 10, 1024 },
 	{ "shm", 256, 0, 0, 0, 0 },
 };
 

@@ -1115,8 +1115,8 @@ class Bench:
                                            if key[0] == "data" else [])
             if key[0] == "interp":
                 nums += ["ns_op", "ratio_native"]
-            elif r["system"].startswith("ARF") and key[0] != "chain":
-                nums.append("server_cpu_us_op")
+            elif r["system"].startswith("ARF") and key[0] not in ("chain", "listing"):
+                nums.append("server_cpu_us_op")  # (mcbench's rows have no server CPU)
             for k in nums:
                 v = r.get(k)
                 if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):

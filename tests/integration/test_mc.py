@@ -38,8 +38,8 @@ class LongChains(ArfdTestCase):
 
     # libarf's automatic thresholds (ARF_OPT_AUTO), as arf.h documents them
     AUTO_POLICY = {
-        "tcp": {"max_hops": 8, "resolve_exec_depth": 8, "readdir_exec_min": 0,
-                "readdirplus_exec_min": 10, "readdir_req_min": 256},
+        "tcp": {"max_hops": 11, "resolve_exec_depth": 8, "readdir_exec_min": 0,
+                "readdirplus_exec_min": 10, "readdir_req_min": 1024},
         "shm": {"max_hops": 256, "resolve_exec_depth": 0, "readdir_exec_min": 0,
                 "readdirplus_exec_min": 0, "readdir_req_min": 0},
     }
@@ -47,17 +47,19 @@ class LongChains(ArfdTestCase):
 
     def test_policy_depends_on_transport(self):
         """Under the defaults, over tcp a lookup deep in a chain ships, a
-        35-component path ships, a 301-entry listing goes by READDIR requests
-        and readdirplus by the program; over shm all of it stays one-sided,
-        with no execution, request or fallback.  The counters say which."""
+        35-component path ships, a 1101-entry listing goes by READDIR
+        requests and readdirplus by the program; over shm all of it stays
+        one-sided, with no execution, request or fallback.  The counters say
+        which."""
         for t in harness.TRANSPORTS:
             with self.subTest(transport=t):
-                # a fresh arfd a transport, so that chains stay well below
-                # shm's 256 hops; 300 files: past tcp's readdir_req_min
-                d = Arfd(extra=self.extra)
+                # a fresh arfd a transport; 1100 files, past tcp's
+                # readdir_req_min, in 16 buckets' worth of hash bits: chains
+                # of about 70, past tcp's max_hops, well below shm's 256
+                d = Arfd(extra=dict(self.extra, **{"regions.dir_hash_mask": "15"}))
                 self.addCleanup(d.cleanup)
                 d.start()
-                p = run([MCTEST, "policy", d.url("/", t), "300", "auto"])
+                p = run([MCTEST, "policy", d.url("/", t), "1100", "auto"])
                 d.cleanup()
                 out = p.stdout.decode()
                 print(out.strip())
@@ -65,7 +67,7 @@ class LongChains(ArfdTestCase):
                 pol = self.AUTO_POLICY[t]
                 self.assertEqual(r["transport"], t)
                 self.assertEqual(r["policy"], pol)
-                self.assertEqual(r["entries"], 301)
+                self.assertEqual(r["entries"], 1101)
                 # the chain is long enough for tcp to ship, short enough for shm not to
                 self.assertGreater(r["chain_position"], self.AUTO_POLICY["tcp"]["max_hops"] + 1)
                 self.assertLessEqual(r["chain_position"], self.AUTO_POLICY["shm"]["max_hops"])
@@ -86,10 +88,10 @@ class LongChains(ArfdTestCase):
                                      (1, 1, 0))
                     self.assertEqual((rs["execs_path"], rs["requests"]), (1, 0))
                     self.assertEqual(rd["execs"], 0)
-                    self.assertGreaterEqual(rd["requests_readdir"], 3)  # 301 in batches of 128
+                    self.assertGreaterEqual(rd["requests_readdir"], 9)  # 1101 in batches of 128
                     self.assertEqual(rd["requests"], rd["requests_readdir"])
                     self.assertEqual(rd["fallbacks_policy"], rd["requests_readdir"])
-                    self.assertGreaterEqual(rp["execs_readdir"], 3)
+                    self.assertGreaterEqual(rp["execs_readdir"], 9)
                     self.assertEqual(rp["requests"], 0)
 
     def test_arfctl_shows_policy_and_honours_max_hops(self):

@@ -79,7 +79,7 @@ static void usage(FILE *out)
 		"  --no-resvport        tcp: never connect from a reserved port (which proves\n"
 		"                       root to an export with one_sided = root)\n"
 		"  --max-hops N         one-sided hash-chain hops before shipping the lookup\n"
-		"                       (default: by transport, 8 over tcp and rdma, 256 over shm)\n"
+		"                       (default: by transport, 11 over tcp and rdma, 256 over shm)\n"
 		"  --spin-us N          poll this long for a reply before sleeping (default 50)\n"
 		"  --timeout-ms N       connect and reply timeout (default 30000)\n"
 		"  --control PATH       arfd's control socket (default /run/arf/arfd.ctl)\n"
