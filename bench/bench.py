@@ -211,6 +211,8 @@ class Arfd:
         self.log = os.path.join(work, "arfd.log")
 
     def start(self):
+        if os.path.exists(self.port_file):  # a restart: wait for the new port, not the old
+            os.unlink(self.port_file)
         args = [self.bin, "--foreground", "--listen", "127.0.0.1:0", "--socket", self.sock,
                 "--data-dir", self.data, "--spin-us", str(SPIN_US),
                 "--set", "server.port_file=" + self.port_file,

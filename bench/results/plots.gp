@@ -27,7 +27,7 @@ plot for [i=2:9] "strategies.dat" using i:xtic(1) title columnheader(i)
 set output "mc_kernels.png"
 set title "mc kernels"
 set ylabel "ns per run (log)"
-plot for [i=2:5] "mc_kernels.dat" using i:xtic(1) title columnheader(i)
+plot for [i=2:6] "mc_kernels.dat" using i:xtic(1) title columnheader(i)
 set output "mc_chain.png"
 set title "lookup latency vs chain position"
 set ylabel "mean latency, us (log)"
