@@ -78,38 +78,37 @@ static const struct policy_defaults policy_table[] = {
 	{ "shm", 256, 0, 0, 0, 0 },
 };
 
+/* The value in force: the caller's, or the transport's when it left the
+ * threshold to libarf (noting so in *from). */
+static uint32_t resolve_one(uint32_t given, uint32_t by_transport, uint32_t bit, uint32_t *from)
+{
+	if (given != ARF_OPT_AUTO)
+		return given;
+	*from |= bit;
+	return by_transport;
+}
+
 /* Resolve o's ARF_OPT_AUTO thresholds for transport into p; an explicit
  * value is kept as given (readdir_exec_min then applies to both calls). */
 static void policy_resolve(const struct arf_client_opts *o, const char *transport,
 			   struct arf_client_policy *p)
 {
 	const struct policy_defaults *d = &policy_table[0]; /* an unknown transport: as tcp */
+	uint32_t *from = &p->from_transport;
 
 	for (size_t i = 0; i < sizeof(policy_table) / sizeof(policy_table[0]); i++)
 		if (!strcmp(policy_table[i].transport, transport))
 			d = &policy_table[i];
 	memset(p, 0, sizeof(*p));
-	p->max_hops = o->max_hops;
-	if (o->max_hops == ARF_OPT_AUTO) {
-		p->max_hops = d->max_hops;
-		p->from_transport |= ARF_POLICY_MAX_HOPS;
-	}
-	p->resolve_exec_depth = o->resolve_exec_depth;
-	if (o->resolve_exec_depth == ARF_OPT_AUTO) {
-		p->resolve_exec_depth = d->resolve_exec_depth;
-		p->from_transport |= ARF_POLICY_RESOLVE_EXEC;
-	}
-	p->readdir_exec_min = p->readdirplus_exec_min = o->readdir_exec_min;
-	if (o->readdir_exec_min == ARF_OPT_AUTO) {
-		p->readdir_exec_min = d->readdir_exec_min;
-		p->readdirplus_exec_min = d->readdirplus_exec_min;
-		p->from_transport |= ARF_POLICY_READDIR_EXEC;
-	}
-	p->readdir_req_min = o->readdir_req_min;
-	if (o->readdir_req_min == ARF_OPT_AUTO) {
-		p->readdir_req_min = d->readdir_req_min;
-		p->from_transport |= ARF_POLICY_READDIR_REQ;
-	}
+	p->max_hops = resolve_one(o->max_hops, d->max_hops, ARF_POLICY_MAX_HOPS, from);
+	p->resolve_exec_depth = resolve_one(o->resolve_exec_depth, d->resolve_exec_depth,
+					    ARF_POLICY_RESOLVE_EXEC, from);
+	p->readdir_exec_min = resolve_one(o->readdir_exec_min, d->readdir_exec_min,
+					  ARF_POLICY_READDIR_EXEC, from);
+	p->readdirplus_exec_min = resolve_one(o->readdir_exec_min, d->readdirplus_exec_min,
+					      ARF_POLICY_READDIR_EXEC, from);
+	p->readdir_req_min = resolve_one(o->readdir_req_min, d->readdir_req_min,
+					 ARF_POLICY_READDIR_REQ, from);
 }
 
 void arf_client_policy(arf_client *c, struct arf_client_policy *out)

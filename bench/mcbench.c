@@ -141,6 +141,37 @@ static double time_ns(runner_fn fn, void *state, void *ctx)
 	return best * 1e9 / (double)iters;
 }
 
+/*
+ * Nanoseconds per call of fn for each of n states (elements of size bytes
+ * at states), best of CHAIN_BATCHES batches of about secs/CHAIN_BATCHES
+ * each, the states' batches interleaved so that all of them see the same
+ * moments of a shared, noisy machine.  Each state runs once untimed first
+ * (a program loaded, a connection warm).
+ */
+static void time_interleaved(runner_fn fn, void *states, size_t size, int n, double *ns_op)
+{
+	uint64_t iters[8];
+	double best[8];
+
+	if (n > 8)
+		die("time_interleaved: %d states (at most 8)", n);
+	for (int s = 0; s < n; s++) {
+		void *st = (char *)states + (size_t)s * size;
+
+		fn(st, NULL);
+		iters[s] = calibrate(fn, st, NULL, secs / CHAIN_BATCHES);
+		best[s] = 1e300;
+	}
+	for (int b = 0; b < CHAIN_BATCHES; b++)
+		for (int s = 0; s < n; s++) {
+			double t = time_batch(fn, (char *)states + (size_t)s * size, NULL, iters[s]);
+			if (t < best[s])
+				best[s] = t;
+		}
+	for (int s = 0; s < n; s++)
+		ns_op[s] = best[s] * 1e9 / (double)iters[s];
+}
+
 /* ---- the kernels: contexts --------------------------------------------------- */
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -545,22 +576,12 @@ static int cmd_chain(int nurl, char **urls, int nfiles, const char *hoplist)
 			c[s] = conn(urls[u], (enum strategy)s);
 		for (int j = 0; j < nh; j++) {
 			struct lk l[S_N];
-			uint64_t iters[S_N];
-			double best[S_N];
-			for (int s = 0; s < S_N; s++) {
+			double nsop[S_N];
+			for (int s = 0; s < S_N; s++)
 				l[s] = (struct lk){ c[s], dir.ino, dir.gen, pick[j] };
-				run_lookup(&l[s], NULL); /* loads the program, warms the connection */
-				iters[s] = calibrate(run_lookup, &l[s], NULL, secs / CHAIN_BATCHES);
-				best[s] = 1e300;
-			}
-			for (int b = 0; b < CHAIN_BATCHES; b++)
-				for (int s = 0; s < S_N; s++) {
-					double t = time_batch(run_lookup, &l[s], NULL, iters[s]);
-					if (t < best[s])
-						best[s] = t;
-				}
+			time_interleaved(run_lookup, l, sizeof(l[0]), S_N, nsop);
 			for (int s = 0; s < S_N; s++) {
-				double ns = best[s] * 1e9 / (double)iters[s];
+				double ns = nsop[s];
 				struct arf_client_stats s0, s1;
 				struct arf_client_policy pol[S_N];
 
@@ -714,23 +735,12 @@ static int cmd_listing(int nurl, char **urls, const char *sizelist)
 		for (int plus = 0; plus < 2; plus++)
 			for (int i = 0; i < ns; i++) {
 				struct ls l[L_N];
-				uint64_t iters[L_N];
-				double best[L_N];
-				/* the strategies' batches interleaved, as for chain lookups */
-				for (int s = 0; s < L_N; s++) {
+				double nsop[L_N];
+				for (int s = 0; s < L_N; s++)
 					l[s] = (struct ls){ c[s], d[i].ino, d[i].gen, plus, sizes[i], ents, sts };
-					run_listing(&l[s], NULL); /* loads the program, warms the connection */
-					iters[s] = calibrate(run_listing, &l[s], NULL, secs / CHAIN_BATCHES);
-					best[s] = 1e300;
-				}
-				for (int b = 0; b < CHAIN_BATCHES; b++)
-					for (int s = 0; s < L_N; s++) {
-						double t = time_batch(run_listing, &l[s], NULL, iters[s]);
-						if (t < best[s])
-							best[s] = t;
-					}
+				time_interleaved(run_listing, l, sizeof(l[0]), L_N, nsop);
 				for (int s = 0; s < L_N; s++) {
-					double ns_op = best[s] * 1e9 / (double)iters[s];
+					double ns_op = nsop[s];
 					struct arf_client_stats s0, s1;
 					struct arf_client_policy pol;
 

@@ -85,12 +85,13 @@ enum { CC_B = 2, CC_AE = 3, CC_E = 4, CC_NE = 5, CC_BE = 6, CC_A = 7, CC_L = 12,
 #define P66 2u /* operand-size prefix: 16-bit operand */
 #define B8  4u /* a byte register operand: sil/dil need a REX prefix */
 
-/* Jump sites to patch: to an instruction, a stub, or a shared routine. */
-enum fx_kind { FX_INSN, FX_STUB, FX_LABEL };
+/* Jump sites to patch: to an instruction or a shared routine (jumps to
+ * stubs are patched as the stubs are emitted). */
+enum fx_kind { FX_INSN, FX_LABEL };
 struct fixup {
 	size_t at;     /* offset of the rel32 */
 	uint8_t kind;  /* enum fx_kind */
-	uint32_t idx;  /* instruction, stub or label number */
+	uint32_t idx;  /* instruction or label number */
 };
 
 /* Shared routines. */

@@ -301,25 +301,36 @@ static int cmd_chain(const char *url, int nfiles)
 	return 0;
 }
 
+/* depth directories d00, d01, ... under *d and a file "leaf" in the last,
+ * their names appended to path (cap bytes); *d becomes the last directory. */
+static void make_deep(arf_client *w, struct arf_stat *d, int depth, char *path, size_t cap,
+		      struct arf_stat *leaf)
+{
+	char name[32];
+	int rc;
+
+	for (int i = 0; i < depth; i++) {
+		snprintf(name, sizeof(name), "d%02d", i);
+		if ((rc = arf_mkdir(w, d->ino, d->gen, name, 0755, d)))
+			FAIL("mkdir %s: %s", name, arf_strerror(rc));
+		strncat(path, "/", cap - strlen(path) - 1);
+		strncat(path, name, cap - strlen(path) - 1);
+	}
+	if ((rc = arf_create(w, d->ino, d->gen, "leaf", 0640, 1, leaf)))
+		FAIL("create leaf: %s", arf_strerror(rc));
+	strncat(path, "/leaf", cap - strlen(path) - 1);
+}
+
 static int cmd_deep(const char *url, int depth)
 {
 	arf_client *w = conn(url, 1, AUTO, 1);
 	struct arf_stat d, f, got;
-	char path[4096] = "", name[32];
+	char path[4096] = "";
 	int rc;
 
 	if ((rc = arf_root(w, &d)))
 		FAIL("root: %s", arf_strerror(rc));
-	for (int i = 0; i < depth; i++) {
-		snprintf(name, sizeof(name), "d%02d", i);
-		if ((rc = arf_mkdir(w, d.ino, d.gen, name, 0755, &d)))
-			FAIL("mkdir %s: %s", name, arf_strerror(rc));
-		strcat(path, "/");
-		strcat(path, name);
-	}
-	if ((rc = arf_create(w, d.ino, d.gen, "leaf", 0640, 1, &f)))
-		FAIL("create leaf: %s", arf_strerror(rc));
-	strcat(path, "/leaf");
+	make_deep(w, &d, depth, path, sizeof(path), &f);
 
 	/* the threshold is explicit: it must hold on every transport */
 	struct arf_client_opts o;
@@ -515,16 +526,7 @@ static int cmd_policy(const char *url, int nfiles, const char *dirname)
 	snprintf(path, sizeof(path), "/%s/p", dirname);
 	if ((rc = arf_mkdir(w, dir.ino, dir.gen, "p", 0755, &d)))
 		FAIL("mkdir p: %s", arf_strerror(rc));
-	for (int i = 0; i < depth; i++) {
-		snprintf(name, sizeof(name), "d%02d", i);
-		if ((rc = arf_mkdir(w, d.ino, d.gen, name, 0755, &d)))
-			FAIL("mkdir %s: %s", name, arf_strerror(rc));
-		strcat(path, "/");
-		strcat(path, name);
-	}
-	if ((rc = arf_create(w, d.ino, d.gen, "leaf", 0640, 1, &leaf)))
-		FAIL("create leaf: %s", arf_strerror(rc));
-	strcat(path, "/leaf");
+	make_deep(w, &d, depth, path, sizeof(path), &leaf);
 	/* the deepest chain position among dir's files */
 	for (int i = 0; i < nfiles; i++) {
 		snprintf(name, sizeof(name), "f%05d", i);
