@@ -456,15 +456,30 @@ static int cmd_kernels(const char *path)
 enum strategy { S_ONESIDED, S_SHIPPED, S_REQUEST, S_HYBRID, S_N };
 static const char *const strategy_names[S_N] = { "onesided", "shipped", "request", "hybrid" };
 
-static arf_client *conn(const char *url, enum strategy s)
+/* libarf's defaults with its caches off: every lookup walks, every listing
+ * reads the inodes again. */
+static void opts_uncached(struct arf_client_opts *o)
 {
-	struct arf_client_opts o;
+	arf_client_opts_init(o);
+	o->attr_timeout_ms = 0;
+	o->entry_timeout_ms = 0;
+}
+
+static arf_client *connect_or_die(const char *url, const struct arf_client_opts *o)
+{
 	char err[512];
 	arf_client *c;
 
-	arf_client_opts_init(&o);
-	o.attr_timeout_ms = 0; /* caches off: every lookup walks */
-	o.entry_timeout_ms = 0;
+	if (arf_connect(url, o, &c, err, sizeof(err)))
+		die("connect %s: %s", url, err);
+	return c;
+}
+
+static arf_client *conn(const char *url, enum strategy s)
+{
+	struct arf_client_opts o;
+
+	opts_uncached(&o);
 	switch (s) {
 	case S_ONESIDED:
 		o.max_hops = 1u << 20;
@@ -480,9 +495,7 @@ static arf_client *conn(const char *url, enum strategy s)
 	default:
 		break;
 	}
-	if (arf_connect(url, &o, &c, err, sizeof(err)))
-		die("connect %s: %s", url, err);
-	return c;
+	return connect_or_die(url, &o);
 }
 
 /* Chain position of name in dir: the shipped lookup's own count. */
@@ -624,12 +637,8 @@ static const char *const lstrategy_names[L_N] = { "onesided", "request", "shippe
 static arf_client *lconn(const char *url, enum lstrategy s)
 {
 	struct arf_client_opts o;
-	char err[512];
-	arf_client *c;
 
-	arf_client_opts_init(&o);
-	o.attr_timeout_ms = 0; /* caches off: every listing reads the inodes again */
-	o.entry_timeout_ms = 0;
+	opts_uncached(&o);
 	switch (s) {
 	case L_ONESIDED:
 		o.readdir_exec_min = 0;
@@ -645,9 +654,7 @@ static arf_client *lconn(const char *url, enum lstrategy s)
 	default:
 		break;
 	}
-	if (arf_connect(url, &o, &c, err, sizeof(err)))
-		die("connect %s: %s", url, err);
-	return c;
+	return connect_or_die(url, &o);
 }
 
 struct ls {
