@@ -118,6 +118,7 @@ void arf_client_policy(arf_client *c, struct arf_client_policy *out)
 
 _Static_assert(ARF_DEFAULT_PORT == ARF_NET_DEFAULT_PORT, "tcp port");
 _Static_assert(ARF_DEFAULT_RDMA_PORT == ARF_NET_DEFAULT_RDMA_PORT, "rdma port");
+_Static_assert(ARF_NKINDS == ARF_PROTO_NKINDS, "one list of request kinds");
 
 /* HOST[:PORT]/PATH of arf://, arf+tcp:// and arf+rdma:// (rest is what
  * follows the scheme); port 0 in u means the transport's default. */
@@ -524,16 +525,7 @@ const char *arf_fallback_reason_name(int reason)
 
 const char *arf_request_kind_name(int i)
 {
-	static const uint16_t ops[ARF_NKINDS] = {
-		ARF_OP_GETATTR, ARF_OP_LOOKUP, ARF_OP_READDIR, ARF_OP_READ, ARF_OP_READLINK,
-		ARF_OP_STATFS, ARF_OP_ACCESS, ARF_OP_CREATE, ARF_OP_MKDIR, ARF_OP_MKNOD,
-		ARF_OP_UNLINK, ARF_OP_RMDIR, ARF_OP_RENAME, ARF_OP_LINK, ARF_OP_SYMLINK,
-		ARF_OP_SETATTR, ARF_OP_WRITE, ARF_OP_FSYNC, ARF_OP_STATUS, ARF_OP_PROG_LOAD,
-		ARF_OP_PROG_EXEC, 0,
-	};
-	if (i < 0 || i >= ARF_NKINDS)
-		return "unknown";
-	return ops[i] ? arf_proto_op_name(ops[i]) : "other";
+	return arf_proto_kind_name(i);
 }
 
 void arf_stats(arf_client *c, struct arf_client_stats *s)

@@ -108,40 +108,45 @@ static int prefix_match(const uint8_t *a, const uint8_t *b, int bits)
 	return (a[whole] & mask) == (b[whole] & mask);
 }
 
+int arfd_access_peer_addr(const struct arf_net_peer *peer, uint8_t a[16])
+{
+	/* peer->addr is "1.2.3.4:port" or "[v6]:port" */
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *s = peer->addr, *e;
+
+	if (!strcmp(peer->transport, "shm"))
+		return 0;
+	if (*s == '[') {
+		s++;
+		e = strchr(s, ']');
+	} else {
+		e = strrchr(s, ':');
+	}
+	if (!e || (size_t)(e - s) >= sizeof(host))
+		return 0;
+	memcpy(host, s, (size_t)(e - s));
+	host[e - s] = 0;
+	if (inet_pton(AF_INET, host, a) == 1)
+		return 4;
+	if (inet_pton(AF_INET6, host, a) != 1)
+		return 0;
+	/* an IPv4 client on an IPv6 socket: ::ffff:a.b.c.d */
+	static const uint8_t v4m[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	if (!memcmp(a, v4m, 12)) {
+		memmove(a, a + 12, 4);
+		return 4;
+	}
+	return 6;
+}
+
 int arfd_access_allowed(const struct arfd_nets *nets, const struct arf_net_peer *peer)
 {
 	int is_unix = !strcmp(peer->transport, "shm");
 	uint8_t a[16];
-	int fam = 0;
+	int fam = arfd_access_peer_addr(peer, a);
 
-	if (!is_unix) {
-		/* peer->addr is "1.2.3.4:port" or "[v6]:port" */
-		char host[INET6_ADDRSTRLEN + 2];
-		const char *s = peer->addr, *e;
-		if (*s == '[') {
-			s++;
-			e = strchr(s, ']');
-		} else {
-			e = strrchr(s, ':');
-		}
-		if (!e || (size_t)(e - s) >= sizeof(host))
-			return 0;
-		memcpy(host, s, (size_t)(e - s));
-		host[e - s] = 0;
-		if (inet_pton(AF_INET, host, a) == 1) {
-			fam = 4;
-		} else if (inet_pton(AF_INET6, host, a) == 1) {
-			fam = 6;
-			/* an IPv4 client on an IPv6 socket: ::ffff:a.b.c.d */
-			static const uint8_t v4m[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-			if (!memcmp(a, v4m, 12)) {
-				memmove(a, a + 12, 4);
-				fam = 4;
-			}
-		} else {
-			return 0;
-		}
-	}
+	if (!is_unix && !fam)
+		return 0;
 	for (int i = 0; i < nets->n; i++) {
 		const struct arfd_net_entry *e = &nets->e[i];
 		switch (e->kind) {

@@ -28,6 +28,9 @@ struct arfd_nets {
 
 /* Parse a clients list.  Returns 0 or -EINVAL with the bad entry in err. */
 int arfd_access_parse(const char *spec, struct arfd_nets *out, char *err, size_t errlen);
+/* The peer's network address: 4 (a[0..3] set, IPv4, also when mapped in
+ * IPv6), 6 (a[0..15]) or 0 (shm, or not parsed). */
+int arfd_access_peer_addr(const struct arf_net_peer *peer, uint8_t a[16]);
 /* Does the list let this peer in? */
 int arfd_access_allowed(const struct arfd_nets *nets, const struct arf_net_peer *peer);
 /* Is the peer proven root on its host (shm uid 0, reserved tcp port, or the

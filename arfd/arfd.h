@@ -19,6 +19,8 @@
 #include <time.h>
 
 #include "access.h"
+#include "arf_proto.h"
+#include "identity.h"
 #include "arf_meta_fs.h"
 #include "arf_net.h"
 #include "config.h"
@@ -34,7 +36,7 @@ struct arf_proto_wr;
 
 /* Server-side counters (monotonic). */
 struct arfd_counters {
-	uint64_t requests[32];   /* by arf_proto_op_index; last = other */
+	uint64_t requests[ARF_PROTO_NKINDS]; /* by arf_proto_op_index; last = other */
 	uint64_t errors;         /* requests answered with a failure status */
 	uint64_t mutations;      /* transactions persisted */
 	uint64_t objects_written;/* objects in those transactions */
@@ -87,17 +89,9 @@ struct arfd {
 	struct arfd_control *control;        /* management socket (control.c) */
 	struct arfd_progs *progs;            /* program cache and helpers (progs.c) */
 	struct arfd_nets nets;               /* [export] clients, parsed (under fs_lock) */
+	struct arfd_identity *identity;      /* token key, stale-handle counts (identity.c) */
 	uint8_t auth_key[ARF_NET_AUTH_KEY_BYTES]; /* from secret_file */
 	int has_auth_key;
-};
-
-/* One client connection, as arfd sees it (the connection's udata). */
-struct arfd_conn {
-	struct arfd *d;
-	int pinned;              /* shm peer that is not root: its own ids, whatever it claims */
-	int grant;               /* holds region keys: its programs may read the regions */
-	uint32_t uid, gid;       /* from SO_PEERCRED */
-	uint32_t ngroups, groups[16]; /* its supplementary groups, from /proc at connect */
 };
 
 /* Start everything from d->cfg: regions, store (format or load), transport,
@@ -121,11 +115,6 @@ void *arfd_committer_main(void *arg);
  * -EIO when RocksDB refused it.  Requests and programs' hooks alike.
  */
 uint64_t arfd_txn_commit(struct arfd *d, int *rc);
-/* A request's credentials as the export applies them: shm peers pinned to
- * their kernel ids, root squashed (caller holds fs_lock). */
-void arfd_squash(const struct arfd *d, const struct arfd_conn *ac,
-		 const struct arf_proto_cred *pc, struct arf_cred *cr);
-
 /* Mobile code (progs.c): the program cache, start to stop. */
 int arfd_progs_start(struct arfd *d, char *err, size_t errlen);
 void arfd_progs_stop(struct arfd *d);

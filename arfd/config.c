@@ -62,8 +62,12 @@ static const struct centry table[] = {
 	  "true: changes are durable (WAL synced, group commit) before the reply; false: as NFS async" },
 	{ "export", "read_only", C_BOOL, S(read_only), 0, 1, "false", "refuse every change (EROFS)" },
 	{ "export", "root_squash", C_BOOL, S(root_squash), 0, 1, "true",
-	  "map requests from uid 0 to anon_uid/anon_gid, as NFS (the embedded configuration, "
-	  "used when there is no file, does not squash)" },
+	  "map uid 0 to anon_uid/anon_gid, as NFS, and give a client's root no region keys "
+	  "(the embedded configuration, used when there is no file, does not squash)" },
+	{ "export", "insecure", C_BOOL, S(insecure), 0, 1, "false",
+	  "believe the uid and gid that clients from unprivileged tcp ports claim, as NFS's "
+	  "insecure (false: such clients act as anon_uid/anon_gid unless they present a "
+	  "credential token from a mount)" },
 	{ "export", "clients", C_CLIENTS, S(clients), 0, 0, "127.0.0.0/8 ::1 unix",
 	  "who may connect: addresses, networks (ADDR/BITS), 'unix' (the UNIX socket), '*' (anyone)" },
 	{ "export", "one_sided", C_CHOICE, S(one_sided), 0, 0, "root",
@@ -72,8 +76,8 @@ static const struct centry table[] = {
 	{ "export", "secret_file", C_STR, S(secret_file), 0, 0, "",
 	  "file with a shared secret every client must prove (challenge-response; readable by "
 	  "root only); empty = none" },
-	{ "export", "anon_uid", C_INT, S(anon_uid), 0, 2147483647LL, "65534", "uid for squashed requests" },
-	{ "export", "anon_gid", C_INT, S(anon_gid), 0, 2147483647LL, "65534", "gid for squashed requests" },
+	{ "export", "anon_uid", C_INT, S(anon_uid), 0, 2147483647LL, "65534", "uid for squashed and anonymous requests" },
+	{ "export", "anon_gid", C_INT, S(anon_gid), 0, 2147483647LL, "65534", "gid for squashed and anonymous requests" },
 	{ "regions", "inodes", C_INT, S(inodes), 16, 1LL << 30, "262144", "inode slots (256 bytes each)" },
 	{ "regions", "dir_buckets", C_INT, S(dir_buckets), 1, 1LL << 30, "262144",
 	  "directory hash buckets (320 bytes each)" },
@@ -306,6 +310,17 @@ int arfd_config_load(struct arfd_config *cfg, const char *path, char *err, size_
 		snprintf(err, errlen, "%s:%d: syntax error (expected [section] or key = value)", path,
 			 line);
 	return -1;
+}
+
+int arfd_config_check(const struct arfd_config *cfg, char *err, size_t errlen)
+{
+	if (cfg->root_squash && !strcmp(cfg->one_sided, "all")) {
+		snprintf(err, errlen, "root_squash = true and one_sided = all contradict each other: "
+			 "with all, every client (a squashed root too) reads every file "
+			 "one-sidedly; use one_sided = root or none, or root_squash = false");
+		return -1;
+	}
+	return 0;
 }
 
 void arfd_config_dump(const struct arfd_config *cfg, FILE *out)

@@ -38,6 +38,7 @@ struct arfd_config {
 	int  sync;               /* 1 = WAL synced before the reply (group commit) */
 	int  read_only;
 	int  root_squash;        /* map uid 0 to anon_uid */
+	int  insecure;           /* believe the credentials of unproven peers (NFS insecure) */
 	int  anon_uid, anon_gid;
 	char clients[512];       /* who may connect (see arfd/access.c) */
 	char one_sided[8];       /* who gets region keys: all, root, none */
@@ -72,6 +73,10 @@ int arfd_config_load(struct arfd_config *cfg, const char *path, char *err, size_
  * Returns 0 or -1 with the reason in err. */
 int arfd_config_set(struct arfd_config *cfg, const char *section, const char *key,
 		    const char *value, char *err, size_t errlen);
+
+/* What no single key can say: combinations that contradict each other.
+ * Returns 0 or -1 with the reason in err. */
+int arfd_config_check(const struct arfd_config *cfg, char *err, size_t errlen);
 
 /* Write every key with its value as INI, with help comments. */
 void arfd_config_dump(const struct arfd_config *cfg, FILE *out);

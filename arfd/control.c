@@ -161,19 +161,11 @@ static void snap(struct arfd *d, struct stat_snap *s)
 	s->clients = __atomic_load_n(&d->clients, __ATOMIC_RELAXED);
 }
 
+/* The name of counter i, NULL for the kinds no index names (those are in
+ * the error counts, not listed by kind). */
 static const char *kind_name(int i)
 {
-	static const uint16_t ops[] = {
-		ARF_OP_GETATTR, ARF_OP_LOOKUP, ARF_OP_READDIR, ARF_OP_READ, ARF_OP_READLINK,
-		ARF_OP_STATFS, ARF_OP_ACCESS, ARF_OP_CREATE, ARF_OP_MKDIR, ARF_OP_MKNOD,
-		ARF_OP_UNLINK, ARF_OP_RMDIR, ARF_OP_RENAME, ARF_OP_LINK, ARF_OP_SYMLINK,
-		ARF_OP_SETATTR, ARF_OP_WRITE, ARF_OP_FSYNC, ARF_OP_STATUS, ARF_OP_PROG_LOAD,
-		ARF_OP_PROG_EXEC,
-	};
-	for (size_t k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
-		if (arf_proto_op_index(ops[k]) == i)
-			return arf_proto_op_name(ops[k]);
-	return NULL;
+	return i >= 0 && i < ARF_PROTO_NKINDS - 1 ? arf_proto_kind_name(i) : NULL;
 }
 
 static void cmd_stats(struct arfd *d, struct sbuf *b, int prometheus)
@@ -184,7 +176,7 @@ static void cmd_stats(struct arfd *d, struct sbuf *b, int prometheus)
 		sb_printf(b, "{\"uptime_s\":%.3f,\"incarnation\":%llu,\"requests\":{", s.uptime,
 			  (unsigned long long)d->incarnation);
 		int first = 1;
-		for (int i = 0; i < 32; i++) {
+		for (int i = 0; i < ARF_PROTO_NKINDS; i++) {
 			const char *k = kind_name(i);
 			if (!k || !s.ctr.requests[i])
 				continue;
@@ -230,7 +222,7 @@ static void cmd_stats(struct arfd *d, struct sbuf *b, int prometheus)
 	METRIC("arf_incarnation", "gauge", "Incarnation number, changed at every start.");
 	sb_printf(b, "arf_incarnation %llu\n", (unsigned long long)d->incarnation);
 	METRIC("arf_requests_total", "counter", "Requests served, by kind.");
-	for (int i = 0; i < 32; i++) {
+	for (int i = 0; i < ARF_PROTO_NKINDS; i++) {
 		const char *k = kind_name(i);
 		if (k)
 			sb_printf(b, "arf_requests_total{kind=\"%s\"} %llu\n", k,

@@ -117,6 +117,12 @@ static int is_mutation(uint16_t op)
 	return op >= ARF_OP_CREATE && op <= ARF_OP_WRITE;
 }
 
+/* Does the request name a file handle (whose generation could be guessed)? */
+static int names_handle(uint16_t op)
+{
+	return op != ARF_OP_STATFS && op != ARF_OP_STATUS && op != ARF_OP_CRED_MINT;
+}
+
 /* Server status as a JSON object (ARF_OP_STATUS). */
 void arfd_status_json(struct arfd *d, struct arf_proto_wr *w)
 {
@@ -129,7 +135,7 @@ void arfd_status_json(struct arfd *d, struct arf_proto_wr *w)
 	arf_ops_statfs(&d->fs, &sf);
 	arf_net_server_counters(d->net, &nc);
 	uint64_t reqs = 0;
-	for (int i = 0; i < 32; i++)
+	for (int i = 0; i < ARF_PROTO_NKINDS; i++)
 		reqs += d->ctr.requests[i];
 	int n = snprintf(buf, sizeof(buf),
 		"{\"version\":\"%s\",\"incarnation\":%llu,\"uptime_s\":%lld,"
@@ -416,28 +422,6 @@ uint64_t arfd_txn_commit(struct arfd *d, int *rc)
 	return seq;
 }
 
-void arfd_squash(const struct arfd *d, const struct arfd_conn *ac,
-		 const struct arf_proto_cred *pc, struct arf_cred *cr)
-{
-	memset(cr, 0, sizeof(*cr));
-	cr->uid = pc->uid;
-	cr->gid = pc->gid;
-	cr->ngroups = pc->ngroups > ARF_OPS_NGROUPS ? ARF_OPS_NGROUPS : pc->ngroups;
-	memcpy(cr->groups, pc->groups, cr->ngroups * sizeof(cr->groups[0]));
-	if (ac && ac->pinned) {
-		/* an shm peer that is not root acts as what the kernel says it is */
-		cr->uid = ac->uid;
-		cr->gid = ac->gid;
-		cr->ngroups = ac->ngroups < ARF_OPS_NGROUPS ? ac->ngroups : ARF_OPS_NGROUPS;
-		memcpy(cr->groups, ac->groups, cr->ngroups * sizeof(cr->groups[0]));
-	}
-	if (d->cfg.root_squash && cr->uid == 0) {
-		cr->uid = (uint32_t)d->cfg.anon_uid;
-		cr->gid = (uint32_t)d->cfg.anon_gid;
-		cr->ngroups = 0;
-	}
-}
-
 static void handle(struct arfd *d, struct arfd_job *j)
 {
 	struct arf_proto_rd r;
@@ -450,12 +434,19 @@ static void handle(struct arfd *d, struct arfd_job *j)
 	arf_proto_rd_init(&r, j->body, j->len);
 	arf_proto_get_cred(&r, &pc);
 
+	struct arfd_conn *ac = arf_net_sconn_udata(j->c);
+	int guarded = names_handle(j->op);
 	pthread_mutex_lock(&d->fs_lock);
-	arfd_squash(d, arf_net_sconn_udata(j->c), &pc, &cr); /* under the lock: SIGHUP may change the export */
+	arfd_identity_cred(d, ac, &pc, &cr, NULL); /* under the lock: SIGHUP may change the export */
 	int idx = arf_proto_op_index(j->op);
-	d->ctr.requests[idx < 0 ? 31 : idx]++;
+	d->ctr.requests[idx < 0 ? ARF_PROTO_NKINDS - 1 : idx]++;
 	if (r.err) {
 		rc = ARF_EPROTO;
+	} else if (guarded && arfd_identity_stale_check(d, ac)) {
+		rc = -ESTALE; /* too many stale handles: a guesser; not looked at */
+		guarded = 0;
+	} else if (j->op == ARF_OP_CRED_MINT) {
+		rc = arf_proto_rd_done(&r) ? arfd_identity_mint(d, ac, &cr, &w) : ARF_EPROTO;
 	} else if (mut && !d->cfg.read_only) {
 		arf_meta_txn_begin(&d->fs);
 		rc = run_op(d, j->op, &r, &cr, &w);
@@ -470,6 +461,8 @@ static void handle(struct arfd *d, struct arfd_job *j)
 		d->ctr.bad_requests++;
 	if (rc)
 		d->ctr.errors++;
+	if (rc == -ESTALE && guarded)
+		arfd_identity_stale(d, ac);
 	if (deferred) {
 		/* reply after the group commit that makes applied_seq durable */
 		void *body = w.buf;
@@ -491,8 +484,8 @@ static void handle(struct arfd *d, struct arfd_job *j)
 	if (!deferred) {
 		struct iovec iov = { w.buf, w.len };
 		if (rc == ARF_EPROTO)
-			arfd_log(ARFD_LOG_WARN, "malformed %s request from %s", arf_proto_op_name(j->op),
-				 arf_net_sconn_peer(j->c)->addr);
+			arfd_log_limited(ARFD_LOG_WARN, "malformed %s request from %s",
+					 arf_proto_op_name(j->op), arf_net_sconn_peer(j->c)->addr);
 		arf_net_reply(j->c, j->id, j->op, arf_net_status_from_err(rc), &iov,
 			      rc || !w.len ? 0 : 1);
 	}

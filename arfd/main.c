@@ -74,8 +74,13 @@ static void reload(struct arfd *d, const char *config, const struct override *ov
 			arfd_log(ARFD_LOG_ERROR, "reload: %s", err);
 			goto out;
 		}
+	if (arfd_config_check(&nc, err, sizeof(err))) {
+		arfd_log(ARFD_LOG_ERROR, "reload: %s (keeping the running configuration)", err);
+		goto out;
+	}
 	pthread_mutex_lock(&d->fs_lock);
 	d->cfg.read_only = nc.read_only;
+	d->cfg.insecure = nc.insecure;
 	d->cfg.root_squash = nc.root_squash;
 	d->cfg.anon_uid = nc.anon_uid;
 	d->cfg.anon_gid = nc.anon_gid;
@@ -200,6 +205,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "arfd: command line: %s\n", err);
 			return 1;
 		}
+	if (arfd_config_check(&d.cfg, err, sizeof(err))) {
+		fprintf(stderr, "arfd: %s%s%s\n", config ? config : "", config ? ": " : "", err);
+		return 1;
+	}
 	arfd_log_level = d.cfg.log_level;
 	if (dump) {
 		arfd_config_dump(&d.cfg, stdout);

@@ -372,21 +372,25 @@ static int do_exec(struct arfd *d, struct arf_net_sconn *c, const struct arf_pro
 
 	memset(&ex, 0, sizeof(ex));
 	ex.d = d;
+	int proven_root = 0;
 	pthread_mutex_lock(&d->fs_lock); /* the export's squashing may change on SIGHUP */
-	arfd_squash(d, ac, pc, &ex.cr);
+	arfd_identity_cred(d, ac, pc, &ex.cr, &proven_root);
 	pthread_mutex_unlock(&d->fs_lock);
 
-	/* regions: META and DATA read-only (empty without region keys), scratch */
-	int grant = ac && ac->grant;
+	/* regions: META and DATA read-only (empty unless the run is for root
+	 * proven on a connection that holds the region keys), scratch */
+	int grant = arfd_identity_sees_regions(ac, proven_root);
 	arf_mc_vm_clear_regions(wv->vm);
 	memset(wv->scratch, 0, ARF_PROG_SCRATCH_SIZE);
 	arf_mc_vm_add_region(wv->vm, grant ? d->meta : NULL, grant ? d->meta_size : 0, 0, NULL);
 	arf_mc_vm_add_region(wv->vm, grant ? d->data : NULL, grant ? d->data_size : 0, 0, NULL);
 	arf_mc_vm_add_region(wv->vm, wv->scratch, ARF_PROG_SCRATCH_SIZE, ARF_MC_REGION_WRITE, NULL);
 	arf_mc_vm_name_region(wv->vm, ARF_PROG_META, grant ? "exported META region"
-			      : "META region (empty: this connection has no region keys)");
+			      : "META region (empty: only root proven on a connection with "
+				"region keys reads it; use the helpers)");
 	arf_mc_vm_name_region(wv->vm, ARF_PROG_DATA, grant ? "exported DATA region"
-			      : "DATA region (empty: this connection has no region keys)");
+			      : "DATA region (empty: only root proven on a connection with "
+				"region keys reads it; use the helpers)");
 	arf_mc_vm_name_region(wv->vm, ARF_PROG_SCRATCH, "scratch region");
 	arf_mc_vm_set_output(wv->vm, wv->out, out_max && out_max < wv->out_cap ? out_max : wv->out_cap);
 	arf_mc_vm_set_user(wv->vm, &ex);

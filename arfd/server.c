@@ -84,12 +84,11 @@ static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_pee
 	}
 	pthread_mutex_lock(&d->fs_lock); /* SIGHUP may change the lists */
 	int allowed = arfd_access_allowed(&d->nets, peer);
-	char policy = d->cfg.one_sided[0];
 	pthread_mutex_unlock(&d->fs_lock);
 	if (!allowed) {
 		snprintf(msg, msglen, "client %s is not in this export's clients list", peer->addr);
-		arfd_log(ARFD_LOG_WARN, "refused %s over %s: not in [export] clients", peer->addr,
-			 peer->transport);
+		arfd_log_limited(ARFD_LOG_WARN, "refused %s over %s: not in [export] clients",
+				 peer->addr, peer->transport);
 		return ARF_EAUTH;
 	}
 	size_t en = strlen(d->cfg.export_name);
@@ -105,32 +104,17 @@ static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_pee
 		return -ENOMEM;
 	}
 	ac->d = d;
-	if (!strcmp(peer->transport, "shm") && peer->has_cred && peer->uid != 0) {
-		/* the kernel says who this is: requests act as that user */
-		ac->pinned = 1;
-		ac->uid = peer->uid;
-		ac->gid = peer->gid;
-		char path[64], line[1024];
-		snprintf(path, sizeof(path), "/proc/%u/status", peer->pid);
-		FILE *f = fopen(path, "r");
-		while (f && fgets(line, sizeof(line), f)) {
-			if (strncmp(line, "Groups:", 7))
-				continue;
-			char *save = NULL;
-			for (char *t = strtok_r(line + 7, " \t\n", &save); t && ac->ngroups < 16;
-			     t = strtok_r(NULL, " \t\n", &save))
-				ac->groups[ac->ngroups++] = (uint32_t)strtoul(t, NULL, 10);
-		}
-		if (f)
-			fclose(f);
+	int rc = arfd_identity_hello(d, peer, &h, ac, msg, msglen);
+	if (rc) {
+		free(ac);
+		return rc;
 	}
-	int grant = policy == 'a' || (policy == 'r' && arfd_access_proven_root(peer));
-	arf_net_sconn_set_grant(c, grant);
-	ac->grant = grant;
+	arf_net_sconn_set_grant(c, ac->grant);
 	__atomic_add_fetch(&d->clients, 1, __ATOMIC_RELAXED);
 	arf_net_sconn_set_udata(c, ac);
-	arfd_log(ARFD_LOG_DEBUG, "client %s connected over %s%s%s", peer->addr, peer->transport,
-		 grant ? "" : " (requests only)", peer->authenticated ? ", secret proven" : "");
+	arfd_log(ARFD_LOG_DEBUG, "client %s connected over %s as %s%s%s", peer->addr,
+		 peer->transport, arfd_identity_trust_name(ac->trust),
+		 ac->grant ? "" : " (requests only)", peer->authenticated ? ", secret proven" : "");
 	return 0;
 }
 
@@ -375,6 +359,10 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 		return rc;
 	if (d->cfg.secret_file[0] && (rc = load_secret(d, err, errlen)))
 		return rc;
+	if ((rc = arfd_identity_start(d))) {
+		snprintf(err, errlen, "identity keys: %s", strerror(-rc));
+		return rc;
+	}
 	if ((rc = arfd_store_open(d->cfg.data_dir, &d->store, err, errlen)))
 		return rc;
 	if ((rc = arfd_store_incarnation(d->store, &d->incarnation, err, errlen)))
@@ -479,6 +467,7 @@ void arfd_stop(struct arfd *d)
 	}
 	arfd_pending_destroy(d->pending);
 	arfd_progs_stop(d);
+	arfd_identity_stop(d);
 	arf_meta_fs_detach(&d->fs);
 	arfd_store_close(d->store);
 	if (d->meta)

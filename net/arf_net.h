@@ -208,6 +208,8 @@ struct arf_net_peer {
 	char addr[64];          /* numeric address ("127.0.0.1:40000", "unix"; rdma as tcp) */
 	int has_cred;           /* shm: SO_PEERCRED known */
 	uint32_t pid, uid, gid;
+	uint32_t ngroups;       /* shm: supplementary groups from SO_PEERGROUPS (at most 16 */
+	uint32_t groups[16];    /* kept; ngroups = 0 when the kernel gave none) */
 	uint16_t port;          /* tcp: the client's source port (< 1024: root on its host);
 				 * rdma: always 0 (an rdma_cm port proves nothing) */
 	int authenticated;      /* proved the shared secret (server auth_key) */

@@ -51,6 +51,10 @@ enum arf_proto_op {
 	ARF_OP_WRITE    = 0x119, /* fh, u64 off, bytes -> u32 written, attr */
 	ARF_OP_FSYNC    = 0x11a, /* fh -> - */
 	ARF_OP_STATUS   = 0x120, /* - -> string (JSON object) */
+	/* A credential token for the request's credentials, which a tool then
+	 * presents in its own HELLO (ARF_PROTO_HELLO_TOKEN).  Root-proven
+	 * connections only (arf-fuse, for the user the kernel names). */
+	ARF_OP_CRED_MINT = 0x121, /* - -> bytes(token), u32 lifetime_s */
 	/* Mobile code.  On failure the reply body is a prog_error (pc, insns,
 	 * message) whenever there is something to say. */
 	ARF_OP_PROG_LOAD = 0x130, /* bytes(program: raw bytecode or ELF) -> hash[32], u32 insns */
@@ -60,9 +64,13 @@ enum arf_proto_op {
 
 /* Name of a request kind ("lookup"), "unknown" otherwise. */
 const char *arf_proto_op_name(uint16_t op);
-/* Dense index 0..ARF_PROTO_NKINDS-1 for counters, -1 if unknown. */
+/* Dense index 0..ARF_PROTO_NKINDS-1 for counters, -1 if unknown.  The
+ * last index, ARF_PROTO_NKINDS - 1, counts the kinds no index names. */
 int arf_proto_op_index(uint16_t op);
-#define ARF_PROTO_NKINDS 22
+/* The name of dense index i: a kind's, "other" for the last, "unknown"
+ * out of range. */
+const char *arf_proto_kind_name(int i);
+#define ARF_PROTO_NKINDS 23
 
 /* Caller credentials, first in every request. */
 struct arf_proto_cred {
@@ -126,13 +134,22 @@ struct arf_proto_info {
 #define ARF_PROTO_INFO_SYNC 0x2u /* sync export */
 #define ARF_PROTO_INFO_SIZE (4 + 4 + 8 + 4 + 4 + 64 + 4096)
 
+/* A credential token (CRED_MINT): opaque to clients, which only carry it
+ * from arf-fuse's ioctl to their HELLO.  arfd's layout (arfd/identity.c):
+ * u32 version, uid, gid, ngroups, 16 x u32 groups, u64 expires (seconds,
+ * CLOCK_REALTIME), u64 incarnation, 16 bytes of the minting peer's
+ * address, 32 bytes of MAC. */
+#define ARF_PROTO_TOKEN_SIZE 144u
+
 /* Client hello blob: what the client asks for. */
 struct arf_proto_hello {
 	uint32_t version;            /* ARF_PROTO_INFO_VERSION */
-	uint32_t flags;
+	uint32_t flags;              /* ARF_PROTO_HELLO_* */
 	char     path[256];          /* URL path (export selection) */
+	uint8_t  token[ARF_PROTO_TOKEN_SIZE]; /* with ARF_PROTO_HELLO_TOKEN */
 };
-#define ARF_PROTO_HELLO_SIZE (4 + 4 + 256)
+#define ARF_PROTO_HELLO_TOKEN 0x1u   /* a credential token follows the path */
+#define ARF_PROTO_HELLO_SIZE (4 + 4 + 256) /* without a token */
 
 /* ---- encoder: a growable buffer ---- */
 struct arf_proto_wr {

@@ -25,8 +25,14 @@ static const struct {
 	{ ARF_OP_SYMLINK, "symlink" },   { ARF_OP_SETATTR, "setattr" },
 	{ ARF_OP_WRITE, "write" },       { ARF_OP_FSYNC, "fsync" },
 	{ ARF_OP_STATUS, "status" },     { ARF_OP_PROG_LOAD, "prog_load" },
-	{ ARF_OP_PROG_EXEC, "prog_exec" }, { 0, "other" },
+	{ ARF_OP_PROG_EXEC, "prog_exec" }, { ARF_OP_CRED_MINT, "cred_mint" },
+	{ 0, "other" },
 };
+
+const char *arf_proto_kind_name(int i)
+{
+	return i >= 0 && i < ARF_PROTO_NKINDS ? op_names[i].name : "unknown";
+}
 
 int arf_proto_op_index(uint16_t op)
 {
@@ -161,6 +167,8 @@ void arf_proto_put_hello(struct arf_proto_wr *w, const struct arf_proto_hello *h
 	arf_proto_put_u32(w, h->version);
 	arf_proto_put_u32(w, h->flags);
 	arf_proto_put(w, h->path, sizeof(h->path));
+	if (h->flags & ARF_PROTO_HELLO_TOKEN)
+		arf_proto_put(w, h->token, sizeof(h->token));
 }
 
 void arf_proto_put_prog_result(struct arf_proto_wr *w, const struct arf_proto_prog_result *r)
@@ -295,6 +303,10 @@ void arf_proto_get_hello(struct arf_proto_rd *r, struct arf_proto_hello *h)
 	h->flags = arf_proto_get_u32(r);
 	arf_proto_get(r, h->path, sizeof(h->path));
 	h->path[sizeof(h->path) - 1] = 0;
+	if (h->flags & ARF_PROTO_HELLO_TOKEN)
+		arf_proto_get(r, h->token, sizeof(h->token));
+	else
+		memset(h->token, 0, sizeof(h->token));
 }
 
 const char *arf_proto_get_name(struct arf_proto_rd *r, uint32_t *n)

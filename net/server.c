@@ -602,6 +602,13 @@ static void accept_one(struct arf_net_server *s, int lfd, int is_unix)
 			c->peer.uid = cr.uid;
 			c->peer.gid = cr.gid;
 			snprintf(c->peer.addr, sizeof(c->peer.addr), "unix:pid=%d", (int)cr.pid);
+			/* the groups as the kernel has them for the socket, not
+			 * /proc/PID (which races with the pid's reuse) */
+			gid_t g[256];
+			socklen_t gl = sizeof(g);
+			if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &gl) == 0)
+				for (size_t i = 0; i < gl / sizeof(g[0]) && c->peer.ngroups < 16; i++)
+					c->peer.groups[c->peer.ngroups++] = (uint32_t)g[i];
 		}
 	} else {
 		int one = 1;

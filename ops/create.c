@@ -4,8 +4,9 @@
  *
  * The checks follow Linux's order: the directory (-ESTALE, -ENOTDIR), the
  * name (-EINVAL, -ENAMETOOLONG), search permission, an existing name
- * (-EEXIST, before write permission is looked at), write permission, link
- * counts (-EMLINK).  Then every resource is reserved (inode slot, directory
+ * (-EEXIST, before write permission is looked at), for link the source's
+ * protection (-EPERM, protected_hardlinks), write permission, link counts
+ * (-EMLINK).  Then every resource is reserved (inode slot, directory
  * entry and listing page, a symlink's data block, transaction room) so that
  * -ENOSPC or -ENOMEM leave everything as it was.  New inodes take the
  * caller's uid, and the caller's gid unless the directory is setgid (BSD
@@ -13,6 +14,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "ops_int.h"
@@ -25,14 +27,27 @@ struct newnode {
 	size_t tlen;        /* its length (0 for other types) */
 };
 
+/* A new generation for a reused slot: random, so that a handle (ino, gen)
+ * cannot be guessed from the order files were made in; never 0, never the
+ * slot's last one. */
+static uint32_t new_gen(uint32_t old)
+{
+	uint32_t g = 0;
+
+	while (!g || g == old)
+		if (getrandom(&g, sizeof(g), 0) != (ssize_t)sizeof(g))
+			g = old * 2654435761u + 1u; /* getrandom never fails for 4 bytes; in case */
+	return g;
+}
+
 static void init_inode(struct arf_meta_inode *in, uint64_t ino, const struct newnode *nn,
 		       const struct arf_cred *cr, const struct arf_meta_inode *d, int64_t now)
 {
-	uint32_t gen = in->gen + 1;
+	uint32_t gen = new_gen(in->gen);
 
 	memset((uint8_t *)in + sizeof(in->h), 0, sizeof(*in) - sizeof(in->h));
 	in->ino = ino;
-	in->gen = gen ? gen : 1;
+	in->gen = gen;
 	in->mode = nn->mode;
 	in->uid = cr->uid;
 	in->gid = cr->gid;
@@ -182,6 +197,21 @@ int arf_ops_symlink(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t 
 	return make_node(fs, cr, dir, dgen, name, len, &nn, 0, out);
 }
 
+/* Linux's may_linkat with protected_hardlinks = 1 (fs/namei.c): the owner
+ * (or root, CAP_FOWNER) links anything; anyone else only a regular file
+ * that is neither setuid nor setgid-executable and that they may read and
+ * write, so nobody pins another user's private or privileged file under a
+ * name of their own. */
+static int link_allowed(const struct arf_meta_inode *in, const struct arf_cred *cr)
+{
+	if (cr->uid == 0 || cr->uid == in->uid)
+		return 1;
+	if (!S_ISREG(in->mode) || (in->mode & S_ISUID) ||
+	    (in->mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		return 0;
+	return arf_ops_permitted(in, cr, R_OK | W_OK) == 0;
+}
+
 int arf_ops_link(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t ino, uint32_t gen,
 		 uint64_t dir, uint32_t dgen, const char *name, size_t len, struct arf_ops_attr *out)
 {
@@ -196,6 +226,8 @@ int arf_ops_link(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t ino
 		return rc;
 	if (ops_dot(name, len) || !arf_meta_dir_find(fs, dir, name, len, &idx))
 		return -EEXIST;
+	if (!link_allowed(in, cr))
+		return -EPERM;
 	if ((rc = arf_ops_permitted(d, cr, W_OK | X_OK)))
 		return rc;
 	if (S_ISDIR(in->mode))
