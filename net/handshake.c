@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * net/handshake — HELLO: the protocol version, the shared-secret challenge
+ * (the secret never travels: the client proves it with an HMAC of a nonce),
+ * the embedder's on_hello, then fresh random region keys for this
+ * connection and the answer: the region table and the info blob; on the
+ * UNIX socket also one descriptor per region, a read-only one for regions
+ * clients may not write.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "server_int.h"
+
+/* HELLO: version, the embedder's decision, then regions + info (+ fds). */
+int arf_net_srv_hello(struct arf_net_server *s, struct arf_net_sconn *c,
+		      const struct arf_net_hdr *h, const uint8_t *body, size_t len)
+{
+	char msg[256] = "";
+	int rc;
+
+	if (c->state != SCONN_NEW) {
+		SCTR(s, bad_frames, 1);
+		snprintf(msg, sizeof(msg), "handshake already done");
+		arf_net_srv_send(c, h->id, h->op, arf_net_status_from_err(ARF_EPROTO),
+				 ARF_NET_PROTO_VERSION, 0, &(struct iovec){ msg, strlen(msg) }, 1, NULL, 0);
+		return 0;
+	}
+	if (h->aux != ARF_NET_PROTO_VERSION) {
+		snprintf(msg, sizeof(msg), "client speaks net protocol %u, arfd speaks %u", h->aux,
+			 ARF_NET_PROTO_VERSION);
+		rc = ARF_EVERSION;
+		goto refuse;
+	}
+	if (s->has_auth) {
+		/* challenge-response: the secret never travels */
+		if (!(h->flags & ARF_NET_F_PROOF)) {
+			if (c->challenged) {
+				snprintf(msg, sizeof(msg), "this export needs the shared secret");
+				rc = ARF_EAUTH;
+				goto refuse;
+			}
+			randombytes_buf(c->nonce, sizeof(c->nonce));
+			c->challenged = 1;
+			return arf_net_srv_send(c, h->id, h->op, arf_net_status_from_err(ARF_EAUTH),
+						ARF_NET_PROTO_VERSION, ARF_NET_F_CHALLENGE,
+						&(struct iovec){ c->nonce, sizeof(c->nonce) }, 1, NULL, 0);
+		}
+		if (!c->challenged || len < crypto_auth_BYTES ||
+		    arf_net_auth_verify(s->auth_key, c->nonce, body + crypto_auth_BYTES,
+					len - crypto_auth_BYTES, body)) {
+			snprintf(msg, sizeof(msg), "wrong shared secret");
+			rc = ARF_EAUTH;
+			goto refuse;
+		}
+		body += crypto_auth_BYTES;
+		len -= crypto_auth_BYTES;
+		c->peer.authenticated = 1;
+	}
+	rc = s->o.on_hello ? s->o.on_hello(s->o.ctx, c, &c->peer, body, len, msg, sizeof(msg)) : 0;
+	if (rc)
+		goto refuse;
+	if (!c->no_grant)
+		for (size_t i = 0; i < s->nregions; i++)
+			do
+				randombytes_buf(&c->keys[i], sizeof(c->keys[i]));
+			while (!c->keys[i]);
+
+	pthread_mutex_lock(&s->info_lock);
+	size_t nreg = c->no_grant ? 0 : s->nregions;
+	size_t blen = 4 + nreg * 24 + 4 + s->info_len;
+	uint8_t *b = malloc(blen);
+	if (!b) {
+		pthread_mutex_unlock(&s->info_lock);
+		rc = -ENOMEM;
+		goto refuse;
+	}
+	put32(b, (uint32_t)nreg);
+	size_t off = 4;
+	int fds[ARF_NET_MAX_REGIONS], nfds = 0;
+	for (size_t i = 0; i < nreg; i++, off += 24) {
+		put32(b + off, s->regions[i].id);
+		put32(b + off + 4, s->regions[i].flags);
+		put64(b + off + 8, s->regions[i].size);
+		put64(b + off + 16, c->keys[i]);
+		if (c->is_unix)
+			fds[nfds++] = s->regions[i].passfd;
+	}
+	put32(b + off, (uint32_t)s->info_len);
+	if (s->info_len)
+		memcpy(b + off + 4, s->info, s->info_len);
+	pthread_mutex_unlock(&s->info_lock);
+	if (c->is_unix) {
+		for (int i = 0; i < nfds; i++) {
+			if (fds[i] < 0) { /* a region without a descriptor cannot be mapped */
+				free(b);
+				snprintf(msg, sizeof(msg), "shm is not available: region %u has no descriptor",
+					 s->regions[i].id);
+				rc = -EOPNOTSUPP;
+				goto refuse;
+			}
+		}
+	}
+	c->state = SCONN_READY;
+	s->nnew--;
+	rc = arf_net_srv_send(c, h->id, h->op, ARF_NET_S_OK, ARF_NET_PROTO_VERSION, 0,
+			      &(struct iovec){ b, blen }, 1, fds, nfds);
+	free(b);
+	return rc;
+refuse:
+	SCTR(s, conns_refused, 1);
+	if (!msg[0])
+		snprintf(msg, sizeof(msg), "%s", arf_err_text(rc) ? arf_err_text(rc) : strerror(-rc));
+	arf_net_srv_send(c, h->id, h->op, arf_net_status_from_err(rc), ARF_NET_PROTO_VERSION, 0,
+			 &(struct iovec){ msg, strlen(msg) }, 1, NULL, 0);
+	return -EPERM; /* close after the refusal */
+}

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * net/sconn — one server-side connection: its reference count, reading and
+ * dispatching its frames, its send queue, replies from any thread, close.
+ *
+ * Connection states: accepted (only HELLO allowed) -> ready (after a good
+ * HELLO) -> closed (removed from epoll, socket shut down; the descriptor is
+ * closed when the last reference goes).  arf_net_srv_conn_close() is the one
+ * place that moves a connection to closed, on the soft-NIC thread.
+ *
+ * Sending never waits: what the socket does not take at once waits in the
+ * connection's queue, written when epoll says the socket is writable; a
+ * client that stops reading is no longer read from, then dropped (OUTQ_*).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "server_int.h"
+
+void arf_net_sconn_ref(struct arf_net_sconn *c)
+{
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+}
+
+void arf_net_sconn_unref(struct arf_net_sconn *c)
+{
+	if (!c || __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	close(c->fd);
+	arf_net_rbuf_free(&c->rb);
+	free(c->outq);
+	pthread_mutex_destroy(&c->send_lock);
+	free(c);
+}
+
+const struct arf_net_peer *arf_net_sconn_peer(struct arf_net_sconn *c)
+{
+	return &c->peer;
+}
+
+void arf_net_sconn_set_grant(struct arf_net_sconn *c, int grant_keys)
+{
+	c->no_grant = !grant_keys;
+}
+
+void arf_net_sconn_set_udata(struct arf_net_sconn *c, void *udata)
+{
+	c->udata = udata;
+}
+
+void *arf_net_sconn_udata(struct arf_net_sconn *c)
+{
+	return c->udata;
+}
+
+/* Caller holds send_lock: the connection is finished; the soft-NIC sees
+ * the shut-down socket and closes it. */
+static void conn_fail_locked(struct arf_net_sconn *c)
+{
+	c->closed = 1;
+	shutdown(c->fd, SHUT_RDWR);
+}
+
+static size_t outq_pending(const struct arf_net_sconn *c)
+{
+	return c->outq_len - c->outq_off;
+}
+
+/* Arm epoll for what the connection needs now (caller holds send_lock). */
+static void conn_arm_locked(struct arf_net_sconn *c)
+{
+	size_t pend = outq_pending(c);
+	uint32_t ev = EPOLLRDHUP | (pend ? EPOLLOUT : 0) | (pend > OUTQ_HIGH ? 0 : EPOLLIN);
+
+	if (c->closed || ev == c->events)
+		return;
+	struct epoll_event e = { .events = ev, .data.ptr = c };
+	if (epoll_ctl(c->s->ep, EPOLL_CTL_MOD, c->fd, &e) == 0)
+		c->events = ev;
+}
+
+/* Queue the bytes of v after the first `skip` (caller holds send_lock). */
+static int outq_add(struct arf_net_sconn *c, const struct iovec *v, int nv, size_t skip)
+{
+	size_t total = 0;
+	for (int i = 0; i < nv; i++)
+		total += v[i].iov_len;
+	total -= skip;
+	if (outq_pending(c) + total > OUTQ_MAX)
+		return -ENOBUFS;
+	if (c->outq_off && c->outq_off == c->outq_len)
+		c->outq_off = c->outq_len = 0;
+	if (c->outq_len + total > c->outq_cap) {
+		if (c->outq_off) {
+			memmove(c->outq, c->outq + c->outq_off, outq_pending(c));
+			c->outq_len -= c->outq_off;
+			c->outq_off = 0;
+		}
+		if (c->outq_len + total > c->outq_cap) {
+			size_t cap = c->outq_cap ? c->outq_cap : 65536;
+			while (cap < c->outq_len + total)
+				cap *= 2;
+			uint8_t *nb = realloc(c->outq, cap);
+			if (!nb)
+				return -ENOMEM;
+			c->outq = nb;
+			c->outq_cap = cap;
+		}
+	}
+	for (int i = 0; i < nv; i++) {
+		size_t l = v[i].iov_len;
+		const uint8_t *p = v[i].iov_base;
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		memcpy(c->outq + c->outq_len, p + skip, l - skip);
+		c->outq_len += l - skip;
+		skip = 0;
+	}
+	return 0;
+}
+
+/* Send what waits (caller holds send_lock).  0, or -errno when the
+ * connection failed. */
+static int outq_flush(struct arf_net_sconn *c)
+{
+	while (outq_pending(c)) {
+		ssize_t n = send(c->fd, c->outq + c->outq_off, outq_pending(c),
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return -errno;
+		}
+		c->outq_off += (size_t)n;
+	}
+	c->outq_off = c->outq_len = 0;
+	return 0;
+}
+
+int arf_net_srv_send(struct arf_net_sconn *c, uint64_t id, uint16_t op, int32_t status,
+		     uint32_t aux, uint16_t flags, const struct iovec *iov, int iovcnt,
+		     const int *fds, int nfds)
+{
+	struct arf_net_hdr h = { .op = op, .flags = (uint16_t)(ARF_NET_F_REPLY | flags), .id = id,
+				 .status = status, .aux = aux };
+	uint8_t hb[sizeof(struct arf_net_hdr)];
+	struct iovec v[17];
+	size_t len = sizeof(h);
+	int nv = 0, rc = 0;
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * ARF_NET_MAX_REGIONS)];
+		struct cmsghdr align;
+	} cm;
+
+	if (iovcnt > 16 || nfds > (int)ARF_NET_MAX_REGIONS)
+		return -EINVAL;
+	for (int i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	if (len > ARF_NET_MAX_FRAME)
+		return -E2BIG;
+	h.len = (uint32_t)len;
+	arf_net_hdr_encode(&h, hb);
+	v[nv++] = (struct iovec){ hb, sizeof(hb) };
+	for (int i = 0; i < iovcnt; i++)
+		if (iov[i].iov_len)
+			v[nv++] = iov[i];
+
+	pthread_mutex_lock(&c->send_lock);
+	if (c->closed) {
+		pthread_mutex_unlock(&c->send_lock);
+		return -ECONNRESET;
+	}
+	size_t sent = 0;
+	if (!outq_pending(c)) {
+		struct msghdr m = { .msg_iov = v, .msg_iovlen = (size_t)nv };
+		if (nfds > 0) {
+			memset(&cm, 0, sizeof(cm));
+			m.msg_control = cm.buf;
+			m.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+			struct cmsghdr *cmh = CMSG_FIRSTHDR(&m);
+			cmh->cmsg_level = SOL_SOCKET;
+			cmh->cmsg_type = SCM_RIGHTS;
+			cmh->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+			memcpy(CMSG_DATA(cmh), fds, sizeof(int) * (size_t)nfds);
+		}
+		ssize_t n;
+		do
+			n = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			rc = -errno;
+		else
+			sent = n > 0 ? (size_t)n : 0;
+		if (!rc && nfds > 0 && sent == 0)
+			rc = -EAGAIN; /* descriptors go with the first byte or not at all */
+	} else if (nfds > 0) {
+		rc = -EAGAIN;
+	}
+	if (!rc && sent < len)
+		rc = outq_add(c, v, nv, sent);
+	if (!rc)
+		CCTR(c, bytes_sent, len);
+	if (rc)
+		conn_fail_locked(c);
+	else
+		conn_arm_locked(c);
+	pthread_mutex_unlock(&c->send_lock);
+	return rc;
+}
+
+int arf_net_reply(struct arf_net_sconn *c, uint64_t id, uint16_t op, int32_t status,
+		  const struct iovec *iov, int iovcnt)
+{
+	return arf_net_srv_send(c, id, op, status, 0, 0, iov, iovcnt, NULL, 0);
+}
+
+void arf_net_srv_conn_close(struct arf_net_server *s, struct arf_net_sconn *c)
+{
+	if (c->state == SCONN_CLOSED)
+		return;
+	int was_ready = c->state == SCONN_READY;
+	if (c->state == SCONN_NEW)
+		s->nnew--;
+	c->state = SCONN_CLOSED;
+	epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	pthread_mutex_lock(&c->send_lock);
+	c->closed = 1;
+	shutdown(c->fd, SHUT_RDWR);
+	pthread_mutex_unlock(&c->send_lock);
+	pthread_mutex_lock(&s->conns_lock);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		s->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	pthread_mutex_unlock(&s->conns_lock);
+	__atomic_sub_fetch(&s->ctr.conns_open, 1, __ATOMIC_RELAXED);
+	if (was_ready && s->o.on_close)
+		s->o.on_close(s->o.ctx, c);
+	/* Events for c may still be in the batch being handled: drop our
+	 * reference after it (arf_net_srv_free_dead). */
+	c->next = s->dead;
+	s->dead = c;
+}
+
+void arf_net_srv_free_dead(struct arf_net_server *s)
+{
+	while (s->dead) {
+		struct arf_net_sconn *c = s->dead;
+		s->dead = c->next;
+		arf_net_sconn_unref(c);
+	}
+}
+
+struct arf_net_sconn *arf_net_srv_conn_alloc(struct arf_net_server *s, int fd, int is_unix)
+{
+	if (__atomic_load_n(&s->ctr.conns_open, __ATOMIC_RELAXED) >= s->o.max_conns) {
+		SCTR(s, conns_refused, 1);
+		close(fd);
+		return NULL;
+	}
+	struct arf_net_sconn *c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return NULL;
+	}
+	c->s = s;
+	c->fd = fd;
+	c->is_unix = is_unix;
+	c->refs = 1;
+	c->state = SCONN_NEW;
+	pthread_mutex_init(&c->send_lock, NULL);
+	return c;
+}
+
+void arf_net_srv_conn_register(struct arf_net_server *s, struct arf_net_sconn *c)
+{
+	c->events = EPOLLIN | EPOLLRDHUP;
+	c->accepted_us = arf_net_now_us();
+	struct epoll_event ev = { .events = c->events, .data.ptr = c };
+	if (epoll_ctl(s->ep, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
+		close(c->fd);
+		pthread_mutex_destroy(&c->send_lock);
+		free(c);
+		return;
+	}
+	pthread_mutex_lock(&s->conns_lock);
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	pthread_mutex_unlock(&s->conns_lock);
+	SCTR(s, conns_accepted, 1);
+	SCTR(s, conns_open, 1);
+	s->nnew++;
+}
+
+
+/* One frame from a client.  Returns < 0 to close the connection. */
+static int do_frame(struct arf_net_server *s, struct arf_net_sconn *c, const struct arf_net_hdr *h,
+		    const uint8_t *body)
+{
+	size_t len = h->len - sizeof(*h);
+
+	if (h->flags & ARF_NET_F_REPLY) {
+		SCTR(s, bad_frames, 1);
+		return -EPROTO; /* clients send no replies */
+	}
+	if (h->op == ARF_NET_OP_HELLO)
+		return arf_net_srv_hello(s, c, h, body, len);
+	if (c->state != SCONN_READY) {
+		SCTR(s, bad_frames, 1);
+		return -EPROTO; /* nothing before the handshake */
+	}
+	switch (h->op) {
+	case ARF_NET_OP_READ:
+		return arf_net_srv_read(s, c, h, body, len);
+	case ARF_NET_OP_WRITE:
+	case ARF_NET_OP_CAS:
+	case ARF_NET_OP_FAA:
+		return arf_net_srv_rmw(s, c, h, body, len);
+	default:
+		break;
+	}
+	if (h->op >= ARF_NET_OP_REQUEST_BASE && s->o.on_request) {
+		SCTR(s, requests, 1);
+		CCTR(c, requests, 1);
+		s->o.on_request(s->o.ctx, c, h, body, len);
+		return 0;
+	}
+	SCTR(s, bad_frames, 1);
+	char msg[64];
+	snprintf(msg, sizeof(msg), "unknown operation 0x%x", h->op);
+	return arf_net_srv_send(c, h->id, h->op, arf_net_status_from_err(ARF_EPROTO), 0, 0,
+				&(struct iovec){ msg, strlen(msg) }, 1, NULL, 0);
+}
+
+/* Is the client not reading its replies (too much waits in its queue), or
+ * finished by a failed send? */
+static int conn_stalled(struct arf_net_sconn *c, int *closed)
+{
+	pthread_mutex_lock(&c->send_lock);
+	int stalled = outq_pending(c) > OUTQ_HIGH;
+	*closed = c->closed;
+	pthread_mutex_unlock(&c->send_lock);
+	return stalled;
+}
+
+void arf_net_srv_conn_readable(struct arf_net_server *s, struct arf_net_sconn *c)
+{
+	for (;;) {
+		struct arf_net_hdr h;
+		const uint8_t *body;
+		int r, closed;
+		/* frames already buffered first: after a stall they are next */
+		for (;;) {
+			if (conn_stalled(c, &closed) || closed) {
+				if (closed)
+					arf_net_srv_conn_close(s, c);
+				return; /* resumed by EPOLLOUT once the queue drains */
+			}
+			r = arf_net_rbuf_frame(&c->rb, &h, &body);
+			if (r != 1)
+				break;
+			if (do_frame(s, c, &h, body) < 0) {
+				arf_net_srv_conn_close(s, c);
+				return;
+			}
+		}
+		if (r < 0) { /* a length no frame can have */
+			SCTR(s, bad_frames, 1);
+			arf_net_srv_conn_close(s, c);
+			return;
+		}
+		ssize_t n = arf_net_rbuf_fill(&c->rb, c->fd);
+		if (n < 0) {
+			arf_net_srv_conn_close(s, c);
+			return;
+		}
+		if (n == 0)
+			return;
+		CCTR(c, bytes_received, n);
+	}
+}
+
+/* The socket takes more: send what waits, then read again if we stopped. */
+void arf_net_srv_conn_writable(struct arf_net_server *s, struct arf_net_sconn *c)
+{
+	(void)s;
+	pthread_mutex_lock(&c->send_lock);
+	if (!c->closed) {
+		if (outq_flush(c))
+			conn_fail_locked(c);
+		else
+			conn_arm_locked(c);
+	}
+	pthread_mutex_unlock(&c->send_lock);
+}
