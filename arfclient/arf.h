@@ -38,6 +38,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -151,6 +152,12 @@ struct arf_client_opts {
 	 * 295 us; 4096: 1.28 against 1.33 ms; 10k: 4.3 against 12.5 ms).  Over
 	 * shm one-sided wins at every size (10k: 1.4 against 4.3 ms). */
 	uint32_t readdir_req_min;
+	/** A credential token (ARF_TOKEN_SIZE bytes, from arf_cred_token() or
+	 * an ARF mount's ARF_IOC_CRED) to present in the handshake, or NULL.
+	 * The connection then acts as the user the token names, whatever the
+	 * process is; arfd refuses the connection when the token is forged,
+	 * expired or was minted for another host.  Copied at arf_connect(). */
+	const uint8_t *cred_token;
 };
 
 void arf_client_opts_init(struct arf_client_opts *o);
@@ -294,13 +301,52 @@ uint64_t arf_server_incarnation(arf_client *c);
 /** "tcp", "rdma" or "shm". */
 const char *arf_transport(arf_client *c);
 
-/** Credentials for requests made by the calling thread (NULL = the process's). */
+/** Credentials for requests made by the calling thread (NULL = the process's).
+ * arfd believes them only from a connection that proved root on its host
+ * (tcp from a reserved port, which libarf binds when the process is root;
+ * shm as uid 0; the export's secret).  Anyone else acts as the kernel says
+ * (shm), as a credential token says, or as the anonymous user. */
 struct arf_cred {
 	uint32_t uid, gid;
 	uint32_t ngroups;
 	uint32_t groups[16];
 };
 void arf_set_thread_cred(const struct arf_cred *cred);
+
+/**
+ * Credential tokens: how a tool run by an ordinary user acts as that user
+ * on a connection of its own.  arf-fuse answers the ioctl ARF_IOC_CRED on
+ * any open file of its mount: it asks arfd, over its own root-proven
+ * connection, for a token naming the uid, gid and groups the kernel gives
+ * with the ioctl, and hands back the token, the mount's URL and the file's
+ * handle.  The token is good on this host for the ttl_s arfd gives it (ten
+ * minutes) and until arfd restarts; a connection made with it keeps its
+ * identity after that, but cannot reconnect with it.
+ */
+#define ARF_TOKEN_SIZE 144u
+struct arf_ioc_cred {
+	uint32_t version;          /**< ARF_IOC_CRED_VERSION */
+	uint32_t ttl_s;            /**< seconds the token is good for */
+	uint64_t ino;              /**< the open file's handle */
+	uint32_t gen;
+	uint32_t pad0;
+	char     url[4352];        /**< the mount's server URL, with its export path */
+	uint8_t  token[ARF_TOKEN_SIZE];
+};
+#define ARF_IOC_CRED_VERSION 1u
+#define ARF_IOC_CRED _IOR(0xAF, 1, struct arf_ioc_cred)
+
+/** A token for the calling thread's credentials (arf_set_thread_cred), on a
+ * connection that proved root: 0, -EPERM (it did not), or a transport
+ * error.  *ttl_s (may be NULL) gets its lifetime. */
+int arf_cred_token(arf_client *c, uint8_t token[ARF_TOKEN_SIZE], uint32_t *ttl_s);
+
+/** Connect as the user who runs this process to the server behind fd, an
+ * open file of an ARF mount (ARF_IOC_CRED; see above), and say which file
+ * fd is.  opts as arf_connect (its cred_token is replaced).  Errors:
+ * -ENOTTY (fd is not on an ARF mount), the ioctl's, arf_connect's. */
+int arf_connect_fd(int fd, const struct arf_client_opts *opts, arf_client **out, uint64_t *ino,
+		   uint32_t *gen, char *err, size_t errlen);
 
 /**
  * Mobile code.  arf_exec runs a program (raw eBPF bytecode, or an ELF

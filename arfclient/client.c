@@ -119,6 +119,7 @@ void arf_client_policy(arf_client *c, struct arf_client_policy *out)
 _Static_assert(ARF_DEFAULT_PORT == ARF_NET_DEFAULT_PORT, "tcp port");
 _Static_assert(ARF_DEFAULT_RDMA_PORT == ARF_NET_DEFAULT_RDMA_PORT, "rdma port");
 _Static_assert(ARF_NKINDS == ARF_PROTO_NKINDS, "one list of request kinds");
+_Static_assert(ARF_TOKEN_SIZE == ARF_PROTO_TOKEN_SIZE, "token size");
 
 /* HOST[:PORT]/PATH of arf://, arf+tcp:// and arf+rdma:// (rest is what
  * follows the scheme); port 0 in u means the transport's default. */
@@ -341,6 +342,11 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 		c->has_auth_key = 1;
 	}
 	c->opts.secret_file = NULL; /* not kept: the caller's pointer */
+	if (c->opts.cred_token) {
+		memcpy(c->token, c->opts.cred_token, sizeof(c->token));
+		c->has_token = 1;
+	}
+	c->opts.cred_token = NULL; /* likewise: ours is the copy */
 
 	memset(&hello, 0, sizeof(hello));
 	hello.version = ARF_PROTO_INFO_VERSION;
@@ -348,6 +354,10 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 	size_t pl = strnlen(c->url.path, sizeof(hello.path) - 1);
 	memcpy(hello.path, c->url.path, pl);
 	hello.path[pl] = 0;
+	if (c->has_token) {
+		hello.flags |= ARF_PROTO_HELLO_TOKEN;
+		memcpy(hello.token, c->token, sizeof(hello.token));
+	}
 	arf_proto_wr_init(&w);
 	arf_proto_put_hello(&w, &hello);
 	if (w.err) {
@@ -604,4 +614,67 @@ void arf_stat_from_proto(const struct arf_proto_attr *a, struct arf_stat *st)
 	st->mtime_ns = a->mtime_ns;
 	st->ctime_ns = a->ctime_ns;
 	st->rdev = a->rdev;
+}
+
+int arf_cred_token(arf_client *c, uint8_t token[ARF_TOKEN_SIZE], uint32_t *ttl_s)
+{
+	struct arf_net_buf resp;
+	struct arf_proto_rd r;
+	uint32_t n = 0;
+	int rc = arf_req(c, ARF_OP_CRED_MINT, NULL, &resp);
+
+	if (!rc) {
+		arf_proto_rd_init(&r, resp.data, resp.len);
+		const uint8_t *t = arf_proto_get_bytes(&r, ARF_TOKEN_SIZE, &n);
+		uint32_t ttl = arf_proto_get_u32(&r);
+		if (!arf_proto_rd_done(&r) || n != ARF_TOKEN_SIZE) {
+			rc = ARF_EPROTO;
+		} else {
+			memcpy(token, t, ARF_TOKEN_SIZE);
+			if (ttl_s)
+				*ttl_s = ttl;
+		}
+	}
+	arf_net_buf_free(&resp);
+	return rc;
+}
+
+int arf_connect_fd(int fd, const struct arf_client_opts *opts, arf_client **out, uint64_t *ino,
+		   uint32_t *gen, char *err, size_t errlen)
+{
+	struct arf_ioc_cred *ic = calloc(1, sizeof(*ic));
+	struct arf_client_opts o;
+	int rc;
+
+	*out = NULL;
+	if (!ic) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (ioctl(fd, ARF_IOC_CRED, ic) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, rc == -ENOTTY ? "not a file of an ARF mount"
+			 : "asking the mount for credentials: %s", strerror(-rc));
+		goto out;
+	}
+	if (ic->version != ARF_IOC_CRED_VERSION || !memchr(ic->url, 0, sizeof(ic->url))) {
+		snprintf(err, errlen, "the mount answered ARF_IOC_CRED in a version libarf does "
+			 "not speak (%u)", ic->version);
+		rc = ARF_EVERSION;
+		goto out;
+	}
+	if (opts)
+		o = *opts;
+	else
+		arf_client_opts_init(&o);
+	o.cred_token = ic->token;
+	rc = arf_connect(ic->url, &o, out, err, errlen);
+	if (!rc) {
+		*ino = ic->ino;
+		*gen = ic->gen;
+	}
+out:
+	sodium_memzero(ic, sizeof(*ic));
+	free(ic);
+	return rc;
 }

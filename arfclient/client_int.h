@@ -54,6 +54,11 @@ struct arf_client {
 	struct arf_proto_info info;
 	struct arf_meta_super sb;     /* validated copy from the handshake */
 	int have_regions;             /* server handed out region keys */
+	int std_progs_blind;          /* the standard programs found no regions (the server
+				       * lends them only to root proven on this connection):
+				       * the one-sided walk and requests do their work */
+	uint8_t token[ARF_PROTO_TOKEN_SIZE]; /* credential token presented at every dial */
+	int has_token;
 
 	pthread_mutex_t cache_lock;
 	struct arf_icache_ent *icache;
@@ -104,6 +109,10 @@ int arf_req(arf_client *c, uint16_t op, const struct arf_proto_wr *args, struct 
 /* arf_req, saying whether the request was sent again after a reconnect. */
 int arf_req_resent(arf_client *c, uint16_t op, const struct arf_proto_wr *args,
 		   struct arf_net_buf *resp, int *resent);
+/* arf_req_resent with these credentials instead of the thread's (as NULL:
+ * the thread's). */
+int arf_req_as(arf_client *c, uint16_t op, const struct arf_proto_wr *args,
+	       struct arf_net_buf *resp, int *resent, const struct arf_proto_cred *as);
 int arf_req_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, size_t len,
 		   struct arf_stat *out);
 int arf_req_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);

@@ -188,10 +188,11 @@ int arf_prog_load(arf_client *c, const void *prog, size_t prog_len, uint8_t hash
 	return rc;
 }
 
-/* The whole exec policy: load when unknown, run, reload once on ENOPROG. */
+/* The whole exec policy: load when unknown, run, reload once on ENOPROG.
+ * as: the credentials to run with (NULL: the thread's). */
 static int exec_reason(arf_client *c, const void *prog, size_t prog_len, const void *arg,
 		       size_t arg_len, void *out, size_t out_cap, struct arf_exec_result *res,
-		       int reason)
+		       int reason, const struct arf_proto_cred *as)
 {
 	struct arf_progstate *p = state(c);
 	uint8_t hash[HASH_LEN];
@@ -217,7 +218,7 @@ static int exec_reason(arf_client *c, const void *prog, size_t prog_len, const v
 		arf_proto_put(&w, hash, sizeof(hash));
 		arf_proto_put_u32(&w, out_cap > UINT32_MAX ? UINT32_MAX : (uint32_t)out_cap);
 		arf_proto_put_bytes(&w, arg, (uint32_t)arg_len);
-		rc = arf_req(c, ARF_OP_PROG_EXEC, &w, &resp);
+		rc = arf_req_as(c, ARF_OP_PROG_EXEC, &w, &resp, NULL, as);
 		arf_proto_wr_free(&w);
 		if (rc != ARF_ENOPROG) {
 			ARF_CTR_ADD(c, execs, 1);
@@ -265,20 +266,29 @@ static int exec_reason(arf_client *c, const void *prog, size_t prog_len, const v
 int arf_exec(arf_client *c, const void *prog, size_t prog_len, const void *arg, size_t arg_len,
 	     void *out, size_t out_cap, struct arf_exec_result *res)
 {
-	return exec_reason(c, prog, prog_len, arg, arg_len, out, out_cap, res, ARF_EXEC_USER);
+	return exec_reason(c, prog, prog_len, arg, arg_len, out, out_cap, res, ARF_EXEC_USER, NULL);
 }
 
 static int exec_std(arf_client *c, enum arf_std_prog which, const void *arg, size_t arg_len,
 		    void *out, size_t out_cap, struct arf_exec_result *res, int reason)
 {
 	const struct arf_std_prog_image *im = &arf_std_progs[which];
+	/* The read-only standard programs do on the server what this client's
+	 * one-sided reads would do here, so they run as the connection rather
+	 * than as the thread's user: as root, which arfd believes only from a
+	 * connection that proved root (and then lends them the regions). */
+	static const struct arf_proto_cred as_conn = { 0 };
 
-	if (!im->len) {
+	if (!im->len || __atomic_load_n(&c->std_progs_blind, __ATOMIC_RELAXED)) {
 		memset(res, 0, sizeof(*res));
-		snprintf(res->msg, sizeof(res->msg), "libarf was built without its standard programs");
+		snprintf(res->msg, sizeof(res->msg), im->len ? "the server lends this connection's "
+			 "programs no regions" : "libarf was built without its standard programs");
 		return -ENOSYS;
 	}
-	return exec_reason(c, im->elf, im->len, arg, arg_len, out, out_cap, res, reason);
+	int rc = exec_reason(c, im->elf, im->len, arg, arg_len, out, out_cap, res, reason, &as_conn);
+	if (rc == ARF_EFAULT) /* empty regions: not root proven here (one_sided = all) */
+		__atomic_store_n(&c->std_progs_blind, 1, __ATOMIC_RELAXED);
+	return rc;
 }
 
 /* ---- chain lookup --------------------------------------------------------- */

@@ -53,13 +53,22 @@ int arf_req(arf_client *c, uint16_t op, const struct arf_proto_wr *args, struct 
 int arf_req_resent(arf_client *c, uint16_t op, const struct arf_proto_wr *args,
 		   struct arf_net_buf *resp, int *resent)
 {
+	return arf_req_as(c, op, args, resp, resent, NULL);
+}
+
+int arf_req_as(arf_client *c, uint16_t op, const struct arf_proto_wr *args,
+	       struct arf_net_buf *resp, int *resent, const struct arf_proto_cred *as)
+{
 	struct arf_proto_wr w;
 	struct arf_proto_cred pc;
 	struct iovec iov[2];
 	int rc;
 
 	arf_proto_wr_init(&w);
-	fill_cred(&pc);
+	if (as)
+		pc = *as;
+	else
+		fill_cred(&pc);
 	arf_proto_put_cred(&w, &pc);
 	if (w.err)
 		return w.err;

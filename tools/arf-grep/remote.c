@@ -2,9 +2,10 @@
 /*
  * ARF files: recognising them, and searching them.
  *
- * A path is an ARF file when it answers the extended attributes arf-fuse
- * provides (fuse/xattr.c): user.arf.server (the URL of the server behind
- * the mount), user.arf.ino and user.arf.gen (the file there).
+ * A path is an ARF file when arf-fuse answers ARF_IOC_CRED on it (arf.h,
+ * fuse/ioctl.c): the URL of the server behind the mount, the file's handle
+ * there, and a credential token for the user the kernel says runs this
+ * process, so that arfd serves this search as that user and no other.
  *
  * An ARF file is searched on its server: the scan program generated for the
  * pattern (codegen.c) goes, behind a small wrapper, to arfd as an ELF object
@@ -26,8 +27,8 @@
  * program is always the DFA table walker, which carries line numbers
  * across views; the skip loop counts them only back to the last match.
  * A mount path is
- * sent to the server named by its user.arf.server attribute, as the file
- * user.arf.ino and user.arf.gen name, with this process's credentials.
+ * sent to the server the mount names, as the file ARF_IOC_CRED names, on a
+ * connection that presents the mount's credential token.
  *
  * Binary files: GNU grep decides per 96 KiB-or-so buffer whether a NUL
  * makes the rest of the file "binary".  Without -a the shipped scan stops
@@ -45,7 +46,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/xattr.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "arf.h"
 #include "grep_int.h"
@@ -60,10 +63,13 @@ struct conn {
 
 static struct conn *conns;
 
-/* A client for the server of url (one per server, kept to the end). */
-static arf_client *conn_get(struct grep_run *run, const char *url, const char *name)
+/* A client for the server of url (one per server, kept to the end);
+ * token: a credential token to connect with (NULL: none). */
+static arf_client *conn_get(struct grep_run *run, const char *url, const uint8_t *token,
+			    const char *name)
 {
 	struct arf_url u, v;
+	struct arf_client_opts o;
 	char err[256];
 	arf_client *c;
 
@@ -73,7 +79,9 @@ static arf_client *conn_get(struct grep_run *run, const char *url, const char *n
 			    !strcmp(u.transport, v.transport) && !strcmp(u.host, v.host) &&
 			    u.port == v.port && !strcmp(u.socket, v.socket))
 				return k->c;
-	int r = arf_connect(url, NULL, &c, err, sizeof(err));
+	arf_client_opts_init(&o);
+	o.cred_token = token;
+	int r = arf_connect(url, &o, &c, err, sizeof(err));
 	if (r < 0) {
 		run->errseen = 1;
 		if (!run->o.no_messages)
@@ -446,30 +454,30 @@ static long long remote_file(struct grep_run *run, arf_client *c, uint64_t ino, 
 
 int grep_remote_path(struct grep_run *run, const char *path, const char *name, long long *n)
 {
-	char url[4096], num[64];
-	ssize_t k;
-	uint64_t ino;
-	uint32_t gen;
+	struct arf_ioc_cred *ic;
 	arf_client *c;
 	struct stat st;
+	int fd, ok;
 
-	k = getxattr(path, "user.arf.server", url, sizeof(url) - 1);
-	if (k <= 0)
-		return 0;
-	url[k] = 0;
-	k = getxattr(path, "user.arf.ino", num, sizeof(num) - 1);
-	if (k <= 0)
-		return 0;
-	num[k] = 0;
-	ino = strtoull(num, NULL, 10);
-	k = getxattr(path, "user.arf.gen", num, sizeof(num) - 1);
-	if (k <= 0)
-		return 0;
-	num[k] = 0;
-	gen = (uint32_t)strtoul(num, NULL, 10);
 	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode))
 		return 0;
-	c = conn_get(run, url, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return 0; /* the local search says why */
+	ic = calloc(1, sizeof(*ic));
+	ok = ic && ioctl(fd, ARF_IOC_CRED, ic) == 0 && ic->version == ARF_IOC_CRED_VERSION &&
+	     memchr(ic->url, 0, sizeof(ic->url));
+	close(fd);
+	if (!ok) {
+		/* not an ARF mount (ENOTTY), or one that cannot vouch for us:
+		 * searched through the mount like any file */
+		free(ic);
+		return 0;
+	}
+	c = conn_get(run, ic->url, ic->token, name);
+	uint64_t ino = ic->ino;
+	uint32_t gen = ic->gen;
+	free(ic);
 	if (!c) {
 		*n = -EIO;
 		return 1;
@@ -545,7 +553,7 @@ long long grep_remote(struct grep_run *run, const char *url, const char *name)
 			fprintf(stderr, "grep: %s: %s\n", name, err);
 		return r;
 	}
-	c = conn_get(run, url, name);
+	c = conn_get(run, url, NULL, name);
 	if (!c)
 		return -EIO;
 	r = arf_resolve(c, u.path, &st);
