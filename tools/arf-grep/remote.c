@@ -64,7 +64,8 @@ struct conn {
 static struct conn *conns;
 
 /* A client for the server of url (one per server, kept to the end);
- * token: a credential token to connect with (NULL: none). */
+ * token: a credential token to connect with (NULL: none); name: what to
+ * blame in the error message (NULL: say nothing). */
 static arf_client *conn_get(struct grep_run *run, const char *url, const uint8_t *token,
 			    const char *name)
 {
@@ -77,17 +78,19 @@ static arf_client *conn_get(struct grep_run *run, const char *url, const uint8_t
 		for (struct conn *k = conns; k; k = k->next)
 			if (arf_url_parse(k->url, &v, err, sizeof(err)) == 0 &&
 			    !strcmp(u.transport, v.transport) && !strcmp(u.host, v.host) &&
-			    u.port == v.port && !strcmp(u.socket, v.socket))
+			    u.port == v.port && !strcmp(u.socket, v.socket) && (k->c || !name))
 				return k->c;
 	arf_client_opts_init(&o);
 	o.cred_token = token;
 	int r = arf_connect(url, &o, &c, err, sizeof(err));
-	if (r < 0) {
+	if (r < 0 && name) {
 		run->errseen = 1;
 		if (!run->o.no_messages)
 			fprintf(stderr, "grep: %s: %s\n", name, err);
 		return NULL;
 	}
+	if (r < 0)
+		c = NULL; /* remembered: the next file of this mount does not try again */
 	struct conn *k = calloc(1, sizeof(*k));
 	if (!k || !(k->url = strdup(url))) {
 		free(k);
@@ -105,7 +108,7 @@ void grep_remote_finish(struct grep_run *run)
 	while (conns) {
 		struct conn *k = conns;
 
-		if (run->stats) {
+		if (run->stats && k->c) {
 			struct arf_client_stats s;
 
 			arf_stats(k->c, &s);
@@ -474,14 +477,14 @@ int grep_remote_path(struct grep_run *run, const char *path, const char *name, l
 		free(ic);
 		return 0;
 	}
-	c = conn_get(run, ic->url, ic->token, name);
+	/* quietly: a server this user cannot reach (an shm socket only root
+	 * may open) leaves the search to the mount, with the same result */
+	c = conn_get(run, ic->url, ic->token, NULL);
 	uint64_t ino = ic->ino;
 	uint32_t gen = ic->gen;
 	free(ic);
-	if (!c) {
-		*n = -EIO;
-		return 1;
-	}
+	if (!c)
+		return 0;
 	*n = remote_file(run, c, ino, gen, (int64_t)st.st_size, name);
 	return 1;
 }
