@@ -100,10 +100,47 @@ int arfd_start(struct arfd *d, char *err, size_t errlen);
 /* Stop serving, drain, sync and free everything.  Safe after a failed start. */
 void arfd_stop(struct arfd *d);
 
-/* Request handling (dispatch.c): queue a request; worker main loop. */
+/*
+ * Request procedures (procs.c): one entry per request kind, as nfsd's
+ * procedure tables.  dispatch.c does what all share around proc->run.
+ */
+enum arfd_lane_id {
+	ARFD_LANE_REQUEST = 0,   /* short requests under fs_lock: the request workers */
+	ARFD_LANE_PROGRAM = 1,   /* PROG_LOAD/PROG_EXEC (progs.c): the program workers */
+};
+#define ARFD_PROC_MUTATES 1u    /* changes the filesystem: a transaction; EROFS on read-only */
+#define ARFD_PROC_HANDLE  2u    /* may name a file handle: stale-handle limits apply */
+#define ARFD_PROC_DURABLE 4u    /* replies once everything applied before it is durable */
+#define ARFD_PROC_BASE    ARF_OP_GETATTR /* the lowest request kind */
+
+/* One request as its procedure sees it (fs_lock held). */
+struct arfd_req {
+	struct arfd *d;
+	struct arfd_conn *ac;        /* the connection it came on */
+	struct arf_proto_rd *r;      /* the body after the credentials (untrusted) */
+	const struct arf_cred *cr;   /* the credentials it acts with (identity.c) */
+	struct arf_proto_wr *w;      /* the reply body */
+};
+
+struct arfd_proc {
+	uint16_t op;                 /* request kind (0: the entry for unknown kinds) */
+	unsigned flags;              /* ARFD_PROC_* */
+	enum arfd_lane_id lane;      /* who serves it */
+	/* decodes the rest of the body and serves it: 0, -errno or an ARF code;
+	 * NULL for the program lane's kinds (progs.c serves those) */
+	int (*run)(struct arfd_req *q);
+};
+
+/* The procedure of a request kind; an unknown kind's answers ENOSYS.  Never NULL. */
+const struct arfd_proc *arfd_proc_find(uint16_t op);
+
+/* Request handling (dispatch.c): queue a request; worker main loop; serve
+ * one request of the request lane (decode, run, count, reply). */
 void arfd_on_request(void *ctx, struct arf_net_sconn *c, const struct arf_net_hdr *h,
 		     const uint8_t *body, size_t len);
 void *arfd_worker_main(void *arg);
+void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
+		  const uint8_t *body, size_t len);
 void *arfd_committer_main(void *arg);
 
 /*

@@ -3,11 +3,13 @@
  * arfd/dispatch — requests from the soft-NIC to ops/ hooks and back.
  *
  * The soft-NIC thread copies each request into a job and queues it; a worker
- * polls the queue adaptively (spins up to spin_us, then sleeps), decodes the
- * body (untrusted: every field bounds-checked), runs the hook under the
- * filesystem lock inside a transaction, writes the transaction to RocksDB in
- * that same lock (so batches land in commit order) and replies — at once on
- * an async export or for a read, after the group commit on a sync export.
+ * polls the queue adaptively (spins up to spin_us, then sleeps), looks the
+ * request's kind up in the procedure table (procs.c), and does around the
+ * procedure what every request shares: the credentials it acts with
+ * (identity.c), the counters, the stale-handle limits, and for a mutation
+ * the transaction, written to RocksDB under the filesystem lock (so batches
+ * land in commit order); then it replies — at once on an async export or for
+ * a read, after the group commit on a sync export.
  */
 #include <errno.h>
 #include <sched.h>
@@ -89,40 +91,6 @@ static struct arfd_job *next_job(struct arfd *d)
 	return j;
 }
 
-static void to_proto_attr(const struct arf_ops_attr *a, struct arf_proto_attr *p)
-{
-	p->ino = a->ino;
-	p->gen = a->gen;
-	p->mode = a->mode;
-	p->nlink = a->nlink;
-	p->uid = a->uid;
-	p->gid = a->gid;
-	p->size = a->size;
-	p->blocks = a->blocks;
-	p->atime_ns = a->atime_ns;
-	p->mtime_ns = a->mtime_ns;
-	p->ctime_ns = a->ctime_ns;
-	p->rdev = a->rdev;
-}
-
-static void put_attr(struct arf_proto_wr *w, const struct arf_ops_attr *a)
-{
-	struct arf_proto_attr p;
-	to_proto_attr(a, &p);
-	arf_proto_put_attr(w, &p);
-}
-
-static int is_mutation(uint16_t op)
-{
-	return op >= ARF_OP_CREATE && op <= ARF_OP_WRITE;
-}
-
-/* Does the request name a file handle (whose generation could be guessed)? */
-static int names_handle(uint16_t op)
-{
-	return op != ARF_OP_STATFS && op != ARF_OP_STATUS && op != ARF_OP_CRED_MINT;
-}
-
 /* Server status as a JSON object (ARF_OP_STATUS). */
 void arfd_status_json(struct arfd *d, struct arf_proto_wr *w)
 {
@@ -160,246 +128,6 @@ void arfd_status_json(struct arfd *d, struct arf_proto_wr *w)
 	arf_proto_put(w, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 }
 
-/* Decode and run one request.  Returns 0 or -errno / ARF code; the reply body
- * goes to w.  Called with fs_lock held. */
-static int run_op(struct arfd *d, uint16_t op, struct arf_proto_rd *r, const struct arf_cred *cr,
-		  struct arf_proto_wr *w)
-{
-	struct arf_meta_fs *fs = &d->fs;
-	struct arf_proto_fh fh, fh2;
-	struct arf_ops_attr a;
-	uint32_t nlen = 0, nlen2 = 0;
-	const char *name, *name2;
-	int rc;
-
-	switch (op) {
-	case ARF_OP_GETATTR:
-		arf_proto_get_fh(r, &fh);
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		rc = arf_ops_getattr(fs, fh.ino, fh.gen, &a);
-		if (!rc)
-			put_attr(w, &a);
-		return rc;
-	case ARF_OP_LOOKUP:
-		arf_proto_get_fh(r, &fh);
-		name = arf_proto_get_name(r, &nlen);
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		rc = arf_ops_lookup(fs, cr, fh.ino, fh.gen, name, nlen, &a);
-		if (!rc)
-			put_attr(w, &a);
-		return rc;
-	case ARF_OP_READDIR: {
-		arf_proto_get_fh(r, &fh);
-		uint64_t cookie = arf_proto_get_u64(r);
-		uint32_t max = arf_proto_get_u32(r);
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		if (max == 0 || max > ARF_PROTO_MAX_READDIR)
-			max = ARF_PROTO_MAX_READDIR;
-		struct arf_ops_dirent *ents = malloc(max * sizeof(*ents));
-		size_t n = 0;
-		int eof = 0;
-		if (!ents)
-			return -ENOMEM;
-		rc = arf_ops_readdir(fs, cr, fh.ino, fh.gen, cookie, ents, max, &n, &eof);
-		if (!rc) {
-			arf_proto_put_u32(w, (uint32_t)n);
-			arf_proto_put_u32(w, (uint32_t)eof);
-			for (size_t i = 0; i < n; i++) {
-				arf_proto_put_u64(w, ents[i].ino);
-				arf_proto_put_u32(w, ents[i].gen);
-				arf_proto_put_u32(w, ents[i].type);
-				arf_proto_put_u64(w, ents[i].cookie);
-				arf_proto_put_bytes(w, ents[i].name, ents[i].namelen);
-			}
-		}
-		free(ents);
-		return rc;
-	}
-	case ARF_OP_READ: {
-		arf_proto_get_fh(r, &fh);
-		uint64_t off = arf_proto_get_u64(r);
-		uint32_t len = arf_proto_get_u32(r);
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		if (len > ARF_PROTO_MAX_IO)
-			return -EINVAL;
-		uint8_t *buf = malloc(len ? len : 1);
-		size_t got = 0;
-		if (!buf)
-			return -ENOMEM;
-		rc = arf_ops_read(fs, cr, fh.ino, fh.gen, off, buf, len, &got);
-		if (!rc)
-			arf_proto_put(w, buf, got);
-		free(buf);
-		return rc;
-	}
-	case ARF_OP_READLINK: {
-		char buf[ARF_PATH_MAX];
-		size_t got = 0;
-		arf_proto_get_fh(r, &fh);
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		rc = arf_ops_readlink(fs, fh.ino, fh.gen, buf, sizeof(buf), &got);
-		if (!rc)
-			arf_proto_put(w, buf, got);
-		return rc;
-	}
-	case ARF_OP_STATFS: {
-		struct arf_ops_statfs s;
-		struct arf_proto_statfs p;
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		rc = arf_ops_statfs(fs, &s);
-		if (!rc) {
-			p.bsize = s.bsize;
-			p.blocks = s.blocks;
-			p.bfree = s.bfree;
-			p.files = s.files;
-			p.ffree = s.ffree;
-			p.namemax = s.namemax;
-			arf_proto_put_statfs(w, &p);
-		}
-		return rc;
-	}
-	case ARF_OP_ACCESS: {
-		arf_proto_get_fh(r, &fh);
-		uint32_t mask = arf_proto_get_u32(r);
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		return arf_ops_access(fs, cr, fh.ino, fh.gen, (int)mask);
-	}
-	case ARF_OP_STATUS:
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		arfd_status_json(d, w);
-		return 0;
-	case ARF_OP_FSYNC:
-		arf_proto_get_fh(r, &fh);
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		return arf_ops_getattr(fs, fh.ino, fh.gen, &a);
-	}
-
-	/* mutations */
-	if (d->cfg.read_only)
-		return -EROFS;
-	switch (op) {
-	case ARF_OP_CREATE: {
-		arf_proto_get_fh(r, &fh);
-		name = arf_proto_get_name(r, &nlen);
-		uint32_t mode = arf_proto_get_u32(r), excl = arf_proto_get_u32(r);
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		rc = arf_ops_create(fs, cr, fh.ino, fh.gen, name, nlen, mode, (int)excl, &a);
-		break;
-	}
-	case ARF_OP_MKDIR: {
-		arf_proto_get_fh(r, &fh);
-		name = arf_proto_get_name(r, &nlen);
-		uint32_t mode = arf_proto_get_u32(r);
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		rc = arf_ops_mkdir(fs, cr, fh.ino, fh.gen, name, nlen, mode, &a);
-		break;
-	}
-	case ARF_OP_MKNOD: {
-		arf_proto_get_fh(r, &fh);
-		name = arf_proto_get_name(r, &nlen);
-		uint32_t mode = arf_proto_get_u32(r);
-		uint64_t rdev = arf_proto_get_u64(r);
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		rc = arf_ops_mknod(fs, cr, fh.ino, fh.gen, name, nlen, mode, rdev, &a);
-		break;
-	}
-	case ARF_OP_UNLINK:
-	case ARF_OP_RMDIR:
-		arf_proto_get_fh(r, &fh);
-		name = arf_proto_get_name(r, &nlen);
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		return op == ARF_OP_UNLINK ? arf_ops_unlink(fs, cr, fh.ino, fh.gen, name, nlen)
-					   : arf_ops_rmdir(fs, cr, fh.ino, fh.gen, name, nlen);
-	case ARF_OP_RENAME: {
-		arf_proto_get_fh(r, &fh);
-		name = arf_proto_get_name(r, &nlen);
-		arf_proto_get_fh(r, &fh2);
-		name2 = arf_proto_get_name(r, &nlen2);
-		uint32_t flags = arf_proto_get_u32(r);
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		return arf_ops_rename(fs, cr, fh.ino, fh.gen, name, nlen, fh2.ino, fh2.gen, name2,
-				      nlen2, flags);
-	}
-	case ARF_OP_LINK:
-		arf_proto_get_fh(r, &fh);
-		arf_proto_get_fh(r, &fh2);
-		name = arf_proto_get_name(r, &nlen);
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		rc = arf_ops_link(fs, cr, fh.ino, fh.gen, fh2.ino, fh2.gen, name, nlen, &a);
-		break;
-	case ARF_OP_SYMLINK: {
-		arf_proto_get_fh(r, &fh);
-		name = arf_proto_get_name(r, &nlen);
-		uint32_t tlen = 0;
-		const uint8_t *target = arf_proto_get_bytes(r, ARF_PATH_MAX, &tlen);
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		rc = arf_ops_symlink(fs, cr, fh.ino, fh.gen, name, nlen, (const char *)target, tlen,
-				     &a);
-		break;
-	}
-	case ARF_OP_SETATTR: {
-		struct arf_proto_setattr ps;
-		struct arf_ops_setattr sa;
-		arf_proto_get_fh(r, &fh);
-		arf_proto_get_setattr(r, &ps);
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		sa.valid = ps.valid;
-		sa.mode = ps.mode;
-		sa.uid = ps.uid;
-		sa.gid = ps.gid;
-		sa.size = ps.size;
-		sa.atime_ns = ps.atime_ns;
-		sa.mtime_ns = ps.mtime_ns;
-		rc = arf_ops_setattr(fs, cr, fh.ino, fh.gen, &sa, &a);
-		break;
-	}
-	case ARF_OP_WRITE: {
-		arf_proto_get_fh(r, &fh);
-		uint64_t off = arf_proto_get_u64(r);
-		uint32_t len = 0;
-		const uint8_t *data = arf_proto_get_bytes(r, ARF_PROTO_MAX_IO, &len);
-		size_t written = 0;
-		if (!arf_proto_rd_done(r))
-			return ARF_EPROTO;
-		rc = arf_ops_write(fs, cr, fh.ino, fh.gen, off, data, len, &written);
-		if (rc)
-			return rc;
-		if (d->cfg.test_torn_delay_us) {
-			/* test hook: hold the written blocks odd a while */
-			struct timespec ts = { 0, (long)d->cfg.test_torn_delay_us * 1000 };
-			nanosleep(&ts, NULL);
-		}
-		arf_proto_put_u32(w, (uint32_t)written);
-		rc = arf_ops_getattr(fs, fh.ino, fh.gen, &a);
-		if (!rc)
-			put_attr(w, &a);
-		return rc;
-	}
-	default:
-		return -ENOSYS;
-	}
-	if (!rc)
-		put_attr(w, &a);
-	return rc;
-}
-
 uint64_t arfd_txn_commit(struct arfd *d, int *rc)
 {
 	const struct arf_meta_dirty *list;
@@ -422,39 +150,45 @@ uint64_t arfd_txn_commit(struct arfd *d, int *rc)
 	return seq;
 }
 
-static void handle(struct arfd *d, struct arfd_job *j)
+void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
+		  const uint8_t *body, size_t len)
 {
+	const struct arfd_proc *proc = arfd_proc_find(op);
 	struct arf_proto_rd r;
 	struct arf_proto_cred pc;
 	struct arf_cred cr;
 	struct arf_proto_wr w;
-	int rc, mut = is_mutation(j->op), deferred = 0;
+	struct arfd_req q = { .d = d, .r = &r, .cr = &cr, .w = &w };
+	int rc, deferred = 0;
 
 	arf_proto_wr_init(&w);
-	arf_proto_rd_init(&r, j->body, j->len);
+	arf_proto_rd_init(&r, body, len);
 	arf_proto_get_cred(&r, &pc);
 
-	struct arfd_conn *ac = arf_net_sconn_udata(j->c);
-	int guarded = names_handle(j->op);
+	struct arfd_conn *ac = arf_net_sconn_udata(c);
+	int guarded = (proc->flags & ARFD_PROC_HANDLE) != 0;
+	q.ac = ac;
 	pthread_mutex_lock(&d->fs_lock);
 	arfd_identity_cred(d, ac, &pc, &cr, NULL); /* under the lock: SIGHUP may change the export */
-	int idx = arf_proto_op_index(j->op);
+	int idx = arf_proto_op_index(op);
 	d->ctr.requests[idx < 0 ? ARF_PROTO_NKINDS - 1 : idx]++;
 	if (r.err) {
 		rc = ARF_EPROTO;
 	} else if (guarded && arfd_identity_stale_check(d, ac)) {
 		rc = -ESTALE; /* too many stale handles: a guesser; not looked at */
 		guarded = 0;
-	} else if (j->op == ARF_OP_CRED_MINT) {
-		rc = arf_proto_rd_done(&r) ? arfd_identity_mint(d, ac, &cr, &w) : ARF_EPROTO;
-	} else if (mut && !d->cfg.read_only) {
-		arf_meta_txn_begin(&d->fs);
-		rc = run_op(d, j->op, &r, &cr, &w);
-		if (arfd_txn_commit(d, &rc) && d->cfg.sync)
-			deferred = 1;
+	} else if (proc->flags & ARFD_PROC_MUTATES) {
+		if (d->cfg.read_only) {
+			rc = -EROFS;
+		} else {
+			arf_meta_txn_begin(&d->fs);
+			rc = proc->run(&q);
+			if (arfd_txn_commit(d, &rc) && d->cfg.sync)
+				deferred = 1;
+		}
 	} else {
-		rc = run_op(d, j->op, &r, &cr, &w);
-		if (j->op == ARF_OP_FSYNC && !rc && d->applied_seq > d->durable_seq)
+		rc = proc->run(&q);
+		if ((proc->flags & ARFD_PROC_DURABLE) && !rc && d->applied_seq > d->durable_seq)
 			deferred = 1; /* durable on every export, as NFS COMMIT */
 	}
 	if (rc == ARF_EPROTO)
@@ -465,15 +199,15 @@ static void handle(struct arfd *d, struct arfd_job *j)
 		arfd_identity_stale(d, ac);
 	if (deferred) {
 		/* reply after the group commit that makes applied_seq durable */
-		void *body = w.buf;
+		void *rbody = w.buf;
 		size_t blen = w.len;
 		if (rc) {
-			free(body);
-			body = NULL;
+			free(rbody);
+			rbody = NULL;
 			blen = 0;
 		}
-		arfd_pending_add_reply(d->pending, d->applied_seq, j->c, j->id, j->op,
-				       arf_net_status_from_err(rc), body, blen);
+		arfd_pending_add_reply(d->pending, d->applied_seq, c, id, op,
+				       arf_net_status_from_err(rc), rbody, blen);
 		w.buf = NULL;
 		if (d->sync_wanted < d->applied_seq)
 			d->sync_wanted = d->applied_seq;
@@ -485,9 +219,8 @@ static void handle(struct arfd *d, struct arfd_job *j)
 		struct iovec iov = { w.buf, w.len };
 		if (rc == ARF_EPROTO)
 			arfd_log_limited(ARFD_LOG_WARN, "malformed %s request from %s",
-					 arf_proto_op_name(j->op), arf_net_sconn_peer(j->c)->addr);
-		arf_net_reply(j->c, j->id, j->op, arf_net_status_from_err(rc), &iov,
-			      rc || !w.len ? 0 : 1);
+					 arf_proto_op_name(op), arf_net_sconn_peer(c)->addr);
+		arf_net_reply(c, id, op, arf_net_status_from_err(rc), &iov, rc || !w.len ? 0 : 1);
 	}
 	arf_proto_wr_free(&w);
 }
@@ -498,10 +231,10 @@ void *arfd_worker_main(void *arg)
 	struct arfd_job *j;
 
 	while ((j = next_job(d))) {
-		if (j->op == ARF_OP_PROG_LOAD || j->op == ARF_OP_PROG_EXEC)
+		if (arfd_proc_find(j->op)->lane == ARFD_LANE_PROGRAM)
 			arfd_prog_request(d, j->c, j->id, j->op, j->body, j->len); /* not under fs_lock */
 		else
-			handle(d, j);
+			arfd_request(d, j->c, j->id, j->op, j->body, j->len);
 		arf_net_sconn_unref(j->c);
 		free(j);
 	}

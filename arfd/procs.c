@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arfd/procs — the request procedures: one entry per request kind saying
+ * how it is decoded and served, as nfsd's svc_procedure tables and
+ * NFS-Ganesha's nfs4_op_desc do.  dispatch.c looks a request's kind up
+ * here and does what every procedure shares (credentials, counters,
+ * stale-handle limits, the transaction and the group commit) around the
+ * entry's function; the lane says which workers serve it (arfd.h).
+ *
+ * A procedure's function decodes the rest of the body (untrusted: every
+ * field through the bounds-checked reader, ARF_EPROTO when anything is
+ * left over or missing) and calls its ops/ hook with fs_lock held; a
+ * mutation's runs inside the transaction dispatch.c opened.  It returns 0
+ * or -errno / an ARF code, its reply body in q->w.
+ *
+ * Names come from net/proto.c's one list of request kinds
+ * (arf_proto_op_name), so they are not repeated here.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "arf_ops.h"
+#include "arf_proto.h"
+#include "arfd.h"
+
+static void put_attr(struct arf_proto_wr *w, const struct arf_ops_attr *a)
+{
+	struct arf_proto_attr p;
+
+	p.ino = a->ino;
+	p.gen = a->gen;
+	p.mode = a->mode;
+	p.nlink = a->nlink;
+	p.uid = a->uid;
+	p.gid = a->gid;
+	p.size = a->size;
+	p.blocks = a->blocks;
+	p.atime_ns = a->atime_ns;
+	p.mtime_ns = a->mtime_ns;
+	p.ctime_ns = a->ctime_ns;
+	p.rdev = a->rdev;
+	arf_proto_put_attr(w, &p);
+}
+
+/* A hook's attributes as the reply, when it succeeded. */
+static int reply_attr(struct arf_proto_wr *w, int rc, const struct arf_ops_attr *a)
+{
+	if (!rc)
+		put_attr(w, a);
+	return rc;
+}
+
+/* ---- reads ----------------------------------------------------------------- */
+
+static int p_getattr(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	struct arf_ops_attr a;
+
+	arf_proto_get_fh(q->r, &fh);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	return reply_attr(q->w, arf_ops_getattr(&q->d->fs, fh.ino, fh.gen, &a), &a);
+}
+
+static int p_lookup(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	struct arf_ops_attr a;
+	uint32_t nlen = 0;
+
+	arf_proto_get_fh(q->r, &fh);
+	const char *name = arf_proto_get_name(q->r, &nlen);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	return reply_attr(q->w, arf_ops_lookup(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, &a),
+			  &a);
+}
+
+static int p_readdir(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	size_t n = 0;
+	int eof = 0, rc;
+
+	arf_proto_get_fh(q->r, &fh);
+	uint64_t cookie = arf_proto_get_u64(q->r);
+	uint32_t max = arf_proto_get_u32(q->r);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	if (max == 0 || max > ARF_PROTO_MAX_READDIR)
+		max = ARF_PROTO_MAX_READDIR;
+	struct arf_ops_dirent *ents = malloc(max * sizeof(*ents));
+	if (!ents)
+		return -ENOMEM;
+	rc = arf_ops_readdir(&q->d->fs, q->cr, fh.ino, fh.gen, cookie, ents, max, &n, &eof);
+	if (!rc) {
+		arf_proto_put_u32(q->w, (uint32_t)n);
+		arf_proto_put_u32(q->w, (uint32_t)eof);
+		for (size_t i = 0; i < n; i++) {
+			arf_proto_put_u64(q->w, ents[i].ino);
+			arf_proto_put_u32(q->w, ents[i].gen);
+			arf_proto_put_u32(q->w, ents[i].type);
+			arf_proto_put_u64(q->w, ents[i].cookie);
+			arf_proto_put_bytes(q->w, ents[i].name, ents[i].namelen);
+		}
+	}
+	free(ents);
+	return rc;
+}
+
+static int p_read(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	size_t got = 0;
+	int rc;
+
+	arf_proto_get_fh(q->r, &fh);
+	uint64_t off = arf_proto_get_u64(q->r);
+	uint32_t len = arf_proto_get_u32(q->r);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	if (len > ARF_PROTO_MAX_IO)
+		return -EINVAL;
+	uint8_t *buf = malloc(len ? len : 1);
+	if (!buf)
+		return -ENOMEM;
+	rc = arf_ops_read(&q->d->fs, q->cr, fh.ino, fh.gen, off, buf, len, &got);
+	if (!rc)
+		arf_proto_put(q->w, buf, got);
+	free(buf);
+	return rc;
+}
+
+static int p_readlink(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	char buf[ARF_PATH_MAX];
+	size_t got = 0;
+	int rc;
+
+	arf_proto_get_fh(q->r, &fh);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	rc = arf_ops_readlink(&q->d->fs, fh.ino, fh.gen, buf, sizeof(buf), &got);
+	if (!rc)
+		arf_proto_put(q->w, buf, got);
+	return rc;
+}
+
+static int p_statfs(struct arfd_req *q)
+{
+	struct arf_ops_statfs s;
+	struct arf_proto_statfs p;
+	int rc;
+
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	rc = arf_ops_statfs(&q->d->fs, &s);
+	if (!rc) {
+		p.bsize = s.bsize;
+		p.blocks = s.blocks;
+		p.bfree = s.bfree;
+		p.files = s.files;
+		p.ffree = s.ffree;
+		p.namemax = s.namemax;
+		arf_proto_put_statfs(q->w, &p);
+	}
+	return rc;
+}
+
+static int p_access(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+
+	arf_proto_get_fh(q->r, &fh);
+	uint32_t mask = arf_proto_get_u32(q->r);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	return arf_ops_access(&q->d->fs, q->cr, fh.ino, fh.gen, (int)mask);
+}
+
+static int p_status(struct arfd_req *q)
+{
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	arfd_status_json(q->d, q->w);
+	return 0;
+}
+
+/* The reply waits for durability (ARFD_PROC_DURABLE); the handle is checked. */
+static int p_fsync(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	struct arf_ops_attr a;
+
+	arf_proto_get_fh(q->r, &fh);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	return arf_ops_getattr(&q->d->fs, fh.ino, fh.gen, &a);
+}
+
+static int p_cred_mint(struct arfd_req *q)
+{
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	return arfd_identity_mint(q->d, q->ac, q->cr, q->w);
+}
+
+/* ---- mutations (inside dispatch.c's transaction) -------------------------- */
+
+static int p_create(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	struct arf_ops_attr a;
+	uint32_t nlen = 0;
+
+	arf_proto_get_fh(q->r, &fh);
+	const char *name = arf_proto_get_name(q->r, &nlen);
+	uint32_t mode = arf_proto_get_u32(q->r), excl = arf_proto_get_u32(q->r);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	return reply_attr(q->w, arf_ops_create(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, mode,
+					       (int)excl, &a), &a);
+}
+
+static int p_mkdir(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	struct arf_ops_attr a;
+	uint32_t nlen = 0;
+
+	arf_proto_get_fh(q->r, &fh);
+	const char *name = arf_proto_get_name(q->r, &nlen);
+	uint32_t mode = arf_proto_get_u32(q->r);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	return reply_attr(q->w, arf_ops_mkdir(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, mode,
+					      &a), &a);
+}
+
+static int p_mknod(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	struct arf_ops_attr a;
+	uint32_t nlen = 0;
+
+	arf_proto_get_fh(q->r, &fh);
+	const char *name = arf_proto_get_name(q->r, &nlen);
+	uint32_t mode = arf_proto_get_u32(q->r);
+	uint64_t rdev = arf_proto_get_u64(q->r);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	return reply_attr(q->w, arf_ops_mknod(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, mode,
+					      rdev, &a), &a);
+}
+
+static int p_unlink(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	uint32_t nlen = 0;
+
+	arf_proto_get_fh(q->r, &fh);
+	const char *name = arf_proto_get_name(q->r, &nlen);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	return arf_ops_unlink(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen);
+}
+
+static int p_rmdir(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	uint32_t nlen = 0;
+
+	arf_proto_get_fh(q->r, &fh);
+	const char *name = arf_proto_get_name(q->r, &nlen);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	return arf_ops_rmdir(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen);
+}
+
+static int p_rename(struct arfd_req *q)
+{
+	struct arf_proto_fh fh, fh2;
+	uint32_t nlen = 0, nlen2 = 0;
+
+	arf_proto_get_fh(q->r, &fh);
+	const char *name = arf_proto_get_name(q->r, &nlen);
+	arf_proto_get_fh(q->r, &fh2);
+	const char *name2 = arf_proto_get_name(q->r, &nlen2);
+	uint32_t flags = arf_proto_get_u32(q->r);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	return arf_ops_rename(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, fh2.ino, fh2.gen, name2,
+			      nlen2, flags);
+}
+
+static int p_link(struct arfd_req *q)
+{
+	struct arf_proto_fh fh, fh2;
+	struct arf_ops_attr a;
+	uint32_t nlen = 0;
+
+	arf_proto_get_fh(q->r, &fh);
+	arf_proto_get_fh(q->r, &fh2);
+	const char *name = arf_proto_get_name(q->r, &nlen);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	return reply_attr(q->w, arf_ops_link(&q->d->fs, q->cr, fh.ino, fh.gen, fh2.ino, fh2.gen,
+					     name, nlen, &a), &a);
+}
+
+static int p_symlink(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	struct arf_ops_attr a;
+	uint32_t nlen = 0, tlen = 0;
+
+	arf_proto_get_fh(q->r, &fh);
+	const char *name = arf_proto_get_name(q->r, &nlen);
+	const uint8_t *target = arf_proto_get_bytes(q->r, ARF_PATH_MAX, &tlen);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	return reply_attr(q->w, arf_ops_symlink(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen,
+						(const char *)target, tlen, &a), &a);
+}
+
+static int p_setattr(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	struct arf_proto_setattr ps;
+	struct arf_ops_setattr sa;
+	struct arf_ops_attr a;
+
+	arf_proto_get_fh(q->r, &fh);
+	arf_proto_get_setattr(q->r, &ps);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	sa.valid = ps.valid;
+	sa.mode = ps.mode;
+	sa.uid = ps.uid;
+	sa.gid = ps.gid;
+	sa.size = ps.size;
+	sa.atime_ns = ps.atime_ns;
+	sa.mtime_ns = ps.mtime_ns;
+	return reply_attr(q->w, arf_ops_setattr(&q->d->fs, q->cr, fh.ino, fh.gen, &sa, &a), &a);
+}
+
+static int p_write(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	struct arf_ops_attr a;
+	uint32_t len = 0;
+	size_t written = 0;
+	int rc;
+
+	arf_proto_get_fh(q->r, &fh);
+	uint64_t off = arf_proto_get_u64(q->r);
+	const uint8_t *data = arf_proto_get_bytes(q->r, ARF_PROTO_MAX_IO, &len);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	rc = arf_ops_write(&q->d->fs, q->cr, fh.ino, fh.gen, off, data, len, &written);
+	if (rc)
+		return rc;
+	if (q->d->cfg.test_torn_delay_us) {
+		/* test hook: hold the written blocks odd a while */
+		struct timespec ts = { 0, (long)q->d->cfg.test_torn_delay_us * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	arf_proto_put_u32(q->w, (uint32_t)written);
+	return reply_attr(q->w, arf_ops_getattr(&q->d->fs, fh.ino, fh.gen, &a), &a);
+}
+
+/* ---- the table ------------------------------------------------------------- */
+
+#define M ARFD_PROC_MUTATES
+#define H ARFD_PROC_HANDLE
+#define REQ ARFD_LANE_REQUEST
+#define PRG ARFD_LANE_PROGRAM
+#define P(op, fn, flags, lane) [(op) - ARFD_PROC_BASE] = { (op), (flags), (lane), (fn) }
+
+static const struct arfd_proc procs[] = {
+	P(ARF_OP_GETATTR, p_getattr, H, REQ),
+	P(ARF_OP_LOOKUP, p_lookup, H, REQ),
+	P(ARF_OP_READDIR, p_readdir, H, REQ),
+	P(ARF_OP_READ, p_read, H, REQ),
+	P(ARF_OP_READLINK, p_readlink, H, REQ),
+	P(ARF_OP_STATFS, p_statfs, 0, REQ),
+	P(ARF_OP_ACCESS, p_access, H, REQ),
+	P(ARF_OP_CREATE, p_create, M | H, REQ),
+	P(ARF_OP_MKDIR, p_mkdir, M | H, REQ),
+	P(ARF_OP_MKNOD, p_mknod, M | H, REQ),
+	P(ARF_OP_UNLINK, p_unlink, M | H, REQ),
+	P(ARF_OP_RMDIR, p_rmdir, M | H, REQ),
+	P(ARF_OP_RENAME, p_rename, M | H, REQ),
+	P(ARF_OP_LINK, p_link, M | H, REQ),
+	P(ARF_OP_SYMLINK, p_symlink, M | H, REQ),
+	P(ARF_OP_SETATTR, p_setattr, M | H, REQ),
+	P(ARF_OP_WRITE, p_write, M | H, REQ),
+	P(ARF_OP_FSYNC, p_fsync, H | ARFD_PROC_DURABLE, REQ),
+	P(ARF_OP_STATUS, p_status, 0, REQ),
+	P(ARF_OP_CRED_MINT, p_cred_mint, 0, REQ),
+	/* served by progs.c, not under fs_lock, on the program workers */
+	P(ARF_OP_PROG_LOAD, NULL, 0, PRG),
+	P(ARF_OP_PROG_EXEC, NULL, 0, PRG),
+};
+
+/* What a request of a kind nobody serves gets: ENOSYS, after the same
+ * stale-handle accounting as any request that may name a handle. */
+static int p_unknown(struct arfd_req *q)
+{
+	(void)q;
+	return -ENOSYS;
+}
+static const struct arfd_proc unknown = { 0, H, REQ, p_unknown };
+
+const struct arfd_proc *arfd_proc_find(uint16_t op)
+{
+	size_t i = (size_t)op - ARFD_PROC_BASE;
+
+	if (op < ARFD_PROC_BASE || i >= sizeof(procs) / sizeof(procs[0]) || !procs[i].op)
+		return &unknown;
+	return &procs[i];
+}
