@@ -8,9 +8,9 @@ import errno
 import os
 import sys
 import tempfile
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fusetest  # noqa: E402
 from fusetest import (ARF_FUSE, MOUNT_ARF, FuseTestCase, find_daemon, fstype,  # noqa: E402
                       kill_pid, mounted, run, unmount, wait_gone)
 
@@ -236,4 +236,4 @@ class MountHelper(FuseTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    fusetest.main()

@@ -11,9 +11,9 @@ import os
 import stat
 import sys
 import time
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fusetest  # noqa: E402
 from fusetest import FuseTestCase, run  # noqa: E402
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -419,4 +419,4 @@ class ReadOnly(FuseTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    fusetest.main()

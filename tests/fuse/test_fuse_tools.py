@@ -9,9 +9,9 @@ import shutil
 import stat
 import sys
 import tempfile
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fusetest  # noqa: E402
 from fusetest import FuseTestCase, run  # noqa: E402
 
 # /usr/include is the tree; ARF_FUSE_TREE may point elsewhere (or to a subset)
@@ -155,4 +155,4 @@ class Fio(FuseTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    fusetest.main()

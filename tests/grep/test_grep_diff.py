@@ -18,7 +18,6 @@ also run on copies of the files inside an ARF mount and by arf:// URL
 
 Run: ARF_BUILD=build-dir python3 tests/grep/test_grep_diff.py [-v]
 """
-import itertools
 import os
 import shutil
 import subprocess
@@ -27,6 +26,8 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
+import testmain  # noqa: E402
 BUILD = os.path.abspath(os.environ.get("ARF_BUILD", os.path.join(HERE, "..", "..", "build")))
 ARF_GREP = os.environ.get("ARF_GREP", os.path.join(BUILD, "tools", "arf-grep", "arf-grep"))
 GNU_GREP = "/usr/bin/grep"
@@ -254,4 +255,4 @@ class GrepDiff(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    testmain.main()

@@ -29,12 +29,12 @@ import sys
 import tempfile
 import threading
 import time
-import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "fuse"))
 import test_grep_diff as D  # noqa: E402
+import fusetest  # noqa: E402
 from fusetest import FuseTestCase  # noqa: E402
 
 
@@ -194,9 +194,8 @@ class ChangingFile(FuseTestCase):
 
 
 def harness_ctl():
-    import harness
-    return harness.ARFCTL
+    return fusetest.harness.ARFCTL
 
 
 if __name__ == "__main__":
-    unittest.main()
+    fusetest.main()

@@ -3,9 +3,13 @@
  * arf-itest — workloads for the integration tests, driven by libarf
  * against a real arfd (started and stopped by the Python tests in tests/integration).
  *
- *   arf-itest tree URL NFILES          build nested dirs + files, list back, verify
+ *   arf-itest tree URL NFILES [DIR]    build nested dirs + files under /DIR (default
+ *                                      "tree"), list back, verify
  *   arf-itest ranges URL SEED OPS      random writes/reads vs a local reference copy
- *   arf-itest torn URL SECONDS READERS writer rewrites a file while readers read it
+ *   arf-itest torn URL SECONDS READERS writer rewrites a file while readers read it;
+ *                                      every block read must be one whole version
+ *                                      that was written
+ *   arf-itest setattr URL MODE UID GID chmod (octal) and chown URL's path, as root
  *   arf-itest acked URL N [fsync]      write N files, print "acked I" after each
  *                                      (fsync: in /synced, arf_fsync after each)
  *   arf-itest verify URL N             check files 0..N-1 written by "acked"
@@ -101,7 +105,7 @@ static void list_all(arf_client *c, uint64_t ino, uint32_t gen, char ***names, s
 	qsort(*names, *n, sizeof(char *), cmp_str);
 }
 
-static int cmd_tree(const char *url, int nfiles)
+static int cmd_tree(const char *url, int nfiles, const char *top_name)
 {
 	arf_client *c = connect_or_die(url, 1);
 	struct arf_stat root, d1, d2, f;
@@ -112,8 +116,8 @@ static int cmd_tree(const char *url, int nfiles)
 
 	if ((rc = arf_root(c, &root)))
 		FAIL("root: %s", arf_strerror(rc));
-	if ((rc = arf_mkdir(c, root.ino, root.gen, "tree", 0755, &d1)))
-		FAIL("mkdir tree: %s", arf_strerror(rc));
+	if ((rc = arf_mkdir(c, root.ino, root.gen, top_name, 0755, &d1)))
+		FAIL("mkdir %s: %s", top_name, arf_strerror(rc));
 	int made = 0;
 	for (int a = 0; a * fanout < ndirs; a++) {
 		struct arf_stat top;
@@ -140,8 +144,10 @@ static int cmd_tree(const char *url, int nfiles)
 	/* list it back with a fresh client: one-sided readdir */
 	c = connect_or_die(url, 1);
 	struct arf_stat t;
-	if ((rc = arf_resolve(c, "/tree", &t)))
-		FAIL("resolve /tree: %s", arf_strerror(rc));
+	char top_path[256];
+	snprintf(top_path, sizeof(top_path), "/%s", top_name);
+	if ((rc = arf_resolve(c, top_path, &t)))
+		FAIL("resolve %s: %s", top_path, arf_strerror(rc));
 	char **tops;
 	size_t ntops, seen = 0;
 	list_all(c, t.ino, t.gen, &tops, &ntops);
@@ -165,8 +171,10 @@ static int cmd_tree(const char *url, int nfiles)
 					FAIL("unexpected name %s", files[i]);
 				/* verify one in 37 by content */
 				if (num % 37 == 0) {
-					char path[256], buf[64], want[64];
-					snprintf(path, sizeof(path), "/tree/%s/%s/%s", tops[a], subs[b], files[i]);
+					char path[1024], buf[64], want[64];
+					if (snprintf(path, sizeof(path), "%s/%s/%s/%s", top_path, tops[a],
+						     subs[b], files[i]) >= (int)sizeof(path))
+						FAIL("path too long under %s", top_path);
 					if ((rc = arf_resolve(c, path, &f)))
 						FAIL("resolve %s: %s", path, arf_strerror(rc));
 					ssize_t n = arf_read(c, f.ino, f.gen, 0, buf, sizeof(buf) - 1);
@@ -186,7 +194,8 @@ static int cmd_tree(const char *url, int nfiles)
 	free(tops);
 	if (seen != (size_t)nfiles)
 		FAIL("listed %zu files, created %d", seen, nfiles);
-	printf("tree: created and listed %d files in %d directories\n", nfiles, ndirs);
+	printf("tree: created and listed %d files in %d directories under %s\n", nfiles, ndirs,
+	       top_path);
 	print_stats("tree-list", c);
 	struct arf_client_stats s;
 	arf_stats(c, &s);
@@ -247,11 +256,17 @@ static int cmd_ranges(const char *url, uint64_t seed, int ops)
 		/* the reader revalidates attributes (close-to-open) */
 		if ((rc = arf_getattr(reader, f.ino, f.gen, &st)))
 			FAIL("getattr: %s", arf_strerror(rc));
+		/* every write and truncate above was acknowledged before this
+		 * getattr: a revalidating reader sees their size, and reads exactly
+		 * the bytes below it (a short or long read is a failure) */
+		if (st.size != size)
+			FAIL("getattr after acknowledged changes: size %" PRIu64 ", want %" PRIu64,
+			     st.size, size);
 		ssize_t n = arf_read(reader, f.ino, f.gen, roff, buf, rlen);
 		size_t want = roff >= size ? 0 : (size_t)(size - roff < rlen ? size - roff : rlen);
 		if (n < 0)
 			FAIL("read %zu at %" PRIu64 ": %s", rlen, roff, arf_strerror((int)n));
-		if ((size_t)n != want && st.size == size)
+		if ((size_t)n != want)
 			FAIL("read %zu at %" PRIu64 ": got %zd bytes, want %zu (size %" PRIu64 ")", rlen,
 			     roff, n, want, size);
 		if (n > 0 && memcmp(buf, ref + roff, (size_t)n))
@@ -276,44 +291,103 @@ static int cmd_ranges(const char *url, uint64_t seed, int ops)
 	return 0;
 }
 
-/* ---- torn ---- */
+/* ---- torn ----
+ * The writer rewrites the whole file again and again, each time as a new
+ * version: 1, 2, 3, ..., never repeating.  Word k (8 bytes) of block b of
+ * version v holds torn_word(v, b, k), so every word says which version,
+ * block and place it belongs to.  A reader accepts a block only if all its
+ * words name one version, this block and their own places, and that version
+ * had been begun by the time the read returned: at most torn_latest + 1,
+ * torn_latest being the last version whose write was acknowledged.  Zeros,
+ * another file's or block's bytes, a mix of two versions inside a block (a
+ * torn block), or bytes nobody wrote yet all fail. */
 #define TORN_SIZE (64u * 4096u)
-static int torn_stop; /* atomic */
-static volatile uint32_t torn_latest;
+#define TORN_WORDS (4096u / 8u)
+#define TORN_MAGIC 0xa7f0ull
+static int torn_stop;           /* atomic */
+static uint64_t torn_latest;    /* atomic: last acknowledged version */
 static const char *torn_url;
 static uint64_t torn_ino;
 static uint32_t torn_gen;
 
+static uint64_t torn_word(uint64_t v, size_t b, size_t k)
+{
+	return TORN_MAGIC << 48 | (v & 0xffffffffu) << 16 | (uint64_t)(b * TORN_WORDS + k);
+}
+
+static void torn_fill(uint8_t *buf, uint64_t v)
+{
+	for (size_t b = 0; b < TORN_SIZE / 4096; b++)
+		for (size_t k = 0; k < TORN_WORDS; k++) {
+			uint64_t w = torn_word(v, b, k);
+			memcpy(buf + b * 4096 + k * 8, &w, 8);
+		}
+}
+
 struct reader_res {
 	uint64_t reads, one_sided, retries, fallbacks;
+	uint64_t versions;  /* distinct versions this reader saw, in increasing order */
+	uint64_t mixed;     /* reads whose blocks came from more than one version */
 	char fail[256];
 };
+
+/* The version block b of buf holds, or 0 with the reason in why. */
+static uint64_t torn_block_version(const uint8_t *buf, size_t b, char *why, size_t whylen)
+{
+	uint64_t w0;
+	memcpy(&w0, buf + b * 4096, 8);
+	uint64_t v = (w0 >> 16) & 0xffffffffu;
+	if (w0 >> 48 != TORN_MAGIC || v == 0) {
+		snprintf(why, whylen, "block %zu starts with %#" PRIx64 ", which no version wrote", b,
+			 w0);
+		return 0;
+	}
+	for (size_t k = 0; k < TORN_WORDS; k++) {
+		uint64_t w;
+		memcpy(&w, buf + b * 4096 + k * 8, 8);
+		if (w != torn_word(v, b, k)) {
+			snprintf(why, whylen,
+				 "block %zu word %zu holds %#" PRIx64 ", not version %" PRIu64
+				 "'s %#" PRIx64 " (a torn or foreign block)",
+				 b, k, w, v, torn_word(v, b, k));
+			return 0;
+		}
+	}
+	return v;
+}
 
 static void *torn_reader(void *arg)
 {
 	struct reader_res *res = arg;
 	arf_client *c = connect_or_die(torn_url, 1);
 	uint8_t *buf = malloc(TORN_SIZE);
+	uint64_t last_max = 0;
 	while (!__atomic_load_n(&torn_stop, __ATOMIC_ACQUIRE) && !res->fail[0]) {
 		ssize_t n = arf_read(c, torn_ino, torn_gen, 0, buf, TORN_SIZE);
+		uint64_t latest = __atomic_load_n(&torn_latest, __ATOMIC_ACQUIRE);
 		if (n != TORN_SIZE) {
 			snprintf(res->fail, sizeof(res->fail), "read returned %zd", n);
 			break;
 		}
-		for (size_t b = 0; b < TORN_SIZE; b += 4096) {
-			/* every block: uniform, a version that was written (<= after + 1) */
-			uint8_t v = buf[b];
-			for (size_t k = 1; k < 4096; k++)
-				if (buf[b + k] != v) {
-					snprintf(res->fail, sizeof(res->fail),
-						 "block %zu mixes bytes %u and %u", b / 4096, v, buf[b + k]);
-					goto out;
-				}
-			if (v == 0 || v > 250) {
-				snprintf(res->fail, sizeof(res->fail), "block %zu holds %u, never written",
-					 b / 4096, v);
+		uint64_t vmin = UINT64_MAX, vmax = 0;
+		for (size_t b = 0; b < TORN_SIZE / 4096; b++) {
+			uint64_t v = torn_block_version(buf, b, res->fail, sizeof(res->fail));
+			if (!v)
+				goto out;
+			if (v > latest + 1) {
+				snprintf(res->fail, sizeof(res->fail),
+					 "block %zu holds version %" PRIu64 ", but only %" PRIu64
+					 " had been written (one more may have begun)", b, v, latest);
 				goto out;
 			}
+			vmin = v < vmin ? v : vmin;
+			vmax = v > vmax ? v : vmax;
+		}
+		if (vmin != vmax)
+			res->mixed++;
+		if (vmax > last_max) {
+			res->versions++;
+			last_max = vmax;
 		}
 		res->reads++;
 	}
@@ -337,11 +411,11 @@ static int cmd_torn(const char *url, int seconds, int nreaders)
 
 	if ((rc = arf_root(c, &root)) || (rc = arf_create(c, root.ino, root.gen, "torn", 0644, 1, &f)))
 		FAIL("create: %s", arf_strerror(rc));
-	/* versions 1..250 cycle; 0 is never written */
-	memset(buf, 1, TORN_SIZE);
+	uint64_t v = 1;
+	torn_fill(buf, v);
 	if (arf_write(c, f.ino, f.gen, 0, buf, TORN_SIZE) != TORN_SIZE)
 		FAIL("initial write");
-	torn_latest = 1;
+	__atomic_store_n(&torn_latest, v, __ATOMIC_RELEASE);
 	torn_url = url;
 	torn_ino = f.ino;
 	torn_gen = f.gen;
@@ -351,20 +425,18 @@ static int cmd_torn(const char *url, int seconds, int nreaders)
 	if (nreaders > 16)
 		nreaders = 16;
 	for (int i = 0; i < nreaders; i++)
-		pthread_create(&th[i], NULL, torn_reader, &res[i]);
+		if (pthread_create(&th[i], NULL, torn_reader, &res[i]))
+			FAIL("pthread_create");
 	time_t end = time(NULL) + seconds;
-	uint64_t writes = 0;
-	uint32_t v = 1;
 	while (time(NULL) < end) {
-		v = v % 250 + 1;
-		memset(buf, (int)v, TORN_SIZE);
+		v++;
+		torn_fill(buf, v);
 		if (arf_write(c, f.ino, f.gen, 0, buf, TORN_SIZE) != TORN_SIZE)
-			FAIL("rewrite");
-		torn_latest = v;
-		writes++;
+			FAIL("rewrite %" PRIu64, v);
+		__atomic_store_n(&torn_latest, v, __ATOMIC_RELEASE);
 	}
 	__atomic_store_n(&torn_stop, 1, __ATOMIC_RELEASE);
-	uint64_t reads = 0, os = 0, retries = 0, fb = 0;
+	uint64_t reads = 0, os = 0, retries = 0, fb = 0, versions = 0, mixed = 0;
 	for (int i = 0; i < nreaders; i++) {
 		pthread_join(th[i], NULL);
 		if (res[i].fail[0])
@@ -373,18 +445,55 @@ static int cmd_torn(const char *url, int seconds, int nreaders)
 		os += res[i].one_sided;
 		retries += res[i].retries;
 		fb += res[i].fallbacks;
+		versions += res[i].versions;
+		mixed += res[i].mixed;
 	}
-	printf("torn: %" PRIu64 " rewrites, %" PRIu64 " whole-file reads by %d readers, "
-	       "one_sided_reads=%" PRIu64 " retries=%" PRIu64 " fallbacks=%" PRIu64 "\n",
-	       writes, reads, nreaders, os, retries, fb);
+	printf("torn: %" PRIu64 " versions written, %" PRIu64 " whole-file reads by %d readers saw "
+	       "%" PRIu64 " distinct versions (%" PRIu64 " reads spanned two or more), every block "
+	       "whole and written; one_sided_reads=%" PRIu64 " retries=%" PRIu64
+	       " fallbacks=%" PRIu64 "\n",
+	       v, reads, nreaders, versions, mixed, os, retries, fb);
 	if (os == 0)
 		FAIL("readers made no one-sided reads");
 	if (retries == 0)
 		FAIL("readers never met a torn or changing object");
 	if (reads == 0)
 		FAIL("no read completed");
+	if (versions < 2)
+		FAIL("readers saw %" PRIu64 " version(s): nothing raced", versions);
 	arf_close(c);
 	free(buf);
+	return 0;
+}
+
+/* ---- setattr ---- */
+static int cmd_setattr(const char *url, const char *mode, const char *uid, const char *gid)
+{
+	struct arf_url u;
+	struct arf_stat st;
+	char err[512], *end;
+	int rc;
+
+	if (arf_url_parse(url, &u, err, sizeof(err)))
+		FAIL("%s: %s", url, err);
+	struct arf_setattr sa = { .valid = ARF_SET_MODE | ARF_SET_UID | ARF_SET_GID };
+	unsigned long m = strtoul(mode, &end, 8);
+	if (*end || m > 07777)
+		FAIL("mode %s: not octal permission bits", mode);
+	sa.mode = (uint32_t)m;
+	sa.uid = (uint32_t)strtoul(uid, &end, 10);
+	if (*end)
+		FAIL("uid %s: not a number", uid);
+	sa.gid = (uint32_t)strtoul(gid, &end, 10);
+	if (*end)
+		FAIL("gid %s: not a number", gid);
+	arf_client *c = connect_or_die(url, 1);
+	if ((rc = arf_resolve(c, u.path, &st)))
+		FAIL("%s: %s", u.path, arf_strerror(rc));
+	if ((rc = arf_setattr(c, st.ino, st.gen, &sa, &st)))
+		FAIL("setattr %s: %s", u.path, arf_strerror(rc));
+	printf("setattr %s: mode %o uid %u gid %u\n", u.path, st.mode & 07777, st.uid, st.gid);
+	arf_close(c);
 	return 0;
 }
 
@@ -455,12 +564,12 @@ static int cmd_verify(const char *url, int n)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: arf-itest tree|ranges|torn|acked|verify URL ARGS\n");
+		fprintf(stderr, "usage: arf-itest tree|ranges|torn|acked|verify|setattr URL ARGS\n");
 		return 2;
 	}
 	const char *cmd = argv[1], *url = argv[2];
-	if (!strcmp(cmd, "tree") && argc == 4)
-		return cmd_tree(url, atoi(argv[3]));
+	if (!strcmp(cmd, "tree") && (argc == 4 || argc == 5))
+		return cmd_tree(url, atoi(argv[3]), argc == 5 ? argv[4] : "tree");
 	if (!strcmp(cmd, "ranges") && argc == 5)
 		return cmd_ranges(url, strtoull(argv[3], NULL, 0), atoi(argv[4]));
 	if (!strcmp(cmd, "torn") && argc == 5)
@@ -471,6 +580,8 @@ int main(int argc, char **argv)
 		return cmd_acked(url, atoi(argv[3]), 1);
 	if (!strcmp(cmd, "verify") && argc == 4)
 		return cmd_verify(url, atoi(argv[3]));
+	if (!strcmp(cmd, "setattr") && argc == 6)
+		return cmd_setattr(url, argv[3], argv[4], argv[5]);
 	fprintf(stderr, "arf-itest: bad command line\n");
 	return 2;
 }

@@ -14,6 +14,7 @@ import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
 from harness import Arfd, arfctl  # noqa: E402
 
 # name -> assembly; each runs with arfctl exec against the export's root
@@ -100,4 +101,4 @@ class Engines(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

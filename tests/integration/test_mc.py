@@ -12,7 +12,6 @@ import json
 import os
 import sys
 import tempfile
-import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
@@ -276,4 +275,4 @@ class Disabled(ArfdTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()
