@@ -2,115 +2,104 @@
 # SPDX-License-Identifier: MIT
 """arfd's rdma_listen, end to end with the real daemon and arfctl.
 
-Without an RDMA device (or without rdma-core): arfd asked to serve rdma
-beside tcp warns, naming the reason, and serves tcp; arfctl over
-arf+rdma:// fails at once saying rdma is not available; arfd asked to
-serve rdma alone refuses to start with the reason.  With a device and
-$ARF_TEST_RDMA_ADDR (an address on the RDMA interface): arfd serves tcp
-and rdma at once and arfctl lists the export over both.  With a device and
-no address: SKIP (77), saying so.
+Which branch runs is decided from the machine and the build, never from
+arfd's log: rdma can be had when the build has rdma-core ($ARF_HAVE_VERBS,
+set by meson) and the kernel lists an RDMA device (harness.rdma_devices(),
+/sys/class/infiniband).  The log is then what is checked, and a line that
+is missing, an arfd that died, or a reason that is not the machine's fail.
 
-Usage: test_arfd_rdma.py ARFD ARFCTL
-"""
+Without rdma: arfd asked to serve rdma beside tcp serves tcp and warns,
+naming the reason (no device, or a build without rdma-core); arfctl over
+tcp works and over arf+rdma:// fails at once saying why not; arfd asked to
+serve rdma alone exits 1 with the reason.  With rdma: arfd serves tcp and
+rdma (on $ARF_TEST_RDMA_ADDR, 127.0.0.1 unless set, as every integration
+test) at once, says so, and arfctl lists the export over both."""
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import time
+import unittest
 
-ARFD, ARFCTL = sys.argv[1], sys.argv[2]
-failures = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import harness  # noqa: E402
+from harness import Arfd, ProcError, arfctl  # noqa: E402
+
+DEVICES, NO_DEVICE = harness.rdma_devices()
+BUILT = os.environ.get("ARF_HAVE_VERBS", "") == "1"
+if not BUILT:
+    WHY = "built without rdma-core"
+elif not DEVICES:
+    WHY = "no RDMA device"
+else:
+    WHY = ""
+# arfd with nothing but rdma, and no regions to speak of
+SMALL = {"regions.data_blocks": "1024", "regions.inodes": "1024", "regions.dir_buckets": "1024",
+         "regions.dir_entries": "1024", "regions.pages": "256"}
 
 
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("FAIL: " + what)
-
-
-def start(tmp, *extra):
-    """arfd in the foreground on a free tcp port; returns (proc, log path)."""
-    log = os.path.join(tmp, "arfd.log")
-    port_file = os.path.join(tmp, "port")
-    if os.path.exists(port_file):
-        os.unlink(port_file)
-    args = [ARFD, "-f", "--data-dir", os.path.join(tmp, "data"), "--socket", "",
-            "--set", "server.control=", "--set", "server.port_file=" + port_file,
-            "--set", "regions.data_blocks=1024", "--set", "regions.inodes=1024",
-            "--set", "regions.dir_buckets=1024", "--set", "regions.dir_entries=1024",
-            "--set", "regions.pages=256", "--set", "export.clients=*"] + list(extra)
-    f = open(log, "w")
-    p = subprocess.Popen(args, stdout=f, stderr=subprocess.STDOUT)
-    f.close()
-    for _ in range(600):
-        if os.path.exists(port_file) or p.poll() is not None:
-            break
+def wait_log(d, pattern, timeout=10):
+    """The first match of pattern in d's log, waiting for the line to be
+    written (arfd logs its serving line after writing the port file); None
+    if it never comes."""
+    deadline = time.time() + timeout
+    while True:
+        m = re.search(pattern, d.log())
+        if m or time.time() > deadline:
+            return m
         time.sleep(0.05)
-    return p, log
 
 
-def stop(p):
-    if p.poll() is None:
-        p.terminate()
-        p.wait(timeout=30)
+class RdmaListen(unittest.TestCase):
+    def arfd(self, **extra):
+        d = Arfd(rdma=False, regions=SMALL, extra=extra)
+        self.addCleanup(d.cleanup)
+        return d
 
+    @unittest.skipIf(WHY == "", "rdma is available here (the other test runs)")
+    def test_without_rdma_serves_tcp_and_says_why(self):
+        d = self.arfd(**{"server.rdma_listen": "127.0.0.1:0"})
+        d.start()  # an arfd that dies at start fails here, with its log
+        m = wait_log(d, r"not serving rdma: (.*); serving tcp and shm only")
+        self.assertIsNotNone(m, "arfd does not say it is not serving rdma:\n" + d.log())
+        why = m.group(1)
+        self.assertIn(WHY, why, "the warning names another reason than the machine's")
+        self.assertIsNotNone(wait_log(d, r"on tcp 127\.0\.0\.1:%d and shm [^,]*, incarnation"
+                                      % d.port),
+                             "the serving line names tcp and shm alone:\n" + d.log())
+        arfctl("ls", d.url("/"))
+        p = arfctl("ls", "arf+rdma://127.0.0.1/", check=False)
+        err = p.stderr.decode()
+        self.assertEqual(p.returncode, 1, err)
+        self.assertIn("the rdma transport is not available", err)
+        self.assertIn(why, err)
+        self.assertIsNone(d.proc.poll(), "arfd died:\n" + d.log())
+        print("arfd without rdma (%s): serves tcp and shm; arfctl over arf+rdma: %s" % (
+            why, err.strip()))
 
-def ctl(url):
-    return subprocess.run([ARFCTL, "ls", url], capture_output=True, text=True, timeout=60)
+    @unittest.skipIf(WHY == "", "rdma is available here (the other test runs)")
+    def test_rdma_alone_refuses_to_start(self):
+        d = self.arfd(**{"server.listen": "", "server.socket": "", "server.rdma_listen": ":0"})
+        with self.assertRaises(ProcError) as cm:
+            d.start()
+        self.assertEqual(d.proc.returncode, 1, d.log())
+        self.assertIn("nothing to serve on", str(cm.exception))
+        self.assertIn(WHY, str(cm.exception))
+        print("arfd with rdma alone: exit 1: " + d.log().strip().splitlines()[-1])
 
-
-def main():
-    with tempfile.TemporaryDirectory(prefix="arf-rdma-") as tmp:
-        p, log = start(tmp, "--listen", "127.0.0.1:0", "--rdma-listen", "127.0.0.1:0")
-        text = open(log).read()
-        served = p.poll() is None
-        m = re.search(r"not serving rdma: (.*); serving tcp only", text)
-        if m:
-            why = m.group(1)
-            print("arfd without rdma: " + m.group(0))
-            check("no RDMA device" in why or "built without rdma-core" in why,
-                  "the warning names the reason: " + why)
-            check(served, "arfd serves tcp although rdma is unavailable:\n" + text)
-            if served:
-                port = open(os.path.join(tmp, "port")).read().strip()
-                r = ctl("arf://127.0.0.1:%s/" % port)
-                check(r.returncode == 0, "arfctl ls over tcp: " + r.stderr)
-                check(re.search(r"on tcp 127\.0\.0\.1:\d+, incarnation", text) is not None,
-                      "the startup line names tcp alone:\n" + text)
-            r = ctl("arf+rdma://127.0.0.1/")
-            print("arfctl over arf+rdma: " + r.stderr.strip())
-            check(r.returncode != 0 and "the rdma transport is not available" in r.stderr
-                  and why in r.stderr, "arfctl over arf+rdma:// says why not: " + r.stderr)
-            stop(p)
-            # rdma alone: nothing would be served, so arfd refuses to start
-            p, log = start(tmp, "--listen", "", "--rdma-listen", ":0")
-            p.wait(timeout=60)
-            text = open(log).read()
-            print("arfd with rdma alone: " + text.strip().splitlines()[-1])
-            check(p.returncode == 1, "arfd with rdma alone exits 1, not %s" % p.returncode)
-            check("nothing to serve on" in text and why in text,
-                  "arfd with rdma alone says why:\n" + text)
-        else:
-            stop(p)
-            addr = os.environ.get("ARF_TEST_RDMA_ADDR", "")
-            if not addr:
-                print("verbs skipped: an RDMA device exists; set ARF_TEST_RDMA_ADDR to an "
-                      "address on its interface to run arfd over rdma")
-                return 77
-            p, log = start(tmp, "--listen", "127.0.0.1:0", "--rdma-listen", addr + ":0")
-            text = open(log).read()
-            m = re.search(r"rdma \[?([^\s\]]+)\]?:(\d+), incarnation", text)
-            check(p.poll() is None and m is not None, "arfd serves rdma:\n" + text)
-            if m:
-                host = "[%s]" % addr if ":" in addr else addr
-                r = ctl("arf+rdma://%s:%s/" % (host, m.group(2)))
-                check(r.returncode == 0, "arfctl ls over rdma: " + r.stderr)
-            stop(p)
-    print("%s: %d failure(s)" % ("FAIL" if failures else "ok", failures))
-    return 1 if failures else 0
+    @unittest.skipUnless(WHY == "", "rdma is not available here: %s%s" % (
+        WHY, " (%s)" % NO_DEVICE if BUILT else ""))
+    def test_with_rdma_serves_both(self):
+        d = Arfd(rdma=True, regions=SMALL)
+        self.addCleanup(d.cleanup)
+        d.start()
+        self.assertIsNotNone(wait_log(d, r"rdma \[?[^\s\]]+\]?:%d, incarnation" % d.rdma_port),
+                             "arfd does not say it serves rdma:\n" + d.log())
+        arfctl("ls", d.url("/", "tcp"))
+        arfctl("ls", d.url("/", "rdma"))
+        self.assertIsNone(d.proc.poll(), "arfd died:\n" + d.log())
+        print("arfd serves tcp and rdma on %s:%d (devices: %s); arfctl lists over both" % (
+            harness.RDMA_ADDR, d.rdma_port, ", ".join(DEVICES)))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    harness.main()
