@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fixed-string skip loop, for one string with nothing special in it (as
+ * -F or a literal BRE/ERE; no -w/-x/-v): the loop looks for the needle's
+ * rarest byte only, eight bytes at a time (a word's bytes equal to it, or
+ * NUL, found with the carry-free "has a zero byte" test), then byte by byte
+ * within a word that has one; a hit is verified by straight-line compares,
+ * and only then are the line's ends searched.  Its saved state is the
+ * position alone.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen_int.h"
+
+/* How rare a byte is in ordinary text (lower is rarer). */
+static int byte_freq(unsigned c)
+{
+	static const char common[] = " etaoinshrdlcumwfgypbvkjxqz\n";
+	const char *p;
+
+	if (c >= 'A' && c <= 'Z')
+		c += 32;
+	p = c ? strchr(common, (int)c) : NULL;
+	if (p)
+		return 100 - (int)(p - common);
+	if (c >= '0' && c <= '9')
+		return 40;
+	if (c >= 32 && c < 127)
+		return 30;
+	return 10;
+}
+
+static int is_alpha(unsigned c) { return (c | 32) >= 'a' && (c | 32) <= 'z'; }
+
+int cg_gen_fixed(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
+		 char *err, size_t errlen)
+{
+	struct cg g = { 0 };
+	const unsigned char *nd = m->fixed;
+	int len = (int)m->fixed_len, k = 0, icase = m->o.icase, r;
+
+	for (int j = 1; j < len; j++)
+		if (byte_freq(nd[j]) < byte_freq(nd[k]))
+			k = j;
+	unsigned rare = nd[k];
+
+	int loop = cg_label(&g), cand = cg_label(&g), back = cg_label(&g), back_done = cg_label(&g),
+	    fwd = cg_label(&g), fwd_nl = cg_label(&g), slice_end = cg_label(&g), consumed = cg_label(&g),
+	    nul = cg_label(&g), cnt = cg_label(&g), cnt_done = cg_label(&g), cnt_skip = cg_label(&g),
+	    after = cg_label(&g);
+
+	int enter8 = cg_label(&g), loop8 = cg_label(&g), group = cg_label(&g), tail = cg_label(&g);
+	int fold = icase && is_alpha(rare);
+
+	cg_prologue(&g);
+	cg_put(&g, STXDW, R10, R6, SLOT_GROUP, 0);
+	if (fold) {
+		cg_lddw(&g, R1, UINT64_C(0x2020202020202020));
+		cg_put(&g, STXDW, R10, R1, SLOT_CASE, 0);
+	}
+
+	/* eight bytes at a time: r0 the word, r2 the rare byte in each byte
+	 * (lower case when folding), r3 0x01 and r4 0x80 in each, r1 and r5
+	 * scratch; a word with the rare byte (or a NUL) goes byte by byte */
+	cg_here(&g, enter8);
+	cg_lddw(&g, R2, UINT64_C(0x0101010101010101) * (fold ? (rare | 32) : rare));
+	cg_lddw(&g, R3, UINT64_C(0x0101010101010101));
+	cg_lddw(&g, R4, UINT64_C(0x8080808080808080));
+	cg_here(&g, loop8);
+	cg_put(&g, MOV_X, R1, R6, 0, 0);
+	cg_put(&g, ADD_K, R1, 0, 0, 8);
+	cg_jmp(&g, JGT_X, R1, R7, 0, tail);
+	cg_put(&g, LDXDW, R0, R6, 0, 0);
+	cg_put(&g, MOV_X, R1, R0, 0, 0);
+	if (fold) {
+		cg_put(&g, LDXDW, R5, R10, SLOT_CASE, 0);
+		cg_put(&g, OR_X, R1, R5, 0, 0);
+	}
+	cg_put(&g, XOR_X, R1, R2, 0, 0);           /* bytes equal to the rare one: 0 */
+	cg_put(&g, MOV_X, R5, R1, 0, 0);           /* r5 = (x - 0x01..) & ~x & 0x80.. */
+	cg_put(&g, SUB_X, R5, R3, 0, 0);
+	cg_put(&g, XOR_K, R1, 0, 0, -1);
+	cg_put(&g, AND_X, R5, R1, 0, 0);
+	cg_put(&g, AND_X, R5, R4, 0, 0);
+	if (o->nul_mode == GREP_NUL_STOP) {    /* and the same for NUL bytes */
+		cg_put(&g, MOV_X, R1, R0, 0, 0);
+		cg_put(&g, SUB_X, R1, R3, 0, 0);
+		cg_put(&g, XOR_K, R0, 0, 0, -1);
+		cg_put(&g, AND_X, R1, R0, 0, 0);
+		cg_put(&g, AND_X, R1, R4, 0, 0);
+		cg_put(&g, OR_X, R5, R1, 0, 0);
+	}
+	cg_jmp(&g, JNE_K, R5, 0, 0, group);
+	cg_put(&g, ADD_K, R6, 0, 0, 8);
+	cg_jmp(&g, JA, 0, 0, 0, loop8);
+	cg_here(&g, group);                        /* these eight bytes one at a time */
+	cg_put(&g, MOV_X, R1, R6, 0, 0);
+	cg_put(&g, ADD_K, R1, 0, 0, 8);
+	cg_put(&g, STXDW, R10, R1, SLOT_GROUP, 0);
+	cg_jmp(&g, JA, 0, 0, 0, loop);
+	cg_here(&g, tail);                         /* the last few: one at a time */
+	cg_put(&g, STXDW, R10, R7, SLOT_GROUP, 0);
+
+	cg_here(&g, loop);
+	cg_jmp(&g, JGE_X, R6, R7, 0, slice_end);
+	cg_put(&g, LDXDW, R1, R10, SLOT_GROUP, 0);
+	cg_jmp(&g, JGE_X, R6, R1, 0, enter8);
+	cg_put(&g, LDXB, R0, R6, 0, 0);
+	cg_put(&g, ADD_K, R6, 0, 0, 1);
+	if (icase && is_alpha(rare)) {
+		cg_jmp(&g, JEQ_K, R0, 0, (int32_t)(rare | 32), cand);
+		cg_jmp(&g, JEQ_K, R0, 0, (int32_t)(rare & ~32u), cand);
+	} else {
+		cg_jmp(&g, JEQ_K, R0, 0, (int32_t)rare, cand);
+	}
+	if (o->nul_mode == GREP_NUL_STOP)
+		cg_jmp(&g, JEQ_K, R0, 0, 0, nul);
+	cg_jmp(&g, JA, 0, 0, 0, loop);
+
+	/* a hit at r6 - 1: the needle would start at r1 */
+	cg_here(&g, cand);
+	cg_put(&g, MOV_X, R1, R6, 0, 0);
+	cg_put(&g, ADD_K, R1, 0, 0, -1 - k);
+	cg_ldctx(&g, R2, CTX(line_start));
+	cg_put(&g, LDXDW, R3, R10, SLOT_DELTA, 0);
+	cg_put(&g, SUB_X, R2, R3, 0, 0);            /* r2 = pointer of the current line start */
+	cg_jmp(&g, JLT_X, R1, R2, 0, loop);
+	cg_put(&g, MOV_X, R3, R1, 0, 0);
+	cg_put(&g, ADD_K, R3, 0, 0, len);
+	cg_put(&g, LDXDW, R4, R10, SLOT_BUFEND, 0);
+	cg_jmp(&g, JGT_X, R3, R4, 0, loop);
+	for (int j = 0; j < len; j++) {
+		if (j == k && !(icase && is_alpha(nd[j])))
+			continue;
+		cg_put(&g, LDXB, R0, R1, (int16_t)j, 0);
+		if (icase && is_alpha(nd[j])) {
+			cg_put(&g, OR_K, R0, 0, 0, 32);
+			cg_jmp(&g, JNE_K, R0, 0, (int32_t)(nd[j] | 32), loop);
+		} else {
+			cg_jmp(&g, JNE_K, R0, 0, (int32_t)nd[j], loop);
+		}
+	}
+	/* matched: the line starts after the last terminator before r1 */
+	cg_put(&g, MOV_X, R4, R1, 0, 0);
+	cg_here(&g, back);
+	cg_jmp(&g, JLE_X, R4, R2, 0, back_done);
+	cg_put(&g, LDXB, R0, R4, -1, 0);
+	cg_jmp(&g, JEQ_K, R0, 0, '\n', back_done);
+	if (o->nul_mode == GREP_NUL_EOL)
+		cg_jmp(&g, JEQ_K, R0, 0, 0, back_done);
+	cg_put(&g, ADD_K, R4, 0, 0, -1);
+	cg_jmp(&g, JA, 0, 0, 0, back);
+	cg_here(&g, back_done);
+	/* r8 = newlines in [r2, r4): the lines skipped over */
+	cg_put(&g, MOV_K, R8, 0, 0, 0);
+	if (o->lineno) {
+		cg_put(&g, MOV_X, R0, R2, 0, 0);
+		cg_here(&g, cnt);
+		cg_jmp(&g, JGE_X, R0, R4, 0, cnt_done);
+		cg_put(&g, LDXB, R1, R0, 0, 0);
+		cg_put(&g, ADD_K, R0, 0, 0, 1);
+		cg_jmp(&g, JNE_K, R1, 0, '\n', cnt_skip);
+		cg_put(&g, ADD_K, R8, 0, 0, 1);
+		cg_here(&g, cnt_skip);
+		if (o->nul_mode == GREP_NUL_EOL) {
+			int nz = cg_label(&g);
+
+			cg_jmp(&g, JNE_K, R1, 0, 0, nz);
+			cg_put(&g, ADD_K, R8, 0, 0, 1);
+			cg_here(&g, nz);
+		}
+		cg_jmp(&g, JA, 0, 0, 0, cnt);
+		cg_here(&g, cnt_done);
+	}
+	/* the line ends at the next terminator after the needle */
+	cg_here(&g, fwd);
+	cg_put(&g, LDXDW, R0, R10, SLOT_BUFEND, 0);
+	cg_jmp(&g, JGE_X, R3, R0, 0, fwd_nl);
+	cg_put(&g, LDXB, R0, R3, 0, 0);
+	cg_jmp(&g, JEQ_K, R0, 0, '\n', fwd_nl);
+	if (o->nul_mode == GREP_NUL_EOL)
+		cg_jmp(&g, JEQ_K, R0, 0, 0, fwd_nl);
+	if (o->nul_mode == GREP_NUL_STOP) {
+		int nn = cg_label(&g);
+
+		cg_jmp(&g, JNE_K, R0, 0, 0, nn);
+		cg_put(&g, MOV_X, R6, R3, 0, 0);
+		cg_put(&g, ADD_K, R6, 0, 0, 1);
+		cg_jmp(&g, JA, 0, 0, 0, nul);
+		cg_here(&g, nn);
+	}
+	cg_put(&g, ADD_K, R3, 0, 0, 1);
+	cg_jmp(&g, JA, 0, 0, 0, fwd);
+	cg_here(&g, fwd_nl);
+	/* emit [r4, r3) (r6 keeps the end across the helper call), then
+	 * lineno += r8 and the next line starts after the terminator */
+	cg_put(&g, MOV_X, R6, R3, 0, 0);
+	cg_emit_record(&g, R6, R4, o->lineno ? R8 : -1);
+	cg_ldctx(&g, R1, CTX(lineno));
+	cg_put(&g, ADD_X, R1, R8, 0, 0);
+	cg_stctx(&g, CTX(lineno), R1);
+	cg_put(&g, ADD_K, R6, 0, 0, 1);
+	cg_put(&g, LDXDW, R1, R10, SLOT_BUFEND, 0);
+	cg_jmp(&g, JLE_X, R6, R1, 0, after);
+	cg_put(&g, MOV_X, R6, R1, 0, 0); /* the unterminated last line */
+	cg_here(&g, after);
+	cg_next_line(&g, loop);
+
+	cg_here(&g, nul);
+	cg_nul_stop(&g);
+
+	cg_here(&g, slice_end);
+	cg_put(&g, LDXDW, R1, R10, SLOT_BUFEND, 0);
+	cg_jmp(&g, JGE_X, R6, R1, 0, consumed);
+	cg_save_and_return(&g, GREP_RET_MORE);
+	cg_here(&g, consumed);
+	cg_return_done(&g);
+
+	r = cg_resolve(&g);
+	if (r) {
+		snprintf(err, errlen, "program generation failed");
+	} else {
+		out->insns = g.v;
+		out->n = g.n;
+		out->kind = 1;
+		g.v = NULL;
+	}
+	cg_free(&g);
+	return r;
+}

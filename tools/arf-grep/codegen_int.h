@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The code generator's private header, shared by its rooms only (arf-grep's
+ * shared header stays grep_int.h): the tiny assembler with labels
+ * (codegen_asm.c), the opcodes and registers it speaks, the stack slots and
+ * the emitters both scan shapes use (codegen.c), and the two shapes
+ * (codegen_dfa.c, codegen_fixed.c).  The shipped wrapper and its ELF object
+ * are codegen_ship.c.
+ *
+ * Emitting never fails by itself: the first allocation failure or
+ * out-of-range jump is kept in cg.rc, later emits do nothing, and
+ * cg_resolve() reports it, so a generator checks once at the end.
+ */
+#ifndef ARF_GREP_CODEGEN_INT_H
+#define ARF_GREP_CODEGEN_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "grep_int.h"
+
+/* ---- the assembler (codegen_asm.c) ---- */
+
+struct cg {
+	struct arf_mc_insn *v; /* the instructions so far (malloc'd; the caller takes them) */
+	size_t n, cap;
+	int rc;        /* the first failure (-ENOMEM, -E2BIG), 0 until then */
+	int *lab;      /* label -> instruction index, -1 unset */
+	int nlab;
+	struct { size_t at; int lab; } *fix; /* jumps to patch once labels are placed */
+	size_t nfix, capfix;
+};
+
+/* opcodes */
+enum {
+	ADD_K = 0x07, ADD_X = 0x0f, SUB_K = 0x17, SUB_X = 0x1f, OR_K = 0x47, OR_X = 0x4f,
+	AND_K = 0x57, AND_X = 0x5f, XOR_K = 0xa7, XOR_X = 0xaf, LSH_K = 0x67, MOV_K = 0xb7,
+	MOV_X = 0xbf,
+	JA = 0x05, JEQ_K = 0x15, JEQ_X = 0x1d, JGT_X = 0x2d, JGE_X = 0x3d, JNE_K = 0x55,
+	JLT_K = 0xa5, JLT_X = 0xad, JLE_X = 0xbd, JGT_K = 0x25, JSGE_K = 0x75,
+	CALL = 0x85, EXIT = 0x95,
+	LDXB = 0x71, LDXW = 0x61, LDXDW = 0x79, STXDW = 0x7b, STDW = 0x7a, LDDW = 0x18,
+};
+
+#define R0 0
+#define R1 1
+#define R2 2
+#define R3 3
+#define R4 4
+#define R5 5
+#define R6 6
+#define R7 7
+#define R8 8
+#define R9 9
+#define R10 10
+
+#define CTX(f) ((int16_t)offsetof(struct grep_ctx, f))
+
+void cg_put(struct cg *g, uint8_t op, int dst, int src, int16_t off, int32_t imm);
+/* A new label, placed later by cg_here(). */
+int cg_label(struct cg *g);
+void cg_here(struct cg *g, int l);
+/* A jump to label l (opcode op; imm or src register as given). */
+void cg_jmp(struct cg *g, uint8_t op, int dst, int src, int32_t imm, int l);
+/* Patch the jumps: 0, or cg.rc (-ENOMEM; -E2BIG for an unplaced label or a
+ * jump farther than 16 bits reach). */
+int cg_resolve(struct cg *g);
+/* Free what g holds (its instructions too, unless the caller took them and
+ * set g->v to NULL). */
+void cg_free(struct cg *g);
+void cg_lddw(struct cg *g, int dst, uint64_t v);
+/* Load and store a u64 field of the context (r9). */
+void cg_ldctx(struct cg *g, int dst, int16_t off);
+void cg_stctx(struct cg *g, int16_t off, int src);
+
+/* ---- what both scan shapes share (codegen.c) ---- */
+
+#define SLOT_DELTA (-8)
+#define SLOT_REC (-32)   /* off at -32, lineno at -24, len at -16 */
+#define SLOT_STOP (-40)
+#define SLOT_BUFEND (-48)
+#define SLOT_GROUP (-56)  /* skip loop: where the byte-at-a-time scan hands back */
+#define SLOT_CASE (-64)   /* skip loop: 0x20 in every byte, for case folding */
+
+/* Program entry: registers and stack slots as codegen.c's comment says. */
+void cg_prologue(struct cg *g);
+/* Saves the cursor (r6 -> pos, r8 -> state) and returns code. */
+void cg_save_and_return(struct cg *g, int code);
+/* The record of the line ending at end_reg (see codegen.c). */
+void cg_emit_record(struct cg *g, int end_reg, int start_reg, int extra_reg);
+/* After a line ended at r6 - 1: count it, the next starts at r6 in row 0. */
+void cg_line_advance(struct cg *g);
+/* cg_line_advance(), then return if a stop is set, else on to loop. */
+void cg_next_line(struct cg *g, int loop);
+/* The buffer is done: GREP_RET_MAX if max_sel was reached, else _DONE. */
+void cg_return_done(struct cg *g);
+/* A NUL at r6 - 1 stopped the scan. */
+void cg_nul_stop(struct cg *g);
+
+/* ---- the two shapes: grep_codegen()'s contract ---- */
+
+int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
+	       char *err, size_t errlen);
+int cg_gen_fixed(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
+		 char *err, size_t errlen);
+
+#endif
