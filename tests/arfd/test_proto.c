@@ -118,15 +118,47 @@ static void test_malformed(void **state)
 	assert_false(arf_proto_rd_done(&r));
 }
 
+/* The request kinds' names and counter indexes: every index below the
+ * catch-all is the index of exactly one request kind, whose name is the
+ * index's name; every other op value has none. */
 static void test_op_names(void **state)
 {
+	int owner[ARF_PROTO_NKINDS];
 	(void)state;
+
 	assert_string_equal(arf_proto_op_name(ARF_OP_LOOKUP), "lookup");
+	assert_string_equal(arf_proto_op_name(ARF_OP_WRITE), "write");
+	assert_string_equal(arf_proto_op_name(ARF_OP_PROG_EXEC), "prog_exec");
 	assert_string_equal(arf_proto_op_name(0x1ff), "unknown");
-	for (int op = ARF_OP_GETATTR; op <= ARF_OP_MAX; op++) {
+	assert_string_equal(arf_proto_kind_name(ARF_PROTO_NKINDS - 1), "other");
+	assert_string_equal(arf_proto_kind_name(ARF_PROTO_NKINDS), "unknown");
+	assert_string_equal(arf_proto_kind_name(-1), "unknown");
+	for (int i = 0; i < ARF_PROTO_NKINDS; i++)
+		owner[i] = -1;
+	for (int op = 0; op <= 0xffff; op++) {
 		int i = arf_proto_op_index((uint16_t)op);
-		assert_true(i >= -1 && i < ARF_PROTO_NKINDS - 1);
+		if (i < 0) {
+			assert_int_equal(i, -1);
+			assert_string_equal(arf_proto_op_name((uint16_t)op), "unknown");
+			continue;
+		}
+		/* a request kind: a real index, no other op's, named as its index */
+		if (i >= ARF_PROTO_NKINDS - 1)
+			fail_msg("op %#x has index %d, the catch-all or beyond", op, i);
+		if (owner[i] != -1)
+			fail_msg("ops %#x and %#x share index %d", owner[i], op, i);
+		owner[i] = op;
+		assert_true(op >= ARF_OP_GETATTR && op < ARF_OP_MAX);
+		assert_string_equal(arf_proto_op_name((uint16_t)op), arf_proto_kind_name(i));
+		assert_string_not_equal(arf_proto_kind_name(i), "other");
 	}
+	for (int i = 0; i < ARF_PROTO_NKINDS - 1; i++)
+		if (owner[i] == -1)
+			fail_msg("index %d (%s) belongs to no op", i, arf_proto_kind_name(i));
+	/* names are distinct too: a counter's name says which kind it counts */
+	for (int i = 0; i < ARF_PROTO_NKINDS; i++)
+		for (int j = i + 1; j < ARF_PROTO_NKINDS; j++)
+			assert_string_not_equal(arf_proto_kind_name(i), arf_proto_kind_name(j));
 }
 
 int main(void)
