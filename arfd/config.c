@@ -57,6 +57,27 @@ static const struct centry table[] = {
 	  "group allowed on the management socket besides root (empty = root only)" },
 	{ "server", "test_hooks", C_BOOL, S(test_hooks), 0, 1, "false",
 	  "test only: let the management socket damage the live regions (for fsck tests)" },
+	{ "server", "max_conns", C_INT, S(max_conns), 1, 65536, "1024",
+	  "client connections open at once, all transports together" },
+	{ "server", "max_conns_per_client", C_INT, S(max_conns_per_client), 0, 65536, "256",
+	  "connections one client may hold: per uid on the UNIX socket, per address on tcp and "
+	  "rdma (IPv6 by /64); root-evident peers (shm uid 0, tcp from a port below 1024) are not "
+	  "counted (0 = no per-client limit)" },
+	{ "server", "reserved_root_conns", C_INT, S(reserved_root_conns), 0, 65535, "32",
+	  "of max_conns, slots only root-evident peers may take, so that no user can lock out "
+	  "root (must be below max_conns)" },
+	{ "server", "max_conn_requests", C_INT, S(max_conn_requests), 1, 65536, "64",
+	  "requests one connection may have waiting for an answer; past it arfd stops reading "
+	  "that connection until answers bring it under (back-pressure)" },
+	{ "server", "max_conn_request_bytes", C_INT, S(max_conn_request_bytes), 65536, 1LL << 32,
+	  "33554432", "bytes of the requests one connection may have waiting (one request always "
+	  "fits, however big: a frame is at most 16 MiB)" },
+	{ "server", "idle_timeout_s", C_INT, S(idle_timeout_s), 0, 604800, "600",
+	  "close a connection with nothing in flight and no frame for this long (clients "
+	  "reconnect transparently; 0 = never)" },
+	{ "server", "frame_timeout_s", C_INT, S(frame_timeout_s), 1, 3600, "10",
+	  "close a connection whose frame stays unfinished this long after the previous one "
+	  "(its buffer is freed)" },
 	{ "export", "name", C_STR, S(export_name), 0, 0, "/", "export path clients name in URLs" },
 	{ "export", "sync", C_BOOL, S(sync), 0, 1, "true",
 	  "true: changes are durable (WAL synced, group commit) before the reply; false: as NFS async" },

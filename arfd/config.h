@@ -33,6 +33,13 @@ struct arfd_config {
 	char control[256];       /* management socket ("" = none) */
 	char control_group[64];  /* group that may use it besides root ("" = root only) */
 	int  test_hooks;         /* test only: allow the control socket's scribble command */
+	int  max_conns;          /* connections open at once */
+	int  max_conns_per_client; /* per uid (shm) or address (tcp, rdma); 0 = no limit */
+	int  reserved_root_conns;  /* slots only root-evident peers may take */
+	int  max_conn_requests;  /* requests in flight per connection (back-pressure) */
+	int64_t max_conn_request_bytes; /* their bytes */
+	int  idle_timeout_s;     /* close idle connections (0 = never) */
+	int  frame_timeout_s;    /* close a connection mid-frame this long */
 	/* [export] */
 	char export_name[64];    /* export path clients name ("/") */
 	int  sync;               /* 1 = WAL synced before the reply (group commit) */

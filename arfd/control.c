@@ -186,7 +186,9 @@ static void cmd_stats(struct arfd *d, struct sbuf *b, int prometheus)
 		}
 		sb_printf(b, "},\"errors\":%llu,\"bad_requests\":%llu,\"mutations\":%llu,"
 			  "\"objects_written\":%llu,\"wal_syncs\":%llu,\"synced_txns\":%llu,"
-			  "\"connections\":{\"open\":%llu,\"accepted\":%llu,\"refused\":%llu},"
+			  "\"connections\":{\"open\":%llu,\"accepted\":%llu,\"refused\":%llu,"
+			  "\"refused_limit\":%llu,\"closed_idle\":%llu,\"closed_midframe\":%llu,"
+			  "\"preauth_oversize\":%llu,\"stalls\":%llu,\"stalled\":%llu},"
 			  "\"one_sided\":{\"reads\":%llu,\"bytes\":%llu,\"writes\":%llu,\"refused\":%llu,"
 			  "\"rounds\":%llu},"
 			  "\"net_requests\":%llu,\"bad_frames\":%llu,"
@@ -200,7 +202,12 @@ static void cmd_stats(struct arfd *d, struct sbuf *b, int prometheus)
 			  (unsigned long long)s.ctr.mutations, (unsigned long long)s.ctr.objects_written,
 			  (unsigned long long)s.ctr.syncs, (unsigned long long)s.ctr.synced_txns,
 			  (unsigned long long)s.nc.conns_open, (unsigned long long)s.nc.conns_accepted,
-			  (unsigned long long)s.nc.conns_refused, (unsigned long long)s.nc.one_sided_reads,
+			  (unsigned long long)s.nc.conns_refused,
+			  (unsigned long long)s.nc.conns_refused_limit,
+			  (unsigned long long)s.nc.conns_closed_idle,
+			  (unsigned long long)s.nc.conns_closed_midframe,
+			  (unsigned long long)s.nc.preauth_oversize, (unsigned long long)s.nc.stalls,
+			  (unsigned long long)s.nc.conns_stalled, (unsigned long long)s.nc.one_sided_reads,
 			  (unsigned long long)s.nc.one_sided_bytes,
 			  (unsigned long long)s.nc.one_sided_writes,
 			  (unsigned long long)s.nc.one_sided_refused,
@@ -259,6 +266,25 @@ static void cmd_stats(struct arfd *d, struct sbuf *b, int prometheus)
 	METRIC("arf_connections_refused_total", "counter",
 	       "Connections refused (limit, handshake, access).");
 	sb_printf(b, "arf_connections_refused_total %llu\n", (unsigned long long)s.nc.conns_refused);
+	METRIC("arf_connections_refused_limit_total", "counter",
+	       "Connections refused by max_conns, max_conns_per_client or the reserved root slots.");
+	sb_printf(b, "arf_connections_refused_limit_total %llu\n",
+		  (unsigned long long)s.nc.conns_refused_limit);
+	METRIC("arf_connections_closed_idle_total", "counter", "Connections closed after idle_timeout_s.");
+	sb_printf(b, "arf_connections_closed_idle_total %llu\n",
+		  (unsigned long long)s.nc.conns_closed_idle);
+	METRIC("arf_connections_closed_midframe_total", "counter",
+	       "Connections closed with a frame unfinished past frame_timeout_s.");
+	sb_printf(b, "arf_connections_closed_midframe_total %llu\n",
+		  (unsigned long long)s.nc.conns_closed_midframe);
+	METRIC("arf_preauth_oversize_total", "counter",
+	       "Connections closed for a frame over 4 KiB before the handshake.");
+	sb_printf(b, "arf_preauth_oversize_total %llu\n", (unsigned long long)s.nc.preauth_oversize);
+	METRIC("arf_connection_stalls_total", "counter",
+	       "Times a connection stopped being read at max_conn_requests or max_conn_request_bytes.");
+	sb_printf(b, "arf_connection_stalls_total %llu\n", (unsigned long long)s.nc.stalls);
+	METRIC("arf_connections_stalled", "gauge", "Connections not read now, at their request cap.");
+	sb_printf(b, "arf_connections_stalled %llu\n", (unsigned long long)s.nc.conns_stalled);
 	METRIC("arf_one_sided_reads_total", "counter", "One-sided reads served by the soft-NIC.");
 	sb_printf(b, "arf_one_sided_reads_total %llu\n", (unsigned long long)s.nc.one_sided_reads);
 	METRIC("arf_one_sided_read_bytes_total", "counter", "Bytes read one-sidedly (soft-NIC).");

@@ -377,6 +377,13 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 	so.rdma_addr = serve_rdma ? raddr : NULL;
 	so.rdma_port = rport;
 	so.spin_us = (uint32_t)d->cfg.spin_us;
+	so.max_conns = (uint32_t)d->cfg.max_conns;
+	so.max_conns_per_client = (uint32_t)d->cfg.max_conns_per_client;
+	so.reserved_root_conns = (uint32_t)d->cfg.reserved_root_conns;
+	so.max_conn_requests = (uint32_t)d->cfg.max_conn_requests;
+	so.max_conn_request_bytes = (uint64_t)d->cfg.max_conn_request_bytes;
+	so.idle_timeout_ms = (uint32_t)d->cfg.idle_timeout_s * 1000u;
+	so.frame_timeout_ms = (uint32_t)d->cfg.frame_timeout_s * 1000u;
 	so.ctx = d;
 	so.on_hello = on_hello;
 	so.auth_key = d->has_auth_key ? d->auth_key : NULL;

@@ -37,6 +37,8 @@
 #define ARF_NET_DEFAULT_PORT  20490
 #define ARF_NET_DEFAULT_RDMA_PORT 20491      /* rdma_cm port (iWARP shares tcp's port space) */
 #define ARF_NET_MAX_FRAME     (16u << 20)    /* largest frame accepted, header included */
+#define ARF_NET_MAX_PREAUTH_FRAME 4096u      /* largest frame a server accepts before the
+					      * handshake (a HELLO, its token and proof) */
 #define ARF_NET_MAX_BATCH     4096u          /* most reads in one batched READ */
 #define ARF_NET_MAX_REGIONS   16u
 
@@ -228,7 +230,31 @@ struct arf_net_server_opts {
 	const char *rdma_addr;
 	uint16_t rdma_port;
 	uint32_t spin_us;         /* soft-NIC adaptive polling */
+	/* Connection limits, checked at accept.  A client is a uid on the
+	 * UNIX socket (SO_PEERCRED) and an address on tcp and rdma (IPv6 by
+	 * its /64).  Root-evident peers (shm uid 0, tcp from a reserved port
+	 * below 1024) are not counted per client and may take the last
+	 * reserved_root_conns slots, which no one else can: one user holding
+	 * every connection cannot lock out root.  A refused connection is
+	 * closed at once (counters.conns_refused_limit). */
 	uint32_t max_conns;       /* 0 = 1024 */
+	uint32_t max_conns_per_client; /* 0 = no per-client limit */
+	uint32_t reserved_root_conns;  /* must be below max_conns (create: -EINVAL) */
+	/* Back-pressure: requests handed to on_request and not yet answered
+	 * with arf_net_reply, per connection.  At either cap the server stops
+	 * reading the connection, and reads on when replies bring it under:
+	 * memory does not grow with what a client pipelines.  A connection
+	 * always gets one request in flight, however big. */
+	uint32_t max_conn_requests;      /* 0 = 64 */
+	uint64_t max_conn_request_bytes; /* frame bytes, headers included; 0 = 32 MiB */
+	/* Timeouts.  A ready connection with no frame received, no reply sent
+	 * and nothing in flight for idle_timeout_ms is closed (clients
+	 * reconnect; libarf does it transparently); 0 = never.  A frame must
+	 * arrive whole within frame_timeout_ms of the previous frame or of
+	 * its first byte (time the server itself spent not reading excluded),
+	 * else the connection is closed and its buffer freed; 0 = 10 s. */
+	uint32_t idle_timeout_ms;
+	uint32_t frame_timeout_ms;
 	/* When set (ARF_NET_AUTH_KEY_BYTES), every client must prove this key
 	 * in a challenge-response before on_hello sees it. */
 	const uint8_t *auth_key;
@@ -309,6 +335,15 @@ struct arf_net_server_counters {
 	uint64_t one_sided_rounds; /* frames of one-sided operations served: round trips
 				    * (a batched READ is one; shm loads never reach here) */
 	uint64_t requests, bad_frames;
+	uint64_t conns_refused_limit;  /* refused at accept by a connection limit (also in
+					* conns_refused) */
+	uint64_t conns_closed_idle;    /* closed after idle_timeout_ms */
+	uint64_t conns_closed_midframe;/* closed with a frame unfinished past frame_timeout_ms */
+	uint64_t preauth_oversize;     /* closed for a frame over ARF_NET_MAX_PREAUTH_FRAME before
+					* the handshake (also in bad_frames) */
+	uint64_t stalls;               /* times a connection stopped being read at its cap of
+					* requests in flight (max_conn_requests / _bytes) */
+	uint64_t conns_stalled;        /* gauge: connections not read now for that reason */
 };
 void arf_net_server_counters(struct arf_net_server *s, struct arf_net_server_counters *out);
 

@@ -110,24 +110,43 @@ int arf_net_set_nonblock(int fd)
 
 void arf_net_rbuf_free(struct arf_net_rbuf *rb)
 {
+	size_t max = rb->max;
 	free(rb->buf);
 	memset(rb, 0, sizeof(*rb));
+	rb->max = max;
 }
 
-int arf_net_rbuf_frame(struct arf_net_rbuf *rb, struct arf_net_hdr *h, const uint8_t **body)
+static size_t rbuf_max(const struct arf_net_rbuf *rb)
+{
+	return rb->max ? rb->max : ARF_NET_MAX_FRAME;
+}
+
+int arf_net_rbuf_peek(struct arf_net_rbuf *rb, struct arf_net_hdr *h, const uint8_t **body)
 {
 	size_t have = rb->end - rb->start;
 
 	if (have < sizeof(struct arf_net_hdr))
 		return 0;
 	arf_net_hdr_decode(rb->buf + rb->start, h);
-	if (h->len < sizeof(struct arf_net_hdr) || h->len > ARF_NET_MAX_FRAME)
+	if (h->len < sizeof(struct arf_net_hdr) || h->len > rbuf_max(rb))
 		return ARF_EPROTO;
 	if (have < h->len)
 		return 0;
 	*body = rb->buf + rb->start + sizeof(struct arf_net_hdr);
-	rb->start += h->len;
 	return 1;
+}
+
+void arf_net_rbuf_drop(struct arf_net_rbuf *rb, size_t len)
+{
+	rb->start += len;
+}
+
+int arf_net_rbuf_frame(struct arf_net_rbuf *rb, struct arf_net_hdr *h, const uint8_t **body)
+{
+	int r = arf_net_rbuf_peek(rb, h, body);
+	if (r == 1)
+		arf_net_rbuf_drop(rb, h->len);
+	return r;
 }
 
 ssize_t arf_net_rbuf_fill(struct arf_net_rbuf *rb, int fd)
@@ -135,13 +154,15 @@ ssize_t arf_net_rbuf_fill(struct arf_net_rbuf *rb, int fd)
 	if (rb->start == rb->end)
 		rb->start = rb->end = 0;
 	/* Room for at least one more header, or for the whole frame that has
-	 * started, so that one big frame never needs more than one move. */
-	size_t want = 64u << 10;
+	 * started, so that one big frame never needs more than one move.  A
+	 * small max (before a handshake) keeps the buffer small too. */
+	size_t max = rbuf_max(rb);
+	size_t want = max < (64u << 10) ? max : 64u << 10;
 	if (rb->end - rb->start >= sizeof(struct arf_net_hdr)) {
 		uint32_t len;
 		memcpy(&len, rb->buf + rb->start, 4);
 		len = le32toh(len);
-		if (len <= ARF_NET_MAX_FRAME && len > want)
+		if (len <= max && len > want)
 			want = len;
 	}
 	if (rb->cap - rb->start < want) {

@@ -106,6 +106,7 @@ int arf_net_srv_hello(struct arf_net_server *s, struct arf_net_sconn *c,
 		}
 	}
 	c->state = SCONN_READY;
+	c->rb.max = 0; /* frames up to ARF_NET_MAX_FRAME from now on */
 	s->nnew--;
 	rc = arf_net_srv_send(c, h->id, h->op, ARF_NET_S_OK, ARF_NET_PROTO_VERSION, 0,
 			      &(struct iovec){ b, blen }, 1, fds, nfds);

@@ -22,12 +22,23 @@ void arf_net_hdr_decode(const uint8_t in[24], struct arf_net_hdr *h);
 struct arf_net_rbuf {
 	uint8_t *buf;
 	size_t cap, start, end;
+	size_t max;     /* largest frame accepted; 0 = ARF_NET_MAX_FRAME */
 };
+/* Free the buffer (max is kept). */
 void arf_net_rbuf_free(struct arf_net_rbuf *rb);
 /* If a whole frame is buffered, return 1 with its header and body (valid
  * until the next call on rb); 0 if more bytes are needed; ARF_EPROTO for a
- * header that cannot be a frame (bad length). */
+ * header that cannot be a frame (length under a header, or over max). */
 int arf_net_rbuf_frame(struct arf_net_rbuf *rb, struct arf_net_hdr *h, const uint8_t **body);
+/* The same, but the frame stays in rb until arf_net_rbuf_drop(rb, h->len). */
+int arf_net_rbuf_peek(struct arf_net_rbuf *rb, struct arf_net_hdr *h, const uint8_t **body);
+void arf_net_rbuf_drop(struct arf_net_rbuf *rb, size_t len);
+/* Bytes buffered and not consumed (a partial frame, or frames not yet
+ * taken). */
+static inline size_t arf_net_rbuf_pending(const struct arf_net_rbuf *rb)
+{
+	return rb->end - rb->start;
+}
 /* Read what the socket has (non-blocking).  Returns bytes read (> 0),
  * 0 when nothing is there, -ECONNRESET at end of stream, -errno. */
 ssize_t arf_net_rbuf_fill(struct arf_net_rbuf *rb, int fd);

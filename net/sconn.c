@@ -66,16 +66,15 @@ static void conn_fail_locked(struct arf_net_sconn *c)
 	shutdown(c->fd, SHUT_RDWR);
 }
 
-static size_t outq_pending(const struct arf_net_sconn *c)
-{
-	return c->outq_len - c->outq_off;
-}
-
-/* Arm epoll for what the connection needs now (caller holds send_lock). */
-static void conn_arm_locked(struct arf_net_sconn *c)
+/* Arm epoll for what the connection needs now (caller holds send_lock):
+ * not readable while the client leaves too much unread or holds its cap
+ * of requests in flight.  A half-close is not watched meanwhile either
+ * (level-triggered, it would fire without end); it is read after. */
+void arf_net_srv_arm_locked(struct arf_net_sconn *c)
 {
 	size_t pend = outq_pending(c);
-	uint32_t ev = EPOLLRDHUP | (pend ? EPOLLOUT : 0) | (pend > OUTQ_HIGH ? 0 : EPOLLIN);
+	uint32_t ev = (pend ? EPOLLOUT : 0) |
+		      (pend > OUTQ_HIGH || c->rstalled ? 0 : EPOLLIN | EPOLLRDHUP);
 
 	if (c->closed || ev == c->events)
 		return;
@@ -212,7 +211,7 @@ int arf_net_srv_send(struct arf_net_sconn *c, uint64_t id, uint16_t op, int32_t 
 	if (rc)
 		conn_fail_locked(c);
 	else
-		conn_arm_locked(c);
+		arf_net_srv_arm_locked(c);
 	pthread_mutex_unlock(&c->send_lock);
 	return rc;
 }
@@ -220,6 +219,7 @@ int arf_net_srv_send(struct arf_net_sconn *c, uint64_t id, uint16_t op, int32_t 
 int arf_net_reply(struct arf_net_sconn *c, uint64_t id, uint16_t op, int32_t status,
 		  const struct iovec *iov, int iovcnt)
 {
+	arf_net_srv_release_request(c, id);
 	return arf_net_srv_send(c, id, op, status, 0, 0, iov, iovcnt, NULL, 0);
 }
 
@@ -235,6 +235,9 @@ void arf_net_srv_conn_close(struct arf_net_server *s, struct arf_net_sconn *c)
 	pthread_mutex_lock(&c->send_lock);
 	c->closed = 1;
 	shutdown(c->fd, SHUT_RDWR);
+	if (c->rstalled)
+		__atomic_sub_fetch(&s->ctr.conns_stalled, 1, __ATOMIC_RELAXED);
+	c->rstalled = 0;
 	pthread_mutex_unlock(&c->send_lock);
 	pthread_mutex_lock(&s->conns_lock);
 	if (c->prev)
@@ -265,11 +268,13 @@ void arf_net_srv_free_dead(struct arf_net_server *s)
 struct arf_net_sconn *arf_net_srv_conn_alloc(struct arf_net_server *s, int fd, int is_unix)
 {
 	if (__atomic_load_n(&s->ctr.conns_open, __ATOMIC_RELAXED) >= s->o.max_conns) {
-		SCTR(s, conns_refused, 1);
+		SCTR(s, conns_refused, 1); /* before the allocation: a flood costs nothing */
+		SCTR(s, conns_refused_limit, 1);
 		close(fd);
 		return NULL;
 	}
-	struct arf_net_sconn *c = calloc(1, sizeof(*c));
+	struct arf_net_sconn *c = calloc(1, sizeof(*c) + s->o.max_conn_requests *
+						     sizeof(c->inflight[0]));
 	if (!c) {
 		close(fd);
 		return NULL;
@@ -279,19 +284,31 @@ struct arf_net_sconn *arf_net_srv_conn_alloc(struct arf_net_server *s, int fd, i
 	c->is_unix = is_unix;
 	c->refs = 1;
 	c->state = SCONN_NEW;
+	c->rb.max = ARF_NET_MAX_PREAUTH_FRAME; /* until the handshake */
 	pthread_mutex_init(&c->send_lock, NULL);
 	return c;
 }
 
+static void conn_free_unserved(struct arf_net_sconn *c)
+{
+	close(c->fd);
+	pthread_mutex_destroy(&c->send_lock);
+	free(c);
+}
+
 void arf_net_srv_conn_register(struct arf_net_server *s, struct arf_net_sconn *c)
 {
+	if (arf_net_srv_admit_conn(s, c)) {
+		SCTR(s, conns_refused, 1);
+		SCTR(s, conns_refused_limit, 1);
+		conn_free_unserved(c);
+		return;
+	}
 	c->events = EPOLLIN | EPOLLRDHUP;
-	c->accepted_us = arf_net_now_us();
+	c->accepted_us = c->active_us = arf_net_now_us();
 	struct epoll_event ev = { .events = c->events, .data.ptr = c };
 	if (epoll_ctl(s->ep, EPOLL_CTL_ADD, c->fd, &ev) < 0) {
-		close(c->fd);
-		pthread_mutex_destroy(&c->send_lock);
-		free(c);
+		conn_free_unserved(c);
 		return;
 	}
 	pthread_mutex_lock(&s->conns_lock);
@@ -306,7 +323,10 @@ void arf_net_srv_conn_register(struct arf_net_server *s, struct arf_net_sconn *c
 }
 
 
-/* One frame from a client.  Returns < 0 to close the connection. */
+/* One frame from a client.  Returns < 0 to close the connection,
+ * FRAME_LATER to leave it buffered (the connection is at its cap of
+ * requests in flight), 0 when it was taken. */
+#define FRAME_LATER 1
 static int do_frame(struct arf_net_server *s, struct arf_net_sconn *c, const struct arf_net_hdr *h,
 		    const uint8_t *body)
 {
@@ -333,6 +353,8 @@ static int do_frame(struct arf_net_server *s, struct arf_net_sconn *c, const str
 		break;
 	}
 	if (h->op >= ARF_NET_OP_REQUEST_BASE && s->o.on_request) {
+		if (!arf_net_srv_admit_request(s, c, h))
+			return FRAME_LATER;
 		SCTR(s, requests, 1);
 		CCTR(c, requests, 1);
 		s->o.on_request(s->o.ctx, c, h, body, len);
@@ -356,29 +378,38 @@ static int conn_stalled(struct arf_net_sconn *c, int *closed)
 	return stalled;
 }
 
-void arf_net_srv_conn_readable(struct arf_net_server *s, struct arf_net_sconn *c)
+/* Read and serve frames until the socket is empty or the connection
+ * stalls.  Frames already buffered go first: after a stall they are next. */
+static void conn_read_frames(struct arf_net_server *s, struct arf_net_sconn *c)
 {
 	for (;;) {
 		struct arf_net_hdr h;
 		const uint8_t *body;
 		int r, closed;
-		/* frames already buffered first: after a stall they are next */
 		for (;;) {
 			if (conn_stalled(c, &closed) || closed) {
 				if (closed)
 					arf_net_srv_conn_close(s, c);
 				return; /* resumed by EPOLLOUT once the queue drains */
 			}
-			r = arf_net_rbuf_frame(&c->rb, &h, &body);
+			r = arf_net_rbuf_peek(&c->rb, &h, &body);
 			if (r != 1)
 				break;
-			if (do_frame(s, c, &h, body) < 0) {
+			int fr = do_frame(s, c, &h, body);
+			if (fr == FRAME_LATER)
+				return; /* resumed by arf_net_reply (resumeq) */
+			arf_net_rbuf_drop(&c->rb, h.len);
+			c->frame_since_us = 0;
+			__atomic_store_n(&c->active_us, arf_net_now_us(), __ATOMIC_RELAXED);
+			if (fr < 0) {
 				arf_net_srv_conn_close(s, c);
 				return;
 			}
 		}
-		if (r < 0) { /* a length no frame can have */
+		if (r < 0) { /* a length no frame can have, or too big before the handshake */
 			SCTR(s, bad_frames, 1);
+			if (c->state == SCONN_NEW && h.len > ARF_NET_MAX_PREAUTH_FRAME)
+				SCTR(s, preauth_oversize, 1);
 			arf_net_srv_conn_close(s, c);
 			return;
 		}
@@ -393,6 +424,18 @@ void arf_net_srv_conn_readable(struct arf_net_server *s, struct arf_net_sconn *c
 	}
 }
 
+void arf_net_srv_conn_readable(struct arf_net_server *s, struct arf_net_sconn *c)
+{
+	conn_read_frames(s, c);
+	/* the mid-frame clock: runs from the first byte of an unfinished
+	 * frame, or from the last frame taken (arf_net_srv_scan stops it
+	 * while the server itself is not reading) */
+	if (c->state == SCONN_CLOSED || !arf_net_rbuf_pending(&c->rb))
+		c->frame_since_us = 0;
+	else if (!c->frame_since_us)
+		c->frame_since_us = arf_net_now_us();
+}
+
 /* The socket takes more: send what waits, then read again if we stopped. */
 void arf_net_srv_conn_writable(struct arf_net_server *s, struct arf_net_sconn *c)
 {
@@ -402,7 +445,7 @@ void arf_net_srv_conn_writable(struct arf_net_server *s, struct arf_net_sconn *c
 		if (outq_flush(c))
 			conn_fail_locked(c);
 		else
-			conn_arm_locked(c);
+			arf_net_srv_arm_locked(c);
 	}
 	pthread_mutex_unlock(&c->send_lock);
 }

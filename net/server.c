@@ -78,8 +78,11 @@ int arf_net_server_create(const struct arf_net_server_opts *opts, struct arf_net
 		s->has_auth = 1;
 		s->o.auth_key = NULL; /* ours is the copy */
 	}
-	if (!s->o.max_conns)
-		s->o.max_conns = 1024;
+	int rc = arf_net_srv_limits_init(s, err, errlen);
+	if (rc) {
+		free(s);
+		return rc;
+	}
 	if (opts->unix_path)
 		snprintf(s->unix_path, sizeof(s->unix_path), "%s", opts->unix_path);
 	if (opts->listen_addr)
@@ -91,6 +94,7 @@ int arf_net_server_create(const struct arf_net_server_opts *opts, struct arf_net
 	s->o.rdma_addr = NULL; /* ours is the copy */
 	s->tcp_fd = s->unix_fd = s->ep = s->evfd = -1;
 	pthread_mutex_init(&s->adopt_lock, NULL);
+	pthread_mutex_init(&s->resume_lock, NULL);
 	pthread_mutex_init(&s->info_lock, NULL);
 	pthread_mutex_init(&s->conns_lock, NULL);
 	*out = s;
@@ -177,20 +181,6 @@ void arf_net_server_counters(struct arf_net_server *s, struct arf_net_server_cou
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }
 
-/* A connection that has not finished its handshake in HELLO_TIMEOUT_US is
- * dropped: a flood of silent connections cannot hold the slots forever. */
-static void expire_handshakes(struct arf_net_server *s, uint64_t now)
-{
-	struct arf_net_sconn *c = s->conns, *next;
-	for (; c; c = next) {
-		next = c->next;
-		if (c->state == SCONN_NEW && now - c->accepted_us > HELLO_TIMEOUT_US) {
-			SCTR(s, conns_refused, 1);
-			arf_net_srv_conn_close(s, c);
-		}
-	}
-}
-
 static void *snic_main(void *arg)
 {
 	struct arf_net_server *s = arg;
@@ -199,8 +189,9 @@ static void *snic_main(void *arg)
 
 	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
 		int spinning = s->o.spin_us && arf_net_now_us() - last < s->o.spin_us;
-		/* connections still in their handshake are looked at every second */
-		int n = epoll_wait(s->ep, evs, 64, spinning ? 0 : s->nnew ? 1000 : -1);
+		/* while there are connections, their timers are looked at every
+		 * second (limits.c) */
+		int n = epoll_wait(s->ep, evs, 64, spinning ? 0 : s->conns ? 1000 : -1);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -214,6 +205,7 @@ static void *snic_main(void *arg)
 				uint64_t v;
 				if (read(s->evfd, &v, sizeof(v)) < 0) { /* woken to stop */ }
 				arf_net_srv_adopt_pending(s); /* or to serve an rdma connection */
+				arf_net_srv_resume_pending(s); /* or to read on after a stall */
 				continue;
 			}
 			if (p == &tag_tcp) {
@@ -236,9 +228,9 @@ static void *snic_main(void *arg)
 			arf_net_srv_conn_readable(s, c);
 		}
 		uint64_t now = arf_net_now_us();
-		if (s->nnew && now - last_scan >= 1000000u) {
+		if (now - last_scan >= SCAN_US) {
 			last_scan = now;
-			expire_handshakes(s, now);
+			arf_net_srv_scan(s, now);
 		}
 		arf_net_srv_free_dead(s);
 	}
@@ -308,6 +300,11 @@ void arf_net_server_destroy(struct arf_net_server *s)
 	}
 	while (s->conns)
 		arf_net_srv_conn_close(s, s->conns);
+	while (s->resumeq) { /* the soft-NIC has stopped: nothing to read on */
+		struct arf_net_sconn *c = s->resumeq;
+		s->resumeq = c->resume_next;
+		arf_net_sconn_unref(c);
+	}
 	arf_net_srv_free_dead(s);
 	if (s->tcp_fd >= 0)
 		close(s->tcp_fd);
@@ -329,6 +326,7 @@ void arf_net_server_destroy(struct arf_net_server *s)
 		free(a);
 	}
 	pthread_mutex_destroy(&s->adopt_lock);
+	pthread_mutex_destroy(&s->resume_lock);
 	pthread_mutex_destroy(&s->info_lock);
 	pthread_mutex_destroy(&s->conns_lock);
 	free(s->info);

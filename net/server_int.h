@@ -32,6 +32,8 @@
 #define HELLO_TIMEOUT_US (10u * 1000000u) /* a connection must finish its handshake in this */
 #define OUTQ_HIGH (4u << 20)   /* stop reading a client's frames while this much waits for it */
 #define OUTQ_MAX  (64u << 20)  /* a client that lets more pile up is dropped */
+#define RBUF_KEEP (64u << 10)  /* a receive buffer above this is freed once empty and quiet */
+#define SCAN_US   1000000u     /* the timers (handshake, idle, mid-frame) look every second */
 
 enum sconn_state {
 	SCONN_NEW,     /* accepted: only HELLO is allowed */
@@ -45,6 +47,20 @@ struct srv_region {
 	uint64_t size;
 	int memfd;     /* the embedder's; not ours to close */
 	int passfd;    /* what shm clients get: read-only unless writable */
+};
+
+/* Who a connection counts against for max_conns_per_client: a uid on the
+ * UNIX socket, an IPv4 address, or an IPv6 /64. */
+struct client_key {
+	uint8_t kind;              /* CKEY_* */
+	uint8_t b[8];
+};
+enum { CKEY_NONE, CKEY_UID, CKEY_V4, CKEY_V6 };
+
+/* A request handed to the embedder and not yet answered. */
+struct inflight {
+	uint64_t id;
+	uint64_t bytes;
 };
 
 struct arf_net_sconn {
@@ -72,6 +88,22 @@ struct arf_net_sconn {
 	struct arf_net_peer peer;
 	void *udata;
 	struct arf_net_sconn *prev, *next;
+
+	struct client_key ckey;    /* set at accept */
+	int root_evident;          /* shm uid 0, tcp from a reserved port: not limited per client */
+	uint64_t active_us;        /* atomic: last frame received or reply sent (idle timeout) */
+	uint64_t frame_since_us;   /* soft-NIC: a frame has been unfinished since (0 = none) */
+	int resume_queued;         /* under the server's resume_lock: in resumeq */
+	struct arf_net_sconn *resume_next;
+	/* Requests in flight (under send_lock): handed to on_request, not yet
+	 * answered.  At the cap the soft-NIC stops reading (rstalled) and
+	 * arf_net_reply, bringing it under, hands the connection back through
+	 * the server's resumeq: frames already buffered wake no epoll. */
+	int rstalled;
+	int stall_counted;         /* this stall is in counters.stalls already */
+	uint32_t ninflight;
+	uint64_t inflight_bytes;
+	struct inflight inflight[]; /* max_conn_requests entries */
 };
 
 struct arf_net_server {
@@ -106,6 +138,9 @@ struct arf_net_server {
 	struct arf_net_verbs_server *vs; /* the rdma listener, NULL = none */
 	pthread_mutex_t adopt_lock;    /* adoptq */
 	struct adopted *adoptq;        /* connections handed over by rdma, for the soft-NIC */
+	pthread_mutex_t resume_lock;   /* resumeq */
+	struct arf_net_sconn *resumeq; /* stalled connections a reply brought under their cap
+					* (referenced), for the soft-NIC to read on */
 };
 
 /* A connected socket another transport hands to the soft-NIC. */
@@ -133,6 +168,13 @@ static inline void put64(uint8_t *p, uint64_t v)
 
 /* ------------------------------------------------------------- sconn.c */
 
+static inline size_t outq_pending(const struct arf_net_sconn *c)
+{
+	return c->outq_len - c->outq_off;
+}
+/* Arm epoll for what the connection needs now (caller holds send_lock). */
+void arf_net_srv_arm_locked(struct arf_net_sconn *c);
+
 /* Send one frame to a client, from any thread, never waiting: what the
  * socket does not take now is queued behind what already waits.  flags
  * are added to ARF_NET_F_REPLY; fds (SCM_RIGHTS) go with the first byte.
@@ -142,7 +184,9 @@ int arf_net_srv_send(struct arf_net_sconn *c, uint64_t id, uint16_t op, int32_t 
 		     const int *fds, int nfds);
 /* A new connection on fd, or NULL (fd closed) when full or out of memory. */
 struct arf_net_sconn *arf_net_srv_conn_alloc(struct arf_net_server *s, int fd, int is_unix);
-/* Serve c (its peer filled in): into epoll and the list. */
+/* Serve c (its peer filled in): into epoll and the list.  A connection
+ * over a limit (max_conns, per client, reserved root slots) is refused:
+ * closed and freed. */
 void arf_net_srv_conn_register(struct arf_net_server *s, struct arf_net_sconn *c);
 /* The one place a connection becomes SCONN_CLOSED (soft-NIC thread). */
 void arf_net_srv_conn_close(struct arf_net_server *s, struct arf_net_sconn *c);
@@ -151,6 +195,27 @@ void arf_net_srv_free_dead(struct arf_net_server *s);
 /* epoll said readable / writable (soft-NIC thread). */
 void arf_net_srv_conn_readable(struct arf_net_server *s, struct arf_net_sconn *c);
 void arf_net_srv_conn_writable(struct arf_net_server *s, struct arf_net_sconn *c);
+
+/* ------------------------------------------------------------ limits.c */
+
+/* Apply the defaults of the limits in s->o; -EINVAL with err when they
+ * contradict each other. */
+int arf_net_srv_limits_init(struct arf_net_server *s, char *err, size_t errlen);
+/* Fill c's client key and root evidence from its peer; 0 when c may be
+ * served, -EUSERS when a connection limit refuses it. */
+int arf_net_srv_admit_conn(struct arf_net_server *s, struct arf_net_sconn *c);
+/* May request h go to the embedder now?  1: yes, and it is in flight
+ * until arf_net_reply; 0: the connection is at its cap and stalls. */
+int arf_net_srv_admit_request(struct arf_net_server *s, struct arf_net_sconn *c,
+			      const struct arf_net_hdr *h);
+/* Request id was answered (any thread): out of flight; a stalled
+ * connection brought under its cap goes back to the soft-NIC. */
+void arf_net_srv_release_request(struct arf_net_sconn *c, uint64_t id);
+/* Read on the connections arf_net_reply brought under their cap. */
+void arf_net_srv_resume_pending(struct arf_net_server *s);
+/* The timers (every SCAN_US): handshakes, idle and mid-frame timeouts,
+ * shrinking quiet buffers. */
+void arf_net_srv_scan(struct arf_net_server *s, uint64_t now);
 
 /* --------------------------------------------------------- handshake.c */
 
