@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arfctl's file commands over libarf: ls, stat, cat, put, mkdir, rm, mv and
- * the server summary through the data connection (status/stats URL).  Each
- * takes a connected client and the parsed URL, prints text or one JSON
- * object (output.c), and returns the exit status.
+ * arfctl's file commands over libarf: ls, stat, cat, put, mkdir, rm, mv,
+ * chmod, chown, ln, and the server summary through the data connection
+ * (status/stats URL).  Each takes a connected client and the parsed URL,
+ * prints text or one JSON object (output.c), and returns the exit status.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -182,7 +182,8 @@ int arfctl_cmd_cat(arf_client *c, const struct arf_url *u)
 			break;
 	}
 	free(buf);
-	fflush(stdout);
+	if (fflush(stdout))
+		return arfctl_fail("cat", "standard output", -errno);
 	if (arfctl_opt.stats) {
 		if (arfctl_opt.json) {
 			fprintf(stderr, "{\"path\":");
@@ -345,13 +346,15 @@ int arfctl_cmd_rm(arf_client *c, const struct arf_url *u)
 	return 0;
 }
 
-int arfctl_cmd_mv(arf_client *c, const struct arf_url *from, const char *to_url)
+/* The path the second URL of mv or ln names, in target: on the server of
+ * from (else EXDEV), and into it, keeping from's base name, when it is a
+ * directory.  0, or the exit status with a message printed. */
+static int second_path(arf_client *c, const char *cmd, const struct arf_url *from,
+		       const char *to_url, char *target, size_t cap)
 {
 	struct arf_url to;
-	char err[512], op[4096], np[4096], oname[4096];
-	const char *name;
-	struct arf_stat od, nd, st;
-	int rc;
+	struct arf_stat st;
+	char err[512];
 
 	if (arf_url_parse(to_url, &to, err, sizeof(err))) {
 		fprintf(stderr, "arfctl: %s\n", err);
@@ -359,17 +362,29 @@ int arfctl_cmd_mv(arf_client *c, const struct arf_url *from, const char *to_url)
 	}
 	if (strcmp(from->transport, to.transport) || strcmp(from->host, to.host) ||
 	    from->port != to.port || strcmp(from->socket, to.socket))
-		return arfctl_fail("mv", to_url, -EXDEV);
-	char target[sizeof(to.path) + 1 + sizeof(from->path)];
-	memcpy(target, to.path, strlen(to.path) + 1);
+		return arfctl_fail(cmd, to_url, -EXDEV);
+	snprintf(target, cap, "%s", to.path);
 	if (arf_resolve(c, target, &st) == 0 && S_ISDIR(st.mode)) {
 		const char *base = strrchr(from->path, '/');
 		size_t tl = strlen(target);
-		if (!tl || target[tl - 1] != '/')
-			target[tl++] = '/';
 		base = base ? base + 1 : from->path;
-		memcpy(target + tl, base, strlen(base) + 1);
+		snprintf(target + tl, cap - tl, "%s%s", tl && target[tl - 1] == '/' ? "" : "/", base);
 	}
+	return 0;
+}
+
+/* Room for second_path's answer: a URL's path, a slash, another's name. */
+#define TARGET_MAX (2 * sizeof(((struct arf_url *)0)->path) + 1)
+
+int arfctl_cmd_mv(arf_client *c, const struct arf_url *from, const char *to_url)
+{
+	char op[4096], np[4096], oname[4096], target[TARGET_MAX];
+	const char *name;
+	struct arf_stat od, nd;
+	int rc;
+
+	if ((rc = second_path(c, "mv", from, to_url, target, sizeof(target))))
+		return rc;
 	if (split_path(from->path, op, sizeof(op), &name))
 		return arfctl_fail("mv", from->path, -EBUSY);
 	snprintf(oname, sizeof(oname), "%s", name);
@@ -384,6 +399,102 @@ int arfctl_cmd_mv(arf_client *c, const struct arf_url *from, const char *to_url)
 		arfctl_json_str(stdout, from->path);
 		printf(",\"to\":");
 		arfctl_json_str(stdout, target);
+		arfctl_json_end(c);
+	} else {
+		arfctl_text_end(c);
+	}
+	return 0;
+}
+
+/* A hard link to from's file at the second URL (into it if a directory). */
+int arfctl_cmd_ln(arf_client *c, const struct arf_url *from, const char *link_url)
+{
+	char np[4096], target[TARGET_MAX];
+	const char *name;
+	struct arf_stat st, nd, out;
+	int rc;
+
+	if ((rc = second_path(c, "ln", from, link_url, target, sizeof(target))))
+		return rc;
+	if (split_path(target, np, sizeof(np), &name))
+		return arfctl_fail("ln", target, -EEXIST); /* the root */
+	if ((rc = arf_resolve(c, from->path, &st)))
+		return arfctl_fail("ln", from->path, rc);
+	if ((rc = arf_resolve(c, np, &nd)) ||
+	    (rc = arf_link(c, st.ino, st.gen, nd.ino, nd.gen, name, &out)))
+		return arfctl_fail("ln", target, rc);
+	if (arfctl_opt.json) {
+		printf("{\"target\":");
+		arfctl_json_str(stdout, from->path);
+		printf(",\"link\":");
+		arfctl_json_str(stdout, target);
+		printf(",\"ino\":%" PRIu64 ",\"nlink\":%u", out.ino, out.nlink);
+		arfctl_json_end(c);
+	} else {
+		arfctl_text_end(c);
+	}
+	return 0;
+}
+
+/* A number of at most max in base (0: C's prefixes), the whole of s. */
+static int whole_number(const char *s, int base, unsigned long long max, uint32_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, base);
+	if (errno || end == s || *end || *s == '-' || *s == '+' || v > max)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int arfctl_setattr_arg(const char *cmd, const char *arg, struct arf_setattr *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	if (!strcmp(cmd, "chmod")) {
+		if (whole_number(arg, 8, 07777, &sa->mode)) {
+			fprintf(stderr, "arfctl: chmod: '%s' is not an octal mode (0 to 7777)\n", arg);
+			return 2;
+		}
+		sa->valid = ARF_SET_MODE;
+		return 0;
+	}
+	/* chown UID, UID:GID or :GID; (uint32_t)-1 means "unchanged" to chown(2) */
+	const char *colon = strchr(arg, ':');
+	char uid[16];
+	size_t ul = colon ? (size_t)(colon - arg) : strlen(arg);
+	if (ul >= sizeof(uid) || (colon && !colon[1]) || (!ul && !colon))
+		goto bad;
+	memcpy(uid, arg, ul);
+	uid[ul] = 0;
+	if (ul) {
+		if (whole_number(uid, 10, UINT32_MAX - 1, &sa->uid))
+			goto bad;
+		sa->valid |= ARF_SET_UID;
+	}
+	if (colon) {
+		if (whole_number(colon + 1, 10, UINT32_MAX - 1, &sa->gid))
+			goto bad;
+		sa->valid |= ARF_SET_GID;
+	}
+	return 0;
+bad:
+	fprintf(stderr, "arfctl: chown: '%s' is not UID, UID:GID or :GID (numbers)\n", arg);
+	return 2;
+}
+
+int arfctl_cmd_setattr(arf_client *c, const struct arf_url *u, const char *cmd,
+		       const struct arf_setattr *sa)
+{
+	struct arf_stat st;
+	int rc;
+
+	if ((rc = arf_resolve(c, u->path, &st)) || (rc = arf_setattr(c, st.ino, st.gen, sa, &st)))
+		return arfctl_fail(cmd, u->path, rc);
+	if (arfctl_opt.json) {
+		printf("{\"path\":");
+		arfctl_json_str(stdout, u->path);
+		printf(",\"mode\":%u,\"uid\":%u,\"gid\":%u", st.mode & 07777, st.uid, st.gid);
 		arfctl_json_end(c);
 	} else {
 		arfctl_text_end(c);

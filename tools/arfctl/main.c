@@ -5,7 +5,9 @@
  * (output.c), and the management commands (admin.c) through arfd's control
  * socket.  This file holds the options, --help and the dispatch.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,10 @@ static void usage(FILE *out)
 		"  mkdir [-p] URL       make a directory (-p: with its parents, no error if it exists)\n"
 		"  rm URL               remove a file, or an empty directory\n"
 		"  mv URL URL           rename within one server\n"
+		"  chmod MODE URL       set a file's permission bits (MODE in octal, e.g. 0644)\n"
+		"  chown UID[:GID] URL  set a file's owner and group (numeric; :GID: the group alone)\n"
+		"  ln TARGET LINK       a hard link LINK to the file TARGET (two URLs on one server;\n"
+		"                       into LINK, if it is a directory)\n"
 		"  status URL, stats URL  the server's summary and counters, over the data connection\n"
 		"  exec PROGRAM URL [ARG...]  load PROGRAM into the server, run it once with the\n"
 		"                       ARGs as its context, print r0, the instructions executed\n"
@@ -61,7 +67,7 @@ static void usage(FILE *out)
 		"  config check FILE    check an arfd.conf without starting anything\n"
 		"  (fsck exits 1 when it finds damage, listing each problem)\n"
 		"\n"
-		"Options:\n"
+		"Options (before or after the command; \"--\" ends them):\n"
 		"  --json               print one JSON object on standard output\n"
 		"  --stats              add the client's counters (under \"stats\" with --json;\n"
 		"                       on standard error for cat)\n"
@@ -86,116 +92,188 @@ static void usage(FILE *out)
 		"Exit status: 0 on success, 1 on failure (with a one-line message), 2 on bad usage.\n");
 }
 
-int main(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "json", no_argument, 0, 'j' },
-		{ "stats", no_argument, 0, 's' },
-		{ "requests-only", no_argument, 0, 'r' },
-		{ "no-resvport", no_argument, 0, 'N' },
-		{ "max-hops", required_argument, 0, 'H' },
-		{ "spin-us", required_argument, 0, 'S' },
-		{ "timeout-ms", required_argument, 0, 'T' },
-		{ "control", required_argument, 0, 'C' },
-		{ "secret-file", required_argument, 0, 'K' },
-		{ "reconnect-ms", required_argument, 0, 'R' },
-		{ "uid", required_argument, 0, 'u' },
-		{ "gid", required_argument, 0, 'g' },
-		{ "prometheus", no_argument, 0, 'P' },
-		{ "raw", no_argument, 0, 'W' },
-		{ "out-max", required_argument, 0, 'O' },
-		{ "help", no_argument, 0, 'h' },
-		{ "version", no_argument, 0, 'V' },
-		{ 0, 0, 0, 0 },
-	};
-	int opt;
-	struct arfctl_admin adm = { .control = "/run/arf/arfd.ctl" };
-	struct arf_cred claim = { .uid = (uint32_t)geteuid(), .gid = (uint32_t)getegid() };
-	int claimed = 0;
+static const struct option longopts[] = {
+	{ "json", no_argument, 0, 'j' },
+	{ "stats", no_argument, 0, 's' },
+	{ "requests-only", no_argument, 0, 'r' },
+	{ "no-resvport", no_argument, 0, 'N' },
+	{ "max-hops", required_argument, 0, 'H' },
+	{ "spin-us", required_argument, 0, 'S' },
+	{ "timeout-ms", required_argument, 0, 'T' },
+	{ "control", required_argument, 0, 'C' },
+	{ "secret-file", required_argument, 0, 'K' },
+	{ "reconnect-ms", required_argument, 0, 'R' },
+	{ "uid", required_argument, 0, 'u' },
+	{ "gid", required_argument, 0, 'g' },
+	{ "prometheus", no_argument, 0, 'P' },
+	{ "raw", no_argument, 0, 'W' },
+	{ "out-max", required_argument, 0, 'O' },
+	{ "help", no_argument, 0, 'h' },
+	{ "version", no_argument, 0, 'V' },
+	{ 0, 0, 0, 0 },
+};
 
-	arf_client_opts_init(&arfctl_opt.client);
-	/* options come before the command; stop at the first non-option */
-	while ((opt = getopt_long(argc, argv, "+hV", longopts, NULL)) != -1) {
-		switch (opt) {
-		case 'j': arfctl_opt.json = 1; break;
-		case 's': arfctl_opt.stats = 1; break;
-		case 'r': arfctl_opt.client.one_sided = 0; break;
-		case 'N': arfctl_opt.client.resvport = 0; break;
-		case 'H': arfctl_opt.client.max_hops = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'S': arfctl_opt.client.spin_us = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'T': arfctl_opt.client.timeout_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'C': adm.control = optarg; break;
-		case 'K': arfctl_opt.client.secret_file = optarg; break;
-		case 'R': arfctl_opt.client.reconnect_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
-		case 'u': claim.uid = (uint32_t)strtoul(optarg, NULL, 10); claimed = 1; break;
-		case 'g': claim.gid = (uint32_t)strtoul(optarg, NULL, 10); claimed = 1; break;
-		case 'P': adm.prometheus = 1; break;
-		case 'W': arfctl_opt.raw = 1; break;
-		case 'O': arfctl_opt.out_max = (size_t)strtoull(optarg, NULL, 0); break;
-		case 'h': usage(stdout); return 0;
-		case 'V': printf("arfctl %s\n", ARF_VERSION); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind >= argc) {
+/* What the options set beside arfctl_opt. */
+struct opt_state {
+	struct arfctl_admin adm;
+	struct arf_cred claim;
+	int claimed;
+};
+
+/* A decimal number that is all of arg and at most max; else exit status 2
+ * with a message (strtoul alone reads "abc" as 0 and "-1" as a huge one). */
+static int number(int code, const char *arg, unsigned long long max, unsigned long long *out)
+{
+	char *end;
+	errno = 0;
+	*out = strtoull(arg, &end, 10);
+	if (!errno && end != arg && !*end && arg[0] != '-' && arg[0] != '+' && *out <= max)
+		return 0;
+	const char *name = "?";
+	for (const struct option *o = longopts; o->name; o++)
+		if (o->val == code)
+			name = o->name;
+	fprintf(stderr, "arfctl: --%s: '%s' is not a number from 0 to %llu\n", name, arg, max);
+	return 2;
+}
+
+/* Apply one option (all but --help and --version): 0, or 2 on bad usage. */
+static int apply(int code, const char *arg, struct opt_state *st)
+{
+	struct arf_client_opts *co = &arfctl_opt.client;
+	unsigned long long v = 0;
+	int rc = 0;
+
+	switch (code) {
+	case 'j': arfctl_opt.json = 1; break;
+	case 's': arfctl_opt.stats = 1; break;
+	case 'r': co->one_sided = 0; break;
+	case 'N': co->resvport = 0; break;
+	case 'C': st->adm.control = arg; break;
+	case 'K': co->secret_file = arg; break;
+	case 'P': st->adm.prometheus = 1; break;
+	case 'W': arfctl_opt.raw = 1; break;
+	case 'H': case 'S': case 'T': case 'R': case 'u': case 'g':
+		/* UINT32_MAX is libarf's "by transport" (ARF_OPT_AUTO) and no uid */
+		if ((rc = number(code, arg, UINT32_MAX - 1, &v)))
+			break;
+		if (code == 'H')
+			co->max_hops = (uint32_t)v;
+		else if (code == 'S')
+			co->spin_us = (uint32_t)v;
+		else if (code == 'T')
+			co->timeout_ms = (uint32_t)v;
+		else if (code == 'R')
+			co->reconnect_ms = (uint32_t)v;
+		else if (code == 'u')
+			st->claim.uid = (uint32_t)v;
+		else
+			st->claim.gid = (uint32_t)v;
+		st->claimed |= code == 'u' || code == 'g';
+		break;
+	case 'O':
+		if (!(rc = number(code, arg, SIZE_MAX / 2, &v)))
+			arfctl_opt.out_max = (size_t)v;
+		break;
+	default:
 		usage(stderr);
-		return 2;
+		rc = 2;
 	}
-	const char *cmd = argv[optind++];
-	int parents = 0;
-	if (claimed)
-		arf_set_thread_cred(&claim); /* AUTH_SYS: the server decides whether to believe it */
-	/* management commands (status without a URL goes to the control socket) */
-	int by_url = (!strcmp(cmd, "status") || !strcmp(cmd, "stats")) && argc - optind == 1;
-	if (by_url && adm.prometheus) {
-		fprintf(stderr, "arfctl: --prometheus needs the control socket (stats without a URL)\n");
-		return 2;
-	}
-	if (!by_url) {
-		adm.json = arfctl_opt.json;
-		int arc = arfctl_admin(&adm, cmd, argc - optind, argv + optind);
-		if (arc >= 0)
-			return arc;
-	}
-	if (!strcmp(cmd, "exec")) {
-		if (argc - optind < 2) {
-			fprintf(stderr, "arfctl: exec takes PROGRAM URL [ARG...] (see arfctl --help)\n");
+	return rc;
+}
+
+/* Options after the command ("arfctl stats --prometheus", "arfctl ls URL
+ * --json"): the long options above wherever they stand, up to "--".  What
+ * is not one of them stays an argument of the command: "-p" of mkdir,
+ * "--data-dir" of fsck, "-" (standard input) of put.  The arguments left
+ * are moved to the front of args; *nargs says how many.  Returns 0, -1 for
+ * --help or --version (printed), or 2 on bad usage. */
+static int late_options(int argc, char **argv, int *nargs, struct opt_state *st)
+{
+	int n = 0, rc = 0;
+
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i], *eq = strchr(a, '=');
+		const struct option *o = NULL;
+		if (!strcmp(a, "--")) {
+			while (++i < argc)
+				argv[n++] = argv[i];
+			break;
+		}
+		size_t len = eq ? (size_t)(eq - a) : strlen(a);
+		for (const struct option *p = longopts; a[0] == '-' && a[1] == '-' && p->name; p++)
+			if (strlen(p->name) == len - 2 && !strncmp(p->name, a + 2, len - 2))
+				o = p;
+		if (!o) {
+			argv[n++] = argv[i];
+			continue;
+		}
+		const char *val = eq ? eq + 1 : NULL;
+		if (o->has_arg == required_argument && !val && i + 1 < argc)
+			val = argv[++i];
+		if ((o->has_arg == required_argument) != (val != NULL)) {
+			fprintf(stderr, "arfctl: --%s %s\n", o->name,
+				val ? "takes no value" : "needs a value");
 			return 2;
 		}
-		arf_client *c = NULL;
-		struct arf_url u;
-		int rc = arfctl_open_url(argv[optind + 1], &c, &u);
-		if (rc)
+		if (o->val == 'h' || o->val == 'V') {
+			if (o->val == 'h')
+				usage(stdout);
+			else
+				printf("arfctl %s\n", ARF_VERSION);
+			return -1;
+		}
+		if ((rc = apply(o->val, val, st)))
 			return rc;
-		rc = arfctl_cmd_exec(c, &u, argv[optind], argc - optind - 2, argv + optind + 2);
-		arf_close(c);
-		return rc;
 	}
-	if (!strcmp(cmd, "mkdir") && optind < argc && !strcmp(argv[optind], "-p")) {
-		parents = 1;
-		optind++;
-	}
-	int nargs = argc - optind;
-	int want = !strcmp(cmd, "put") || !strcmp(cmd, "mv") ? 2 : 1;
-	static const char *const known[] = { "ls", "stat", "cat", "put", "mkdir", "rm", "mv", "status",
-					     "stats" };
-	int ok = 0;
-	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-		ok |= !strcmp(cmd, known[i]);
-	if (!ok) {
+	*nargs = n;
+	return 0;
+}
+
+/* The file commands: how many arguments each takes (after mkdir's -p; a
+ * negative number: at least that many) and which is the URL to connect to. */
+static const struct file_cmd {
+	const char *name;
+	int nargs, url_arg;
+} file_cmds[] = {
+	{ "ls", 1, 0 },    { "stat", 1, 0 },  { "cat", 1, 0 },   { "put", 2, 1 },
+	{ "mkdir", 1, 0 }, { "rm", 1, 0 },    { "mv", 2, 0 },    { "status", 1, 0 },
+	{ "stats", 1, 0 }, { "chmod", 2, 1 }, { "chown", 2, 1 }, { "ln", 2, 0 },
+	{ "exec", -2, 1 },
+};
+
+static int run_file_cmd(const char *cmd, int nargs, char **args)
+{
+	const struct file_cmd *fc = NULL;
+	struct arf_setattr sa;
+	int parents = 0, rc;
+
+	for (size_t i = 0; i < sizeof(file_cmds) / sizeof(file_cmds[0]); i++)
+		if (!strcmp(cmd, file_cmds[i].name))
+			fc = &file_cmds[i];
+	if (!fc) {
 		fprintf(stderr, "arfctl: unknown command '%s' (see arfctl --help)\n", cmd);
 		return 2;
 	}
-	if (nargs != want) {
-		fprintf(stderr, "arfctl: %s takes %d argument%s (see arfctl --help)\n", cmd, want,
-			want > 1 ? "s" : "");
+	if (!strcmp(cmd, "mkdir") && nargs && !strcmp(args[0], "-p")) {
+		parents = 1;
+		args++;
+		nargs--;
+	}
+	if (fc->nargs < 0 ? nargs < -fc->nargs : nargs != fc->nargs) {
+		if (!strcmp(cmd, "exec"))
+			fprintf(stderr, "arfctl: exec takes PROGRAM URL [ARG...] (see arfctl --help)\n");
+		else
+			fprintf(stderr, "arfctl: %s takes %d argument%s (see arfctl --help)\n", cmd,
+				fc->nargs, fc->nargs > 1 ? "s" : "");
 		return 2;
 	}
-	const char *url = !strcmp(cmd, "put") ? argv[optind + 1] : argv[optind];
+	if ((!strcmp(cmd, "chmod") || !strcmp(cmd, "chown")) &&
+	    (rc = arfctl_setattr_arg(cmd, args[0], &sa)))
+		return rc;
 	arf_client *c = NULL;
 	struct arf_url u;
-	int rc = arfctl_open_url(url, &c, &u);
-	if (rc)
+	if ((rc = arfctl_open_url(args[fc->url_arg], &c, &u)))
 		return rc;
 	if (!strcmp(cmd, "stat"))
 		rc = arfctl_cmd_stat(c, &u);
@@ -204,15 +282,80 @@ int main(int argc, char **argv)
 	else if (!strcmp(cmd, "cat"))
 		rc = arfctl_cmd_cat(c, &u);
 	else if (!strcmp(cmd, "put"))
-		rc = arfctl_cmd_put(c, argv[optind], &u);
+		rc = arfctl_cmd_put(c, args[0], &u);
 	else if (!strcmp(cmd, "mkdir"))
 		rc = arfctl_cmd_mkdir(c, &u, parents);
 	else if (!strcmp(cmd, "rm"))
 		rc = arfctl_cmd_rm(c, &u);
 	else if (!strcmp(cmd, "mv"))
-		rc = arfctl_cmd_mv(c, &u, argv[optind + 1]);
+		rc = arfctl_cmd_mv(c, &u, args[1]);
+	else if (!strcmp(cmd, "ln"))
+		rc = arfctl_cmd_ln(c, &u, args[1]);
+	else if (!strcmp(cmd, "chmod") || !strcmp(cmd, "chown"))
+		rc = arfctl_cmd_setattr(c, &u, cmd, &sa);
+	else if (!strcmp(cmd, "exec"))
+		rc = arfctl_cmd_exec(c, &u, args[0], nargs - 2, args + 2);
 	else
 		rc = arfctl_cmd_status(c, &u);
 	arf_close(c);
+	return rc;
+}
+
+static int run(int argc, char **argv)
+{
+	struct opt_state st = {
+		.adm = { .control = "/run/arf/arfd.ctl" },
+		.claim = { .uid = (uint32_t)geteuid(), .gid = (uint32_t)getegid() },
+	};
+	int opt, rc, nargs;
+
+	arf_client_opts_init(&arfctl_opt.client);
+	/* the options before the command; those after it below */
+	while ((opt = getopt_long(argc, argv, "+hV", longopts, NULL)) != -1) {
+		if (opt == 'h' || opt == 'V') {
+			if (opt == 'h')
+				usage(stdout);
+			else
+				printf("arfctl %s\n", ARF_VERSION);
+			return 0;
+		}
+		if ((rc = apply(opt, optarg, &st)))
+			return rc;
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	const char *cmd = argv[optind++];
+	char **args = argv + optind;
+	if ((rc = late_options(argc - optind, args, &nargs, &st)))
+		return rc < 0 ? 0 : rc;
+	if (st.claimed)
+		arf_set_thread_cred(&st.claim); /* AUTH_SYS: the server decides whether to believe it */
+	/* management commands (status without a URL goes to the control socket) */
+	int by_url = (!strcmp(cmd, "status") || !strcmp(cmd, "stats")) && nargs == 1;
+	if (by_url && st.adm.prometheus) {
+		fprintf(stderr, "arfctl: --prometheus needs the control socket (stats without a URL)\n");
+		return 2;
+	}
+	if (!by_url) {
+		st.adm.json = arfctl_opt.json;
+		int arc = arfctl_admin(&st.adm, cmd, nargs, args);
+		if (arc >= 0)
+			return arc;
+	}
+	return run_file_cmd(cmd, nargs, args);
+}
+
+int main(int argc, char **argv)
+{
+	int rc = run(argc, argv);
+
+	/* what stdio still holds may not reach a full disk or a closed pipe */
+	int err = fflush(stdout) ? errno : ferror(stdout) ? EIO : 0;
+	if (err) {
+		fprintf(stderr, "arfctl: standard output: %s\n", strerror(err));
+		return 1;
+	}
 	return rc;
 }
