@@ -129,12 +129,34 @@ class OneSided(unittest.TestCase):
 
 class Identity(unittest.TestCase):
     def test_root_squash(self):
-        d = started(self, export__root_squash="true")
-        p = arfctl("mkdir", d.url("/x"), check=False)
-        self.assertEqual(p.returncode, 1)
-        self.assertIn(b"Permission denied", p.stderr)  # root became nobody
-        d2 = started(self)  # the embedded default does not squash
-        arfctl("mkdir", d2.url("/x"))
+        # Squashed requests act as anon_uid/anon_gid (4321/4322 here, so
+        # that they cannot be taken for nobody): what a squashed root makes
+        # is theirs, root's directory refuses it, and root's 0600 file stays
+        # closed to it over every transport.
+        d = started(self)  # not squashed yet: root sets the scene
+        arfctl("mkdir", d.url("/pub"))
+        run([harness.ITEST, "setattr", d.url("/pub"), "1777", "0", "0"])
+        arfctl("put", "-", d.url("/secret"), input=b"root's secret\n")
+        run([harness.ITEST, "setattr", d.url("/secret"), "600", "0", "0"])
+        d.extra.update({"export.root_squash": "true", "export.anon_uid": "4321",
+                        "export.anon_gid": "4322"})
+        d.restart()
+        for t in harness.TRANSPORTS:
+            p = arfctl("mkdir", d.url("/x-" + t, t), check=False)
+            self.assertEqual(p.returncode, 1, (t, p.stderr))
+            self.assertIn(b"Permission denied", p.stderr)
+            arfctl("put", "-", d.url("/pub/made-" + t, t), input=b"squashed\n")
+            st = harness.arfctl_json("stat", d.url("/pub/made-" + t, t))
+            self.assertEqual((st["uid"], st["gid"]), (4321, 4322), (t, st))
+            p = arfctl("cat", d.url("/secret", t), check=False)
+            self.assertEqual(p.returncode, 1, (t, p.stdout))
+            self.assertNotIn(b"secret", p.stdout)
+            self.assertIn(b"Permission denied", p.stderr)
+        d2 = started(self)  # the harness's configuration, as the embedded one, does not squash
+        arfctl("put", "-", d2.url("/mine"), input=b"root's\n")
+        self.assertEqual(harness.arfctl_json("stat", d2.url("/mine"))["uid"], 0)
+        print("root_squash: root's files made as 4321:4322 (anon_uid/gid), root's directory "
+              "and 0600 file refused over %s" % ", ".join(harness.TRANSPORTS))
 
     def test_shm_peer_cannot_claim_root(self):
         setpriv = shutil.which("setpriv")

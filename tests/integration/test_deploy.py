@@ -11,7 +11,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -30,44 +29,43 @@ class Notify(unittest.TestCase):
             conf = os.path.join(tmp, "arfd.conf")
             with open(conf, "w") as f:
                 f.write("[export]\nroot_squash = false\nread_only = false\n")
-            env = dict(os.environ, NOTIFY_SOCKET=path)
-            d = Arfd(workdir=tmp)
-            args = [harness.ARFD, "--foreground", "-c", conf, "--listen", "127.0.0.1:0",
-                    "--socket", d.socket, "--data-dir", d.data_dir,
-                    "--set", "server.port_file=" + d.port_file]
-            for k, v in d.extra.items():
-                args += ["--set", f"{k}={v}"]
-            proc = subprocess.Popen(args, env=env, stderr=subprocess.PIPE)
-            self.addCleanup(lambda: proc.poll() is None and proc.kill())
+            # the harness's arfd, reading this file and telling the socket
+            d = Arfd(workdir=tmp, config=conf, env=dict(os.environ, NOTIFY_SOCKET=path))
+            self.addCleanup(d.stop)
+            d.start()
             msg = sock.recv(4096).decode()
             self.assertIn("READY=1", msg)
-            self.assertIn(f"MAINPID={proc.pid}", msg)
-            with open(d.port_file) as f:
-                d.port = int(f.read())
+            self.assertIn(f"MAINPID={d.pid}", msg)
             arfctl("mkdir", d.url("/before"))
             # reload: the export becomes read-only without a restart
             with open(conf, "w") as f:
                 f.write("[export]\nroot_squash = false\nread_only = true\n")
-            proc.send_signal(signal.SIGHUP)
+            d.proc.send_signal(signal.SIGHUP)
             self.assertIn("RELOADING=1", sock.recv(4096).decode())
             self.assertIn("READY=1", sock.recv(4096).decode())
             p = arfctl("mkdir", d.url("/after"), check=False)
             self.assertEqual(p.returncode, 1)
             self.assertIn(b"Read-only file system", p.stderr)
             arfctl("stat", d.url("/before"))
-            # a bad file on reload keeps the running configuration
+            self.assertTrue(arfctl_json("status", d.url("/"))["server"]["export"]["read_only"])
+            # a bad file on reload keeps the running configuration: the
+            # export stays read-only (a reload that fell back to the
+            # defaults would make it writable again)
             with open(conf, "w") as f:
                 f.write("[export]\nroot_squash = false\nread_only = perhaps\n")
-            proc.send_signal(signal.SIGHUP)
-            sock.recv(4096)
-            sock.recv(4096)
+            d.proc.send_signal(signal.SIGHUP)
+            self.assertIn("RELOADING=1", sock.recv(4096).decode())
+            self.assertIn("READY=1", sock.recv(4096).decode())
+            p = arfctl("mkdir", d.url("/after-bad-reload"), check=False)
+            self.assertEqual(p.returncode, 1, "a bad reload made the export writable")
+            self.assertIn(b"Read-only file system", p.stderr)
+            self.assertTrue(arfctl_json("status", d.url("/"))["server"]["export"]["read_only"])
             arfctl("stat", d.url("/before"))
-            proc.send_signal(signal.SIGTERM)
+            d.proc.send_signal(signal.SIGTERM)
             self.assertIn("STOPPING=1", sock.recv(4096).decode())
-            self.assertEqual(proc.wait(timeout=30), 0)
-            err = proc.stderr.read().decode()
+            self.assertEqual(d.stop(), 0)
             self.assertIn(f"reload: {conf}:3: 'read_only' must be true or false, not 'perhaps'",
-                          err)
+                          d.log())
 
 
 class Install(unittest.TestCase):

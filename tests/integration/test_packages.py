@@ -185,25 +185,13 @@ class Packages(unittest.TestCase):
     def test_served_from_the_example_configuration(self):
         conf = self.at("/etc/arf/arfd.conf")
         run([self.at("/usr/sbin/arfd"), "-c", conf, "--check-config"])
-        d = harness.Arfd(workdir=tempfile.mkdtemp(prefix="arf-pkgd-", dir=self.tmp))
-        port_file = d.port_file
-        args = [self.at("/usr/sbin/arfd"), "--foreground", "-c", conf,
-                "--listen", "127.0.0.1:0", "--socket", d.socket, "--data-dir", d.data_dir,
-                "--set", "server.port_file=" + port_file]
-        for k, v in d.extra.items():
-            args += ["--set", f"{k}={v}"]
-        with open(d.log_path, "wb") as log:
-            proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
-        deadline = time.time() + 30
-        port = ""
-        while not port:
-            self.assertIsNone(proc.poll(), d.log())
-            self.assertLess(time.time(), deadline, d.log())
-            time.sleep(0.05)
-            if os.path.exists(port_file):
-                with open(port_file) as f:
-                    port = f.read().strip()
+        # the harness's arfd, but the package's program and example file
+        # (its sync setting included); paths and port are the harness's
+        d = harness.Arfd(workdir=tempfile.mkdtemp(prefix="arf-pkgd-", dir=self.tmp),
+                         bin=self.at("/usr/sbin/arfd"), config=conf, sync=None, rdma=False)
+        self.addCleanup(d.stop)
+        d.start()
+        port = d.port
         url = f"arf://127.0.0.1:{int(port)}"
         arfctl = self.at("/usr/bin/arfctl")
         for args in (["ls", url + "/"], ["stat", url + "/"], ["status", url + "/"]):
@@ -215,8 +203,7 @@ class Packages(unittest.TestCase):
                            capture_output=True, timeout=30)
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertIn(b"Permission denied", p.stderr)
-        proc.terminate()
-        self.assertEqual(proc.wait(timeout=30), 0, d.log())
+        self.assertEqual(d.stop(), 0, d.log())
 
     def test_build_with_libarf_dev(self):
         cc = shutil.which("cc")

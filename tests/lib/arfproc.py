@@ -188,8 +188,11 @@ class Arfd:
 
     extra: {"section.key": value} given as --set (after everything else, so
     it wins); regions: the region sizes (SMALL unless given); rdma: also
-    listen on rdma (None: where the machine has a device); build: where
-    arfd was built (default $ARF_BUILD)."""
+    listen on rdma (None: where the machine has a device); sync: export.sync
+    (None: as the configuration says); build: where arfd was built (default
+    $ARF_BUILD), or bin: the arfd to run; config: a configuration file of
+    the test's own to read instead of CONFIG (written to workdir/arfd.conf
+    at each start); env: arfd's environment."""
 
     # The configuration file every harness arfd reads instead of
     # /etc/arf/arfd.conf.  A file's defaults are arfd.conf(5)'s, which
@@ -201,21 +204,23 @@ class Arfd:
               "root_squash = false\n")
 
     def __init__(self, workdir=None, sync=True, extra=None, spin_us=0, build=None,
-                 regions=None, rdma=None, name="arfd"):
+                 regions=None, rdma=None, name="arfd", config=None, bin=None, env=None):
         self._tmp = None
         if workdir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="arf-it-")
             workdir = self._tmp.name
         os.makedirs(workdir, exist_ok=True)
         self.name = name
-        self.bin = arfd_bin(build)
+        self.bin = bin or arfd_bin(build)
+        self.env = env
         self.workdir = workdir
         self.data_dir = os.path.join(workdir, "data")
         self.socket = os.path.join(workdir, "arfd.sock")
         self.control = os.path.join(workdir, "arfd.ctl")
         self.port_file = os.path.join(workdir, "port")
         self.log_path = os.path.join(workdir, "arfd.log")
-        self.config = os.path.join(workdir, "arfd.conf")
+        self.own_config = config is None
+        self.config = config or os.path.join(workdir, "arfd.conf")
         self.sync = sync
         self.extra = dict(SMALL if regions is None else regions)
         self.extra.update(extra or {})
@@ -233,16 +238,18 @@ class Arfd:
         return self.proc.pid if self.proc else None
 
     def args(self):
-        """arfd's command line (the configuration file written first)."""
-        with open(self.config, "w") as f:
-            f.write(self.CONFIG)
+        """arfd's command line (the harness's configuration file written first)."""
+        if self.own_config:
+            with open(self.config, "w") as f:
+                f.write(self.CONFIG)
         listen = "127.0.0.1:%d" % (self.port if self.keep_port else 0)
         args = [self.bin, "--foreground", "-c", self.config, "--listen", listen,
                 "--socket", self.socket, "--data-dir", self.data_dir,
                 "--spin-us", str(self.spin_us),
                 "--set", "server.port_file=" + self.port_file,
-                "--set", "server.control=" + self.control,
-                "--set", "export.sync=" + ("true" if self.sync else "false")]
+                "--set", "server.control=" + self.control]
+        if self.sync is not None:
+            args += ["--set", "export.sync=" + ("true" if self.sync else "false")]
         if self.rdma_port:
             args += ["--rdma-listen", "%s:%d" % (RDMA_ADDR, self.rdma_port)]
         for k, v in self.extra.items():
@@ -256,7 +263,8 @@ class Arfd:
             os.unlink(self.port_file)
         args = self.args()
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT,
+                                     env=self.env)
 
         def port_written():
             try:
