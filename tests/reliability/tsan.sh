@@ -19,8 +19,12 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# a configuration file of its own, never the host's /etc/arf/arfd.conf
+# (no squashing: the client here is root, as in tests/lib/arfproc.py)
+printf '[export]\nroot_squash = false\n' >"$work/arfd.conf"
 export TSAN_OPTIONS="halt_on_error=0 exitcode=66 log_path=$work/tsan"
-"$b/arfd/arfd" --foreground --listen 127.0.0.1:0 --socket "$work/s" --data-dir "$work/data" \
+"$b/arfd/arfd" --foreground -c "$work/arfd.conf" --listen 127.0.0.1:0 --socket "$work/s" \
+  --data-dir "$work/data" \
   --spin-us 0 --set "server.port_file=$work/port" --set regions.data_blocks=16384 \
   --set regions.pages=1024 --set regions.inodes=16384 --set regions.dir_buckets=4096 \
   --set regions.dir_entries=16384 --set regions.test_torn_delay_us=300 >"$work/arfd.log" 2>&1 &

@@ -20,9 +20,13 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# a configuration file of its own, never the host's /etc/arf/arfd.conf
+# (no squashing: the client here is root, as in tests/lib/arfproc.py)
+printf '[export]\nroot_squash = false\n' >"$work/arfd.conf"
 valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
   --log-file="$work/vg.log" \
-  "$b/arfd/arfd" --foreground --listen 127.0.0.1:0 --socket "$work/s" --data-dir "$work/data" \
+  "$b/arfd/arfd" --foreground -c "$work/arfd.conf" --listen 127.0.0.1:0 --socket "$work/s" \
+  --data-dir "$work/data" \
   --spin-us 0 --set "server.port_file=$work/port" --set regions.data_blocks=4096 \
   --set regions.pages=512 --set regions.inodes=4096 --set regions.dir_buckets=1024 \
   --set regions.dir_entries=4096 >"$work/arfd.log" 2>&1 &
