@@ -138,16 +138,50 @@ struct arf_mc_helper_def {
 };
 
 /*
+ * What a helper's work costs.  A helper call is one instruction; a helper
+ * that copies, compares, hashes or searches many bytes, or loops, or
+ * blocks, charges the run for it in instructions, so that the budget
+ * bounds a run's work and the clock is looked at as often in a helper-heavy
+ * run as in any other (arf_mc_vm_set_deadline).  Both engines take the
+ * charge from the budget alike, so their instruction counts still agree.
+ *
+ * arf_mc_call_charge adds insns to the call's charge (taken from the
+ * budget when the helper returns) and looks at the clock and the abort
+ * flag after every MC_CALL_CHECK (16384) instructions' worth; it returns
+ * 0 to go on, or the code the helper should stop and return at once:
+ * ARF_EBUDGET (the budget is spent, or the deadline passed) or -ECANCELED
+ * (the abort flag); the run then fails with a message saying which.  A
+ * helper that loops calls it each time round, so that it stops within a
+ * round of the deadline.  Ignoring the code is safe -- a charge over the
+ * budget fails the run when the helper returns -- but a long helper
+ * should not go on working.  _bytes charges one instruction per
+ * ARF_MC_BYTES_PER_INSN bytes (rounded down: a few bytes cost nothing
+ * beyond the call).  arf_mc_call_check looks at the clock and the abort
+ * flag now, charging nothing: for helpers that block (locks, I/O).
+ * Only from inside a helper, with the call it was given.
+ */
+#define ARF_MC_BYTES_PER_INSN 8u
+int arf_mc_call_charge(struct arf_mc_call *call, uint64_t insns);
+int arf_mc_call_charge_bytes(struct arf_mc_call *call, uint64_t bytes);
+int arf_mc_call_check(struct arf_mc_call *call);
+
+/*
  * Helpers the engine itself provides (arf_mc_helpers_add_std).  Ids 0..15
  * are reserved for the engine; embedders use 16 and up.
  */
 enum arf_mc_std_helper {
 	ARF_MC_HELPER_EMIT   = 1, /* emit(ptr, len): append to the output buffer; ARF_EOUTPUT past its end */
 	ARF_MC_HELPER_MEMCMP = 2, /* memcmp(a, b, len): <0, 0, >0 as memcmp(3) */
-	ARF_MC_HELPER_MEMMEM = 3, /* memmem(hay, hlen, needle, nlen): offset of the first match, or -1 */
+	ARF_MC_HELPER_MEMMEM = 3, /* memmem(hay, hlen, needle, nlen): offset of the first match,
+				   * or -1; a needle over ARF_MC_MEMMEM_MAX bytes fails the run */
 	ARF_MC_HELPER_UNWIND = 5, /* unwind(v): returns v; v == 0 stops the program with r0 = 0 */
 	ARF_MC_HELPER_FIRST_USER = 16,
 };
+/* The engine's helpers work in pieces of this many bytes, charging each
+ * (emit, memcmp and memmem all charge the bytes they touch); memmem's
+ * needle is at most this long. */
+#define ARF_MC_CHUNK      (1u << 20)
+#define ARF_MC_MEMMEM_MAX ARF_MC_CHUNK
 
 /* New empty helper table.  -ENOMEM. */
 int arf_mc_helpers_create(struct arf_mc_helpers **out);
@@ -277,11 +311,23 @@ void arf_mc_vm_set_user(struct arf_mc_vm *vm, void *user);
 /*
  * A wall-clock limit for the following runs: a run still going at
  * deadline_ns (CLOCK_MONOTONIC nanoseconds) fails with ARF_EBUDGET and a
- * message saying so.  The clock is read once every 65536 instructions, so
- * the limit is kept to within that many instructions' time (plus whatever
- * a helper itself takes).  0 = no limit (the default).
+ * message saying so.  The clock is read once every 65536 instructions,
+ * where what helpers charge counts as instructions (arf_mc_call_charge),
+ * and by helpers that work longer (arf_mc_call_check), so a run stops
+ * within a few milliseconds of the deadline whatever mix of instructions
+ * and helpers it runs -- provided its helpers charge for their work.
+ * 0 = no limit (the default).
  */
 void arf_mc_vm_set_deadline(struct arf_mc_vm *vm, uint64_t deadline_ns);
+/*
+ * An abort flag for the following runs (NULL: none, the default): once
+ * *flag is nonzero (another thread may set it at any time; it is read
+ * atomically), a run fails with -ECANCELED at its next look at the clock
+ * (as above, deadline or none), and a run that has not started fails at
+ * once.  The int must outlive the runs.  An embedder sets it to stop every
+ * run in progress, e.g. when it shuts down.
+ */
+void arf_mc_vm_set_abort(struct arf_mc_vm *vm, const int *flag);
 
 /* What a run did. */
 struct arf_mc_result {

@@ -94,26 +94,69 @@ const char *arf_mc_helper_name(const struct arf_mc_helpers *h, uint32_t id)
 
 /* ---- the engine's own helpers ------------------------------------------ */
 
+/*
+ * The engine's helpers charge the bytes they touch (arf_mc_call_charge):
+ * emit what it copies, memcmp and memmem what they compare, a piece of
+ * ARF_MC_CHUNK bytes at a time, so that a compare or a search across a
+ * whole exported region stops within a piece of the deadline.
+ */
 static int h_emit(struct arf_mc_call *c, uint64_t *ret)
 {
+	int rc = arf_mc_call_charge_bytes(c, c->arg[1]);
+
 	*ret = 0;
-	return arf_mc_vm_emit(c->vm, c->ptr[0], c->arg[1]);
+	return rc ? rc : arf_mc_vm_emit(c->vm, c->ptr[0], c->arg[1]);
 }
 
 static int h_memcmp(struct arf_mc_call *c, uint64_t *ret)
 {
-	int d = memcmp(c->ptr[0], c->ptr[1], c->arg[2]);
+	const uint8_t *a = c->ptr[0], *b = c->ptr[1];
+	uint64_t len = c->arg[2], off = 0;
+	int d = 0, rc;
 
+	while (off < len && !d) {
+		size_t n = len - off < ARF_MC_CHUNK ? (size_t)(len - off) : ARF_MC_CHUNK;
+
+		d = memcmp(a + off, b + off, n);
+		off += n;
+		if ((rc = arf_mc_call_charge_bytes(c, n)))
+			return rc;
+	}
 	*ret = (uint64_t)(int64_t)(d < 0 ? -1 : d > 0);
 	return 0;
 }
 
+/* The first match in windows of ARF_MC_CHUNK starting positions each
+ * (a window reads nlen - 1 bytes past its last start): the same answer
+ * as one memmem(3) over the whole haystack. */
 static int h_memmem(struct arf_mc_call *c, uint64_t *ret)
 {
-	const uint8_t *hay = c->ptr[0];
-	const uint8_t *p = memmem(hay, c->arg[1], c->ptr[2], c->arg[3]);
+	const uint8_t *hay = c->ptr[0], *needle = c->ptr[2];
+	uint64_t hlen = c->arg[1], nlen = c->arg[3], pos = 0;
+	int rc;
 
-	*ret = p ? (uint64_t)(p - hay) : (uint64_t)-1;
+	*ret = (uint64_t)-1;
+	if (nlen > ARF_MC_MEMMEM_MAX) {
+		c->why = "needle longer than ARF_MC_MEMMEM_MAX (1 MiB)";
+		return -EINVAL;
+	}
+	if (nlen == 0) {
+		*ret = 0; /* as memmem(3): the empty needle is at the start */
+		return 0;
+	}
+	while (nlen <= hlen && pos <= hlen - nlen) {
+		uint64_t starts = hlen - nlen - pos + 1;
+		size_t span = (size_t)((starts < ARF_MC_CHUNK ? starts : ARF_MC_CHUNK) + nlen - 1);
+		const uint8_t *m = memmem(hay + pos, span, needle, (size_t)nlen);
+
+		if ((rc = arf_mc_call_charge_bytes(c, m ? (uint64_t)(m - (hay + pos)) + nlen : span)))
+			return rc;
+		if (m) {
+			*ret = (uint64_t)(m - hay);
+			break;
+		}
+		pos += ARF_MC_CHUNK;
+	}
 	return 0;
 }
 

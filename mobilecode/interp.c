@@ -160,7 +160,8 @@ int mc_interp(struct arf_mc_vm *vm, const struct arf_mc_prog *p, struct mc_exec 
 	/*
 	 * The budget is spent in slices: `left` counts down the current slice
 	 * and `reserve` holds the rest, so the loop keeps its one test per
-	 * instruction and the wall-clock deadline is looked at once per slice.
+	 * instruction and the clock is looked at once per slice.  What a
+	 * helper charges comes off the same counters (mc_charge_take).
 	 */
 	uint64_t left = x->left, reserve = x->reserve, budget = x->budget, addr = 0;
 	size_t pc = x->pc, cur = pc;
@@ -422,7 +423,8 @@ int mc_interp(struct arf_mc_vm *vm, const struct arf_mc_prog *p, struct mc_exec 
 			pc += (size_t)(ptrdiff_t)IMM;
 			NEXT;
 		}
-		rc = mc_call_helper(vm, &vm->helpers->tab[IMM], reg, cur, &unwind, res);
+		rc = mc_call_helper(vm, &vm->helpers->tab[IMM], reg, cur, left + reserve, &unwind, res);
+		mc_charge_take(vm->call.charge, &left, &reserve);
 		if (rc)
 			goto failed;
 		if (unwind)
@@ -438,7 +440,8 @@ int mc_interp(struct arf_mc_vm *vm, const struct arf_mc_prog *p, struct mc_exec 
 				      (unsigned long long)*d);
 			goto failed;
 		}
-		rc = mc_call_helper(vm, hp, reg, cur, &unwind, res);
+		rc = mc_call_helper(vm, hp, reg, cur, left + reserve, &unwind, res);
+		mc_charge_take(vm->call.charge, &left, &reserve);
 		if (rc)
 			goto failed;
 		if (unwind)
@@ -464,10 +467,10 @@ done:
 	return 0;
 out_of_budget:
 	if (reserve) {
-		if (mc_now_ns() >= vm->deadline_ns) {
+		if ((rc = mc_clock_stop(vm, res, cur, budget - reserve))) {
 			res->insns = budget - reserve;
 			res->out_len = vm->out_len;
-			return mc_deadline_stop(res, cur, budget - reserve);
+			return rc;
 		}
 		left = reserve > MC_SLICE ? MC_SLICE : reserve;
 		reserve -= left;

@@ -147,7 +147,10 @@ int mc_jit_helper(struct arf_mc_vm *vm, uint32_t pc)
 	} else {
 		hp = &vm->helpers->tab[in->imm];
 	}
-	rc = mc_call_helper(vm, hp, j->reg, pc, &unwind, j->res);
+	/* a call ends its block: j->left + reserve is what the interpreter
+	 * would have left here, so the two take the charge alike */
+	rc = mc_call_helper(vm, hp, j->reg, pc, j->left + j->x->reserve, &unwind, j->res);
+	mc_charge_take(vm->call.charge, &j->left, &j->x->reserve);
 	if (rc)
 		return stop(vm, pc, rc);
 	if (unwind) {
@@ -187,8 +190,10 @@ int mc_jit_refill(struct arf_mc_vm *vm, uint32_t pc, uint32_t need)
 	struct mc_exec *x = j->x, y;
 
 	while (j->left < need && x->reserve) {
-		if (mc_now_ns() >= vm->deadline_ns)
-			return stop_at(vm, pc, 0, mc_deadline_stop(j->res, pc, executed(vm, 0)));
+		int rc = mc_clock_stop(vm, j->res, pc, executed(vm, 0));
+
+		if (rc)
+			return stop_at(vm, pc, 0, rc);
 		uint64_t take = x->reserve > MC_SLICE ? MC_SLICE : x->reserve;
 
 		j->left += take;

@@ -172,6 +172,19 @@ struct mc_jit_state {
 	struct arf_mc_result *res;
 };
 
+/*
+ * What a helper has spent while it runs (mc_call_helper sets it up, the
+ * helper adds to it through arf_mc_call_charge, the engine takes it from
+ * the budget when the helper returns: mc_charge_take).
+ */
+enum mc_stop { MC_STOP_NONE = 0, MC_STOP_BUDGET, MC_STOP_CLOCK, MC_STOP_ABORT };
+struct mc_call_state {
+	uint64_t avail;    /* instructions the run could still execute at the call */
+	uint64_t charge;   /* instructions' worth the helper has charged so far */
+	uint64_t checked;  /* charge at its last look at the clock */
+	int stop;          /* enum mc_stop: why the helper was told to stop */
+};
+
 struct arf_mc_vm {
 	/*
 	 * The region table, indexed by the top bits of an address: host base,
@@ -186,6 +199,9 @@ struct arf_mc_vm {
 	const struct arf_mc_helpers *helpers;
 	void *user;                           /* arf_mc_vm_set_user */
 	uint64_t deadline_ns;                 /* CLOCK_MONOTONIC; 0 = none */
+	const int *abort_flag;                /* arf_mc_vm_set_abort; NULL = none */
+	uint64_t budget;                      /* the run's budget, for messages */
+	struct mc_call_state call;            /* the helper being called, if any */
 	uint8_t *out;                         /* lent output buffer */
 	size_t out_cap;
 	size_t out_len;                       /* bytes emitted in this run */
@@ -222,8 +238,44 @@ struct mc_exec {
 	uint64_t left, reserve, budget;
 };
 
-/* Instructions between two looks at the clock when a deadline is set. */
+/*
+ * Instructions between two looks at the clock when a deadline or an abort
+ * flag is set.  What a helper charges counts as instructions, so a slice
+ * is a bounded amount of time whatever mix of instructions and helpers
+ * fills it: at most a few milliseconds (a slice of the slowest
+ * instructions, atomics, or of helper calls that do almost nothing), and
+ * a helper that works longer looks at the clock itself (MC_CALL_CHECK).
+ */
 #define MC_SLICE (UINT64_C(1) << 16)
+/* A helper's charges between its own looks at the clock. */
+#define MC_CALL_CHECK (MC_SLICE / 4)
+
+/*
+ * After a helper returns: takes its charge from the budget, the current
+ * slice (*left) first, then the reserve.  A charge that reaches into the
+ * reserve leaves *left at 0, so that the engine looks at the clock before
+ * its next instruction (the interpreter's out_of_budget, the JIT's
+ * refill).  Returns 0, or 1 when the charge is more than both hold: then
+ * both are 0, the whole budget spent (mc_call_helper has already failed
+ * the run with ARF_EBUDGET).  Both engines call it with the same totals at
+ * a helper call (a call ends the JIT's blocks: nothing after it is charged
+ * yet), so they agree on every count.
+ */
+static inline int mc_charge_take(uint64_t charge, uint64_t *left, uint64_t *reserve)
+{
+	if (charge <= *left) {
+		*left -= charge;
+		return 0;
+	}
+	charge -= *left;
+	*left = 0;
+	if (charge <= *reserve) {
+		*reserve -= charge;
+		return 0;
+	}
+	*reserve = 0;
+	return 1;
+}
 
 /* run.c: what both engines share while a program runs. */
 uint64_t mc_now_ns(void);
@@ -234,14 +286,25 @@ int mc_fault(const struct arf_mc_vm *vm, struct arf_mc_result *res, size_t pc, u
 int mc_failf(struct arf_mc_result *res, size_t pc, int code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 /* Calls helper hp with reg[1..5] (PTR arguments checked first), r0 = its
- * result; *unwind set when it stops the program.  0 or the run's error. */
+ * result; *unwind set when it stops the program; avail: the instructions
+ * the run may still execute.  0 or the run's error (ARF_EBUDGET when what
+ * the helper charged is over avail).  What it charged is in
+ * vm->call.charge, for the caller to take (mc_charge_take). */
 int mc_call_helper(struct arf_mc_vm *vm, const struct mc_helper *hp, uint64_t *reg, size_t pc,
-		   int *unwind, struct arf_mc_result *res);
+		   uint64_t avail, int *unwind, struct arf_mc_result *res);
 /* The atomic operation imm on the aligned word at q (dw: 8 bytes, else 4)
  * with the source value src; r0 for cmpxchg.  Returns the old value. */
 uint64_t mc_atomic_op(uint8_t *q, int dw, int32_t imm, uint64_t src, uint64_t *r0);
-/* The message and code for a wall-clock stop after `done` instructions. */
-int mc_deadline_stop(struct arf_mc_result *res, size_t pc, uint64_t done);
+/* A look at the clock and the abort flag, `done` instructions into the
+ * run: 0 to go on, or the run's end with its message in res: ARF_EBUDGET
+ * past the deadline, -ECANCELED when the embedder set the abort flag. */
+int mc_clock_stop(const struct arf_mc_vm *vm, struct arf_mc_result *res, size_t pc,
+		  uint64_t done);
+/* Does the run look at the clock at all (a deadline or an abort flag)? */
+static inline int mc_clocked(const struct arf_mc_vm *vm)
+{
+	return vm->deadline_ns || vm->abort_flag;
+}
 /* The value of r10 at call depth `depth`. */
 static inline uint64_t mc_fp_at(unsigned depth)
 {

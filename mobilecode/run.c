@@ -73,10 +73,77 @@ int mc_failf(struct arf_mc_result *res, size_t pc, int code, const char *fmt, ..
 	return code;
 }
 
-int mc_deadline_stop(struct arf_mc_result *res, size_t pc, uint64_t done)
+/* Which stop a look at the clock calls for now (enum mc_stop). */
+static int clock_says(const struct arf_mc_vm *vm)
 {
-	return mc_failf(res, pc, ARF_EBUDGET, "wall-clock limit reached after %llu instructions",
-			(unsigned long long)done);
+	if (vm->abort_flag && __atomic_load_n(vm->abort_flag, __ATOMIC_ACQUIRE))
+		return MC_STOP_ABORT;
+	if (vm->deadline_ns && mc_now_ns() >= vm->deadline_ns)
+		return MC_STOP_CLOCK;
+	return MC_STOP_NONE;
+}
+
+/* The message and code of a stop (not MC_STOP_NONE) `done` instructions in. */
+static int stop_msg(const struct arf_mc_vm *vm, struct arf_mc_result *res, size_t pc, int why,
+		    const char *helper, uint64_t done)
+{
+	const char *h = helper ? "helper " : "", *sep = helper ? ": " : "";
+
+	if (!helper)
+		helper = "";
+	switch (why) {
+	case MC_STOP_ABORT:
+		return mc_failf(res, pc, -ECANCELED, "%s%s%srun aborted by its embedder after %llu "
+				"instructions", h, helper, sep, (unsigned long long)done);
+	case MC_STOP_CLOCK:
+		return mc_failf(res, pc, ARF_EBUDGET, "%s%s%swall-clock limit reached after %llu "
+				"instructions", h, helper, sep, (unsigned long long)done);
+	default: /* MC_STOP_BUDGET */
+		return mc_failf(res, pc, ARF_EBUDGET, "%s%s%sinstruction budget of %llu exhausted "
+				"(helpers' work counts as instructions)", h, helper, sep,
+				(unsigned long long)vm->budget);
+	}
+}
+
+int mc_clock_stop(const struct arf_mc_vm *vm, struct arf_mc_result *res, size_t pc, uint64_t done)
+{
+	int why = clock_says(vm);
+
+	return why ? stop_msg(vm, res, pc, why, NULL, done) : 0;
+}
+
+/* ---- what helpers spend -------------------------------------------------- */
+
+int arf_mc_call_check(struct arf_mc_call *c)
+{
+	struct arf_mc_vm *vm = c->vm;
+	int why = clock_says(vm);
+
+	vm->call.checked = vm->call.charge;
+	if (!why)
+		return 0;
+	vm->call.stop = why;
+	return why == MC_STOP_ABORT ? -ECANCELED : ARF_EBUDGET;
+}
+
+int arf_mc_call_charge(struct arf_mc_call *c, uint64_t insns)
+{
+	struct arf_mc_vm *vm = c->vm;
+	struct mc_call_state *cs = &vm->call;
+
+	cs->charge = cs->charge + insns < cs->charge ? UINT64_MAX : cs->charge + insns;
+	if (cs->charge > cs->avail) {
+		cs->stop = MC_STOP_BUDGET;
+		return ARF_EBUDGET;
+	}
+	if (mc_clocked(vm) && cs->charge - cs->checked >= MC_CALL_CHECK)
+		return arf_mc_call_check(c);
+	return 0;
+}
+
+int arf_mc_call_charge_bytes(struct arf_mc_call *c, uint64_t bytes)
+{
+	return arf_mc_call_charge(c, bytes / ARF_MC_BYTES_PER_INSN);
 }
 
 uint64_t mc_atomic_op(uint8_t *p, int dw, int32_t op, uint64_t src, uint64_t *r0)
@@ -117,12 +184,16 @@ uint64_t mc_atomic_op(uint8_t *p, int dw, int32_t op, uint64_t src, uint64_t *r0
 }
 
 int mc_call_helper(struct arf_mc_vm *vm, const struct mc_helper *hp, uint64_t *reg, size_t pc,
-		   int *unwind, struct arf_mc_result *res)
+		   uint64_t avail, int *unwind, struct arf_mc_result *res)
 {
 	struct arf_mc_call c;
 	uint64_t ret = 0;
 	int rc;
 
+	vm->call.avail = avail;
+	vm->call.charge = 0;
+	vm->call.checked = 0;
+	vm->call.stop = MC_STOP_NONE;
 	c.vm = vm;
 	c.ctx = hp->ctx;
 	c.user = vm->user;
@@ -150,7 +221,13 @@ int mc_call_helper(struct arf_mc_vm *vm, const struct mc_helper *hp, uint64_t *r
 		}
 	}
 	rc = hp->fn(&c, &ret);
+	if (vm->call.charge > avail && (rc >= 0 || !vm->call.stop))
+		vm->call.stop = MC_STOP_BUDGET, rc = ARF_EBUDGET; /* it charged more than there was */
 	if (rc < 0) {
+		if (vm->call.stop)
+			return stop_msg(vm, res, pc, vm->call.stop, hp->name,
+					vm->budget - avail + (vm->call.charge < avail ? vm->call.charge
+									 : avail));
 		if (rc == ARF_EOUTPUT)
 			return mc_failf(res, pc, rc, "helper %s: output limit of %zu bytes exceeded",
 					hp->name, vm->out_cap);
@@ -185,6 +262,9 @@ static int run(struct arf_mc_vm *vm, const struct arf_mc_prog *p, void *ctx, siz
 		snprintf(res->msg, sizeof(res->msg), "bad context buffer");
 		return -EINVAL;
 	}
+	vm->budget = budget;
+	if (vm->abort_flag && __atomic_load_n(vm->abort_flag, __ATOMIC_ACQUIRE))
+		return stop_msg(vm, res, p->entry, MC_STOP_ABORT, NULL, 0); /* nothing lent, nothing ran */
 
 	vm->base[ARF_MC_REGION_CTX] = ctx_len ? ctx : NULL;
 	vm->rsize[ARF_MC_REGION_CTX] = ctx_len;
@@ -202,7 +282,7 @@ static int run(struct arf_mc_vm *vm, const struct arf_mc_prog *p, void *ctx, siz
 	x.reg[MC_FP] = mc_fp_at(0);
 	x.pc = p->entry;
 	x.budget = budget;
-	x.left = vm->deadline_ns && budget > MC_SLICE ? MC_SLICE : budget;
+	x.left = mc_clocked(vm) && budget > MC_SLICE ? MC_SLICE : budget;
 	x.reserve = budget - x.left;
 
 	rc = native && p->jit ? mc_jit_run(vm, p, &x, res) : mc_interp(vm, p, &x, res);

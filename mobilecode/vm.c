@@ -100,6 +100,11 @@ void arf_mc_vm_set_deadline(struct arf_mc_vm *vm, uint64_t deadline_ns)
 	vm->deadline_ns = deadline_ns;
 }
 
+void arf_mc_vm_set_abort(struct arf_mc_vm *vm, const int *flag)
+{
+	vm->abort_flag = flag;
+}
+
 void *arf_mc_vm_translate(struct arf_mc_vm *vm, uint64_t addr, uint64_t len, int write)
 {
 	static uint8_t empty[1];

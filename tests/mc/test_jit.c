@@ -11,7 +11,9 @@
  * agree to the instruction too, not only in kind.
  *
  *   - random programs (randprog.h), each at a full budget and at a budget
- *     cut somewhere inside its run; MC_JIT_ROUNDS asks for more;
+ *     cut somewhere inside its run; MC_JIT_ROUNDS asks for more; their
+ *     helper calls include one that charges for work (so budgets run out
+ *     inside helpers too, and must still agree);
  *   - escapes: computed pointers past a region, below or above the stack,
  *     to host addresses, into a region number past the table or aliasing
  *     one, a callx to code -- stopped with the interpreter's error;
@@ -93,6 +95,14 @@ static int h_fill(struct arf_mc_call *c, uint64_t *ret)
 	return 0;
 }
 
+/* charge(x): charges x % 4096 instructions' worth of work; stops the run
+ * when the charge says so (budget), as a helper that loops would. */
+static int h_charge(struct arf_mc_call *c, uint64_t *ret)
+{
+	*ret = c->arg[0] % 4096;
+	return arf_mc_call_charge(c, c->arg[0] % 4096);
+}
+
 static struct arf_mc_helpers *helpers(void)
 {
 	static const struct arf_mc_helper_def defs[] = {
@@ -101,6 +111,7 @@ static struct arf_mc_helpers *helpers(void)
 		{ 18, "stop3", { ARF_MC_ARG_ANY }, h_stop3, NULL },
 		{ 19, "fill", { ARF_MC_ARG_PTR_RW, ARF_MC_ARG_SIZE }, h_fill, NULL },
 		{ 20, "map", { ARF_MC_ARG_ANY }, h_map, NULL },
+		{ 21, "charge", { ARF_MC_ARG_ANY }, h_charge, NULL },
 	};
 	struct arf_mc_helpers *h = NULL;
 
@@ -303,7 +314,7 @@ static void test_random_programs(void **state)
 		/* Half the helper calls go to the test's helpers. */
 		for (size_t i = 0; i < n; i++)
 			if (code[i].opcode == 0x85 && code[i].src == 0 && pick(2))
-				code[i].imm = 16 + (int32_t)pick(5);
+				code[i].imm = 16 + (int32_t)pick(6);
 		struct arf_mc_prog *p = load_jit(h, code, n, err, sizeof(err));
 
 		if (!p)
