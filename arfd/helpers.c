@@ -3,10 +3,23 @@
  * arfd/helpers — what programs may call besides the engine's own emit,
  * memcmp and memmem: the directory's name hash, a consistent read of a
  * self-verifying object (copied and validated, retried), emitting a word,
- * the ops/ hooks mkdir and create, and a view of a file's bytes.
+ * the ops/ hooks mkdir and create, a permission-checked lookup of one name,
+ * and a view of a file's bytes.
  *
- * None of them resolves a name, walks a chain, lists a directory or matches
- * a pattern: programs do that work, and pay for it in instructions.
+ * Programs resolve names, walk chains, list directories and match patterns
+ * themselves, and pay for it in instructions -- when they may read the
+ * exported regions, which only a run for root proven on a connection with
+ * region keys may (arfd_identity_sees_regions).  Every other run sees
+ * empty regions, so `lookup` resolves one name for it, through
+ * arf_ops_lookup with the run's credentials, as a LOOKUP request would.
+ *
+ * Every helper pays for its work in instructions (arf_mc_call_charge):
+ * bytes hashed, copied and validated, a fixed price for what takes the
+ * filesystem lock; the ones that loop (obj_read's retries, file_view's
+ * copy) charge each round and stop when the charge says the budget or the
+ * deadline is spent, and the ones that take the lock look at the clock
+ * after it.  So a program made of helper calls is bounded like any other:
+ * by max_insns, and within milliseconds of max_wall_ms.
  *
  * The hooks run exactly as a request's would: the request's credentials
  * (squashed as the export says), the same ops/ functions with their
@@ -37,17 +50,29 @@
 
 #define OBJ_READ_TRIES 64 /* copies of a changing object before giving up */
 
+/*
+ * Prices, in instructions, of what is not a matter of bytes: a hook (the
+ * lock, a transaction, a RocksDB write) and a lookup (the lock, a chain
+ * walk in C: about what a program pays to read one chain entry itself).
+ */
+#define COST_HOOK   4096u
+#define COST_LOOKUP 128u
+
 static int h_name_hash(struct arf_mc_call *c, uint64_t *ret)
 {
+	if (c->arg[2] > ARF_NAME_MAX) {
+		c->why = "a name is at most 255 bytes";
+		return -ENAMETOOLONG;
+	}
 	*ret = arf_meta_name_hash(c->arg[0], c->ptr[1], c->arg[2]);
-	return 0;
+	return arf_mc_call_charge_bytes(c, c->arg[2]);
 }
 
 static int h_obj_read(struct arf_mc_call *c, uint64_t *ret)
 {
 	uint64_t len = c->arg[1];
 	const uint8_t *src = arf_mc_vm_translate(c->vm, c->arg[2], len, 0);
-	int rc = 0;
+	int rc = 0, stop;
 
 	if (!src) {
 		c->why = "source is not readable memory of that length";
@@ -57,11 +82,19 @@ static int h_obj_read(struct arf_mc_call *c, uint64_t *ret)
 		c->why = "shorter than an object header";
 		return -EINVAL;
 	}
+	if (len > ARF_PROG_OBJ_MAX) {
+		c->why = "longer than any object (ARF_PROG_OBJ_MAX, 1 MiB)";
+		return -EINVAL;
+	}
 	for (int i = 0; i < OBJ_READ_TRIES; i++) {
 		/* a deliberate race with writers, as a one-sided read is: the
 		 * version and checksum say whether the copy is whole */
 		memmove(c->ptr[0], src, len);
 		rc = arf_meta_obj_validate(c->ptr[0], len); /* of the copy: no fence needed */
+		/* the copy, the checksum and (for a never-written object) the
+		 * zero check: each try pays for its three passes */
+		if ((stop = arf_mc_call_charge_bytes(c, 3 * len)))
+			return stop;
 		if (!rc)
 			break;
 		if (i > 8)
@@ -112,6 +145,8 @@ static int h_make(struct arf_mc_call *c, uint64_t *ret)
 		*ret = (uint64_t)(int64_t)-EINVAL;
 		return 0;
 	}
+	if ((rc = arf_mc_call_charge(c, COST_HOOK + nlen / ARF_MC_BYTES_PER_INSN)))
+		return rc;
 	pthread_mutex_lock(&d->fs_lock);
 	if (d->cfg.read_only) {
 		rc = -EROFS;
@@ -130,7 +165,32 @@ static int h_make(struct arf_mc_call *c, uint64_t *ret)
 	if (!rc)
 		to_prog_attr(&a, pa);
 	*ret = (uint64_t)(int64_t)rc;
-	return 0;
+	return arf_mc_call_check(c); /* the lock and RocksDB may have taken a while */
+}
+
+/* lookup: (attr: directory in, child out; name; len), as a LOOKUP request. */
+static int h_lookup(struct arf_mc_call *c, uint64_t *ret)
+{
+	struct arfd_exec *ex = c->user;
+	struct arfd *d = ex->d;
+	struct arf_prog_attr *pa = c->ptr[0];
+	size_t nlen = c->arg[3];
+	struct arf_ops_attr a;
+	int rc;
+
+	if (c->arg[1] < sizeof(*pa)) {
+		*ret = (uint64_t)(int64_t)-EINVAL;
+		return 0;
+	}
+	if ((rc = arf_mc_call_charge(c, COST_LOOKUP + nlen / ARF_MC_BYTES_PER_INSN)))
+		return rc;
+	pthread_mutex_lock(&d->fs_lock);
+	rc = arf_ops_lookup(&d->fs, &ex->cr, pa->ino, pa->gen, c->ptr[2], nlen, &a);
+	pthread_mutex_unlock(&d->fs_lock);
+	if (!rc)
+		to_prog_attr(&a, pa);
+	*ret = (uint64_t)(int64_t)rc;
+	return arf_mc_call_check(c);
 }
 
 struct view_buf {
@@ -193,7 +253,7 @@ static int h_file_view(struct arf_mc_call *c, uint64_t *ret)
 	struct view_buf *b;
 	size_t len, got = 0;
 	uint64_t addr = 0;
-	int rc;
+	int rc, stop = 0;
 
 	if (c->arg[1] < sizeof(*v)) {
 		*ret = (uint64_t)(int64_t)-EINVAL;
@@ -209,11 +269,24 @@ static int h_file_view(struct arf_mc_call *c, uint64_t *ret)
 		*ret = (uint64_t)(int64_t)-ENOMEM;
 		return 0;
 	}
+	/* One state of the file: the whole copy under one hold of the lock,
+	 * a MiB at a time, paying for each and stopping at the deadline. */
 	pthread_mutex_lock(&d->fs_lock);
 	rc = arf_ops_getattr(&d->fs, v->ino, v->gen, &a);
-	if (!rc)
-		rc = arf_ops_read(&d->fs, &ex->cr, v->ino, v->gen, v->off, b->p, len, &got);
+	if (!rc) {
+		do { /* at least once: an empty view is permission-checked too */
+			size_t n = len - got < ARF_MC_CHUNK ? len - got : ARF_MC_CHUNK, g = 0;
+
+			rc = arf_ops_read(&d->fs, &ex->cr, v->ino, v->gen, v->off + got, b->p + got,
+					  n, &g);
+			got += g;
+			if (rc || (stop = arf_mc_call_charge_bytes(c, n)) || g < n)
+				break; /* failed, out of time or budget, or the end of the file */
+		} while (got < len);
+	}
 	pthread_mutex_unlock(&d->fs_lock);
+	if (stop)
+		return stop;
 	if (!rc)
 		rc = arf_mc_vm_add_region(c->vm, b->p, got, 0, &addr);
 	if (!rc) {
@@ -242,6 +315,9 @@ int arfd_helpers_register(struct arf_mc_helpers *h, char *err, size_t errlen)
 		    ARF_MC_ARG_ANY }, h_make, (void *)(uintptr_t)ARF_PH_CREATE },
 		{ ARF_PH_FILE_VIEW, "file_view", { ARF_MC_ARG_PTR_RW, ARF_MC_ARG_SIZE },
 		  h_file_view, NULL },
+		{ ARF_PH_LOOKUP, "lookup",
+		  { ARF_MC_ARG_PTR_RW, ARF_MC_ARG_SIZE, ARF_MC_ARG_PTR_RO, ARF_MC_ARG_SIZE },
+		  h_lookup, NULL },
 	};
 
 	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]); i++) {

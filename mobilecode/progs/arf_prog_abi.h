@@ -15,9 +15,15 @@
  * arf_obj_read(), which copies it and validates version and checksum; a
  * direct load of a live object may see it half-written.
  *
- * Helpers never resolve names, walk chains, list directories or match
- * patterns: the programs do, so their cost shows in the instructions they
- * execute.
+ * Helpers do not walk chains, list directories or match patterns: the
+ * programs do, so their cost shows in the instructions they execute.  But
+ * a program reads META and DATA only when it runs for root proven on a
+ * connection that holds the region keys; for anyone else arfd lends them
+ * empty (a program must not read what its user may not), and such a
+ * program resolves a name with ARF_PH_LOOKUP, which asks arf_ops_lookup
+ * with the run's credentials -- the permission check a LOOKUP request
+ * makes -- and charges the run for it like every helper charges for its
+ * work (copying, hashing, the filesystem lock).
  */
 #ifndef ARF_PROG_ABI_H
 #define ARF_PROG_ABI_H
@@ -41,7 +47,8 @@ enum arf_prog_helper {
 	ARF_PH_MEMCMP    = 2,  /* memcmp(a, b, len) -> -1, 0, 1 */
 	ARF_PH_MEMMEM    = 3,  /* memmem(hay, hlen, needle, nlen) -> offset or -1 */
 	/* arfd's */
-	ARF_PH_NAME_HASH = 16, /* name_hash(parent, name, len) -> arf_meta_name_hash() */
+	ARF_PH_NAME_HASH = 16, /* name_hash(parent, name, len) -> arf_meta_name_hash();
+				* len over 255 fails the run */
 	ARF_PH_OBJ_READ  = 17, /* obj_read(dst, len, src) -> 0, ARF_ETORN or ARF_ECSUM (after
 				* retries): copies len bytes at address src (any readable
 				* region) to dst and validates them as a self-verifying object */
@@ -50,7 +57,14 @@ enum arf_prog_helper {
 	ARF_PH_CREATE    = 21, /* create(attr, attr_len, name, len, mode | ARF_PROG_EXCL) */
 	ARF_PH_FILE_VIEW = 22, /* file_view(view, view_len) -> 0 or -errno: struct
 				* arf_prog_file_view; once per run */
+	ARF_PH_LOOKUP    = 23, /* lookup(attr, attr_len, name, len) -> 0 or -errno: attr's
+				* ino and gen name the directory on the way in, the child's
+				* struct arf_prog_attr comes back in it; -ENOENT, -EACCES
+				* (no search permission), -ENOTDIR, -ESTALE, as LOOKUP */
 };
+
+/* ARF_PH_OBJ_READ: the longest object it copies (larger fails the run). */
+#define ARF_PROG_OBJ_MAX (1u << 20)
 
 /* ARF_PH_CREATE: fail with -EEXIST when the name exists (O_EXCL). */
 #define ARF_PROG_EXCL ((uint64_t)1 << 32)

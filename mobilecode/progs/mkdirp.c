@@ -2,23 +2,26 @@
 /*
  * mkdir -p in one round trip: makes every missing directory of a path
  * with the mkdir hook (the request's credentials and permission checks;
- * each one persisted as a MKDIR request is), looking existing components
- * up itself.  Context: struct arf_prog_mkdirp_arg followed by the path;
- * output: the struct arf_prog_attr of the last directory.  r0 = 0, or
- * -errno from a hook (EACCES, ENOTDIR, ...) or a lookup.
+ * each one persisted as a MKDIR request is), and finds the ones that exist
+ * with the lookup helper (the same credentials, the search permission a
+ * LOOKUP request checks) -- not by walking the directory's chains itself,
+ * since a run for anyone but root proven on a connection with region keys
+ * sees no regions to walk.  Context: struct arf_prog_mkdirp_arg followed by
+ * the path; output: the struct arf_prog_attr of the last directory.
+ * r0 = 0, or -errno from a hook (EACCES, ENOTDIR, ...) or a lookup.
  */
 #include "prog.h"
 
 static long (*arf_mkdir)(struct arf_prog_attr *attr, uint64_t attr_len, const void *name,
 			 uint64_t len, uint64_t mode) = (void *)ARF_PH_MKDIR;
+static long (*arf_lookup)(struct arf_prog_attr *attr, uint64_t attr_len, const void *name,
+			  uint64_t len) = (void *)ARF_PH_LOOKUP;
 
 #define EEXIST_ 17
 
 long arf_prog_mkdirp(struct arf_prog_mkdirp_arg *a, uint64_t len)
 {
-	struct arf_meta_dirent *e = (struct arf_meta_dirent *)ARF_PROG_SCRATCH;
 	const char *p = (const char *)(a + 1);
-	struct arf_prog_lookup_out lo;
 	struct arf_prog_attr attr;
 	uint64_t n, i = 0;
 	long rc;
@@ -43,13 +46,12 @@ long arf_prog_mkdirp(struct arf_prog_mkdirp_arg *a, uint64_t len)
 			return -ENAMETOOLONG_;
 		rc = arf_mkdir(&attr, sizeof(attr), p + s, cl, a->mode);
 		if (rc == -EEXIST_) {
-			rc = prog_chain_lookup(attr.ino, p + s, cl, e, &lo);
+			/* there already: go on into it, if it is a directory */
+			rc = arf_lookup(&attr, sizeof(attr), p + s, cl);
 			if (rc)
 				return rc;
-			if (lo.type != DT_DIR_)
+			if ((attr.mode & S_IFMT_) != S_IFDIR_)
 				return -ENOTDIR_;
-			attr.ino = lo.child;
-			attr.gen = lo.gen;
 			continue;
 		}
 		if (rc)
