@@ -8,15 +8,16 @@
  * checked with SO_PEERCRED (uid 0, or the configured group as primary or
  * supplementary group), so a socket file made accessible by mistake still
  * lets nobody else in.  The exchange is one line in ("fsck\n",
- * "progs show 3fa2\n"), one JSON
- * object or Prometheus text out, then the connection closes.  Commands run
- * on this thread, one at a time; fsck and checkpoint take the filesystem
- * lock, so requests wait while they run.
+ * "progs show 3fa2\n"), one JSON object (built with json-c; arfctl's
+ * admin.c reads it with json-c, and this file is the schema: an object with
+ * "error" is a failure) or Prometheus text out, then the connection closes.
+ * The stats object and the Prometheus text come from one table of metrics.
+ * Commands run on this thread, one at a time; fsck and checkpoint take the
+ * filesystem lock, so requests wait while they run.
  */
 #include <errno.h>
 #include <grp.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <json-c/json.h>
 
 #include "arf_proto.h"
 #include "arfd.h"
@@ -39,58 +42,50 @@ struct arfd_control {
 	char path[256];
 };
 
-/* A growing text buffer. */
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	int err;
-};
+/*
+ * Replies are json-c objects, serialized once at the end (no spaces, "/"
+ * left unescaped); arfctl reads them with json-c too.  Building never stops
+ * half-way: a failed allocation is latched in reply_oom (the control thread
+ * is the only builder) and the whole reply becomes {"error":"out of
+ * memory"}.
+ */
+static int reply_oom;
 
-static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void sb_printf(struct sbuf *b, const char *fmt, ...)
+/* v under key in o; o owns v after (v is freed when that fails). */
+static void put(json_object *o, const char *key, json_object *v)
 {
-	va_list ap;
-	for (;;) {
-		size_t room = b->cap - b->len;
-		va_start(ap, fmt);
-		int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? room : 0, fmt, ap);
-		va_end(ap);
-		if (n < 0) {
-			b->err = 1;
-			return;
-		}
-		if (b->p && (size_t)n < room) {
-			b->len += (size_t)n;
-			return;
-		}
-		size_t cap = b->cap ? b->cap * 2 : 4096;
-		while (cap < b->len + (size_t)n + 1)
-			cap *= 2;
-		char *np = realloc(b->p, cap);
-		if (!np) {
-			b->err = 1;
-			return;
-		}
-		b->p = np;
-		b->cap = cap;
+	if (!o || !v || json_object_object_add(o, key, v)) {
+		json_object_put(v);
+		reply_oom = 1;
 	}
 }
 
-/* JSON string: the characters that need it escaped. */
-static void sb_json_str(struct sbuf *b, const char *s)
+static void push(json_object *a, json_object *v)
 {
-	sb_printf(b, "\"");
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			sb_printf(b, "\\%c", c);
-		else if (c < 0x20)
-			sb_printf(b, "\\u%04x", c);
-		else
-			sb_printf(b, "%c", c);
+	if (!a || !v || json_object_array_add(a, v)) {
+		json_object_put(v);
+		reply_oom = 1;
 	}
-	sb_printf(b, "\"");
+}
+
+static json_object *u64(uint64_t v) { return json_object_new_uint64(v); }
+static json_object *str(const char *s) { return json_object_new_string(s); }
+static json_object *boolean(int b) { return json_object_new_boolean(b); }
+
+/* A number written with prec decimals (json-c would write all 17). */
+static json_object *fixed(double v, int prec)
+{
+	char text[64];
+	snprintf(text, sizeof(text), "%.*f", prec, v);
+	return json_object_new_double_s(v, text);
+}
+
+/* {"error": msg}: the form arfctl reports as a failure. */
+static json_object *error_reply(const char *msg)
+{
+	json_object *r = json_object_new_object();
+	put(r, "error", str(msg));
+	return r;
 }
 
 static int peer_allowed(struct arfd_control *ctl, int fd, char *who, size_t wlen)
@@ -128,23 +123,37 @@ static int peer_allowed(struct arfd_control *ctl, int fd, char *who, size_t wlen
 
 /* ---- commands ---------------------------------------------------------- */
 
-static void cmd_status(struct arfd *d, struct sbuf *b)
+static json_object *cmd_status(struct arfd *d)
 {
 	struct arf_proto_wr w;
+	json_object *r = NULL;
+
 	arf_proto_wr_init(&w);
 	pthread_mutex_lock(&d->fs_lock);
 	arfd_status_json(d, &w);
 	pthread_mutex_unlock(&d->fs_lock);
-	sb_printf(b, "%.*s", (int)w.len, (const char *)w.buf);
+	/* the same summary the data connection's STATUS answers, as an object */
+	if (!w.err) {
+		struct json_tokener *tok = json_tokener_new();
+		if (tok)
+			r = json_tokener_parse_ex(tok, (const char *)w.buf, (int)w.len);
+		json_tokener_free(tok);
+	}
 	arf_proto_wr_free(&w);
+	if (!r && !w.err)
+		return error_reply("status: the summary is not JSON");
+	reply_oom |= !r;
+	return r;
 }
+
+/* ---- stats: one table for the JSON object and the Prometheus text ------- */
 
 struct stat_snap {
 	struct arfd_counters ctr;
 	struct arf_net_server_counters nc;
 	struct arf_ops_statfs sf;
 	double uptime;
-	uint64_t clients;
+	uint64_t incarnation, data_bytes, data_free_bytes;
 };
 
 static void snap(struct arfd *d, struct stat_snap *s)
@@ -158,7 +167,131 @@ static void snap(struct arfd *d, struct stat_snap *s)
 	arf_net_server_counters(d->net, &s->nc);
 	s->uptime = (double)(now.tv_sec - d->started.tv_sec) +
 		    (double)(now.tv_nsec - d->started.tv_nsec) / 1e9;
-	s->clients = __atomic_load_n(&d->clients, __ATOMIC_RELAXED);
+	s->incarnation = d->incarnation;
+	s->data_bytes = s->sf.blocks * s->sf.bsize;
+	s->data_free_bytes = s->sf.bfree * s->sf.bsize;
+}
+
+/* How a metric's value is read from the snapshot. */
+enum metric_kind {
+	METRIC_U64,     /* the uint64_t at off */
+	METRIC_SECONDS, /* the uptime: a double, three decimals */
+	METRIC_BY_KIND, /* ctr.requests by request kind: in JSON the kinds seen, in
+			 * Prometheus every kind as a label */
+};
+
+struct metric {
+	const char *json;  /* its path in the stats object ("connections.open"); NULL:
+			    * Prometheus only */
+	const char *prom;  /* its Prometheus name (arf_, _total on counters, units in the
+			    * name); NULL: JSON only */
+	const char *type;  /* Prometheus type: "counter" or "gauge" */
+	const char *help;
+	enum metric_kind kind;
+	size_t off;        /* METRIC_U64: where in struct stat_snap */
+};
+
+/* A uint64_t field of struct stat_snap: its offset, and a compile error
+ * (distinct pointer types) when the field is not a uint64_t. */
+#define U64(f) METRIC_U64, offsetof(struct stat_snap, f) + \
+	0 * sizeof(&((struct stat_snap *)0)->f == (uint64_t *)0)
+
+/* Every counter arfd shows, in the order the JSON object lists them.  The
+ * regions' sizes go to Prometheus in bytes and to JSON in blocks. */
+static const struct metric metrics[] = {
+	{ "uptime_s", "arf_uptime_seconds", "gauge", "Seconds since arfd started.",
+	  METRIC_SECONDS, 0 },
+	{ "incarnation", "arf_incarnation", "gauge", "Incarnation number, changed at every start.",
+	  U64(incarnation) },
+	{ "requests", "arf_requests_total", "counter", "Requests served, by kind.",
+	  METRIC_BY_KIND, 0 },
+	{ "errors", "arf_request_errors_total", "counter",
+	  "Requests answered with a failure status.", U64(ctr.errors) },
+	{ "bad_requests", "arf_bad_requests_total", "counter",
+	  "Request bodies that could not be decoded.", U64(ctr.bad_requests) },
+	{ "mutations", "arf_mutations_total", "counter", "Changes made durable in RocksDB.",
+	  U64(ctr.mutations) },
+	{ "objects_written", "arf_objects_written_total", "counter",
+	  "Objects those changes wrote to RocksDB.", U64(ctr.objects_written) },
+	{ "wal_syncs", "arf_wal_syncs_total", "counter", "Write-ahead log syncs (group commits).",
+	  U64(ctr.syncs) },
+	{ "synced_txns", "arf_synced_changes_total", "counter",
+	  "Changes made durable by those syncs.", U64(ctr.synced_txns) },
+	{ "connections.open", "arf_connections_open", "gauge", "Client connections open.",
+	  U64(nc.conns_open) },
+	{ "connections.accepted", "arf_connections_accepted_total", "counter",
+	  "Client connections accepted.", U64(nc.conns_accepted) },
+	{ "connections.refused", "arf_connections_refused_total", "counter",
+	  "Connections refused (limit, handshake, access).", U64(nc.conns_refused) },
+	{ "connections.refused_limit", "arf_connections_refused_limit_total", "counter",
+	  "Connections refused by max_conns, max_conns_per_client or the reserved root slots.",
+	  U64(nc.conns_refused_limit) },
+	{ "connections.closed_idle", "arf_connections_closed_idle_total", "counter",
+	  "Connections closed after idle_timeout_s.", U64(nc.conns_closed_idle) },
+	{ "connections.closed_midframe", "arf_connections_closed_midframe_total", "counter",
+	  "Connections closed with a frame unfinished past frame_timeout_s.",
+	  U64(nc.conns_closed_midframe) },
+	{ "connections.preauth_oversize", "arf_preauth_oversize_total", "counter",
+	  "Connections closed for a frame over 4 KiB before the handshake.",
+	  U64(nc.preauth_oversize) },
+	{ "connections.stalls", "arf_connection_stalls_total", "counter",
+	  "Times a connection stopped being read at max_conn_requests or max_conn_request_bytes.",
+	  U64(nc.stalls) },
+	{ "connections.stalled", "arf_connections_stalled", "gauge",
+	  "Connections not read now, at their request cap.", U64(nc.conns_stalled) },
+	{ "one_sided.reads", "arf_one_sided_reads_total", "counter",
+	  "One-sided reads served by the soft-NIC.", U64(nc.one_sided_reads) },
+	{ "one_sided.bytes", "arf_one_sided_read_bytes_total", "counter",
+	  "Bytes read one-sidedly (soft-NIC).", U64(nc.one_sided_bytes) },
+	{ "one_sided.writes", "arf_one_sided_writes_total", "counter",
+	  "One-sided writes served by the soft-NIC.", U64(nc.one_sided_writes) },
+	{ "one_sided.refused", "arf_one_sided_refused_total", "counter",
+	  "One-sided operations refused (key, bounds, rights).", U64(nc.one_sided_refused) },
+	{ "one_sided.rounds", "arf_one_sided_rounds_total", "counter",
+	  "Round trips of one-sided operations served (a batched read is one).",
+	  U64(nc.one_sided_rounds) },
+	{ "net_requests", "arf_net_requests_total", "counter",
+	  "Request frames the transports received.", U64(nc.requests) },
+	{ "bad_frames", "arf_bad_frames_total", "counter", "Malformed frames received.",
+	  U64(nc.bad_frames) },
+	{ "inodes.total", "arf_inodes", "gauge", "Inode slots.", U64(sf.files) },
+	{ "inodes.free", "arf_inodes_free", "gauge", "Free inode slots.", U64(sf.ffree) },
+	{ "blocks.total", NULL, "gauge", "Blocks of the data region.", U64(sf.blocks) },
+	{ "blocks.free", NULL, "gauge", "Free blocks of the data region.", U64(sf.bfree) },
+	{ NULL, "arf_data_bytes", "gauge", "Size of the data region.", U64(data_bytes) },
+	{ NULL, "arf_data_free_bytes", "gauge", "Free bytes in the data region.",
+	  U64(data_free_bytes) },
+	{ "programs.loads", "arf_program_loads_total", "counter", "Programs verified and cached.",
+	  U64(ctr.prog_loads) },
+	{ "programs.load_hits", "arf_program_load_hits_total", "counter",
+	  "Program loads answered from the cache.", U64(ctr.prog_load_hits) },
+	{ "programs.rejected", "arf_program_rejected_total", "counter",
+	  "Program loads refused by the loader or the verifier.", U64(ctr.prog_rejected) },
+	{ "programs.jitted", "arf_program_jit_compiles_total", "counter",
+	  "Loaded programs compiled to native code by the JIT.", U64(ctr.prog_jitted) },
+	{ "programs.jit_failed", "arf_program_jit_failures_total", "counter",
+	  "Loaded programs the JIT could not compile (interpreted instead).",
+	  U64(ctr.prog_jit_failed) },
+	{ "programs.evictions", "arf_program_evictions_total", "counter",
+	  "Programs dropped from the full cache.", U64(ctr.prog_evictions) },
+	{ "programs.execs", "arf_program_execs_total", "counter", "Mobile-code programs run.",
+	  U64(ctr.prog_execs) },
+	{ "programs.insns", "arf_program_instructions_total", "counter",
+	  "Instructions those programs executed.", U64(ctr.prog_insns) },
+	{ "programs.failures", "arf_program_failures_total", "counter",
+	  "Program runs that failed (budget, bad memory access, output, helper).",
+	  U64(ctr.prog_failures) },
+	{ "programs.budget_stops", "arf_program_budget_stops_total", "counter",
+	  "Program runs stopped at their instruction or wall-clock budget.",
+	  U64(ctr.prog_budget_stops) },
+};
+#undef U64
+
+static uint64_t metric_u64(const struct metric *m, const struct stat_snap *s)
+{
+	uint64_t v;
+	memcpy(&v, (const char *)s + m->off, sizeof(v));
+	return v;
 }
 
 /* The name of counter i, NULL for the kinds no index names (those are in
@@ -168,234 +301,182 @@ static const char *kind_name(int i)
 	return i >= 0 && i < ARF_PROTO_NKINDS - 1 ? arf_proto_kind_name(i) : NULL;
 }
 
-static void cmd_stats(struct arfd *d, struct sbuf *b, int prometheus)
+/* The object at a metric's path ("a.b": root's "a", made when missing) and
+ * the key left ("b"), in key (cap bytes). */
+static json_object *metric_parent(json_object *root, const char *path, char *key, size_t cap)
 {
-	struct stat_snap s;
-	snap(d, &s);
-	if (!prometheus) {
-		sb_printf(b, "{\"uptime_s\":%.3f,\"incarnation\":%llu,\"requests\":{", s.uptime,
-			  (unsigned long long)d->incarnation);
-		int first = 1;
-		for (int i = 0; i < ARF_PROTO_NKINDS; i++) {
-			const char *k = kind_name(i);
-			if (!k || !s.ctr.requests[i])
-				continue;
-			sb_printf(b, "%s\"%s\":%llu", first ? "" : ",", k,
-				  (unsigned long long)s.ctr.requests[i]);
-			first = 0;
+	const char *dot;
+	json_object *o = root;
+
+	while ((dot = strchr(path, '.'))) {
+		json_object *sub;
+		snprintf(key, cap, "%.*s", (int)(dot - path), path);
+		if (!json_object_object_get_ex(o, key, &sub)) {
+			sub = json_object_new_object();
+			put(o, key, sub);
+			if (reply_oom)
+				return NULL;
 		}
-		sb_printf(b, "},\"errors\":%llu,\"bad_requests\":%llu,\"mutations\":%llu,"
-			  "\"objects_written\":%llu,\"wal_syncs\":%llu,\"synced_txns\":%llu,"
-			  "\"connections\":{\"open\":%llu,\"accepted\":%llu,\"refused\":%llu,"
-			  "\"refused_limit\":%llu,\"closed_idle\":%llu,\"closed_midframe\":%llu,"
-			  "\"preauth_oversize\":%llu,\"stalls\":%llu,\"stalled\":%llu},"
-			  "\"one_sided\":{\"reads\":%llu,\"bytes\":%llu,\"writes\":%llu,\"refused\":%llu,"
-			  "\"rounds\":%llu},"
-			  "\"net_requests\":%llu,\"bad_frames\":%llu,"
-			  "\"inodes\":{\"total\":%llu,\"free\":%llu},"
-			  "\"blocks\":{\"total\":%llu,\"free\":%llu},"
-			  "\"programs\":{\"loads\":%llu,\"load_hits\":%llu,\"rejected\":%llu,"
-			  "\"jitted\":%llu,\"jit_failed\":%llu,"
-			  "\"evictions\":%llu,\"execs\":%llu,\"insns\":%llu,\"failures\":%llu,"
-			  "\"budget_stops\":%llu}}",
-			  (unsigned long long)s.ctr.errors, (unsigned long long)s.ctr.bad_requests,
-			  (unsigned long long)s.ctr.mutations, (unsigned long long)s.ctr.objects_written,
-			  (unsigned long long)s.ctr.syncs, (unsigned long long)s.ctr.synced_txns,
-			  (unsigned long long)s.nc.conns_open, (unsigned long long)s.nc.conns_accepted,
-			  (unsigned long long)s.nc.conns_refused,
-			  (unsigned long long)s.nc.conns_refused_limit,
-			  (unsigned long long)s.nc.conns_closed_idle,
-			  (unsigned long long)s.nc.conns_closed_midframe,
-			  (unsigned long long)s.nc.preauth_oversize, (unsigned long long)s.nc.stalls,
-			  (unsigned long long)s.nc.conns_stalled, (unsigned long long)s.nc.one_sided_reads,
-			  (unsigned long long)s.nc.one_sided_bytes,
-			  (unsigned long long)s.nc.one_sided_writes,
-			  (unsigned long long)s.nc.one_sided_refused,
-			  (unsigned long long)s.nc.one_sided_rounds, (unsigned long long)s.nc.requests,
-			  (unsigned long long)s.nc.bad_frames, (unsigned long long)s.sf.files,
-			  (unsigned long long)s.sf.ffree, (unsigned long long)s.sf.blocks,
-			  (unsigned long long)s.sf.bfree, (unsigned long long)s.ctr.prog_loads,
-			  (unsigned long long)s.ctr.prog_load_hits, (unsigned long long)s.ctr.prog_rejected,
-			  (unsigned long long)s.ctr.prog_jitted, (unsigned long long)s.ctr.prog_jit_failed,
-			  (unsigned long long)s.ctr.prog_evictions, (unsigned long long)s.ctr.prog_execs,
-			  (unsigned long long)s.ctr.prog_insns, (unsigned long long)s.ctr.prog_failures,
-			  (unsigned long long)s.ctr.prog_budget_stops);
-		return;
+		o = sub;
+		path = dot + 1;
 	}
-	/* Prometheus text format: arf_ prefix, _total for counters, units in names. */
-#define METRIC(name, type, help) sb_printf(b, "# HELP " name " " help "\n# TYPE " name " " type "\n")
-	METRIC("arf_uptime_seconds", "gauge", "Seconds since arfd started.");
-	sb_printf(b, "arf_uptime_seconds %.3f\n", s.uptime);
-	METRIC("arf_incarnation", "gauge", "Incarnation number, changed at every start.");
-	sb_printf(b, "arf_incarnation %llu\n", (unsigned long long)d->incarnation);
-	METRIC("arf_requests_total", "counter", "Requests served, by kind.");
-	for (int i = 0; i < ARF_PROTO_NKINDS; i++) {
-		const char *k = kind_name(i);
-		if (k)
-			sb_printf(b, "arf_requests_total{kind=\"%s\"} %llu\n", k,
-				  (unsigned long long)s.ctr.requests[i]);
-	}
-	METRIC("arf_request_errors_total", "counter", "Requests answered with a failure status.");
-	sb_printf(b, "arf_request_errors_total %llu\n", (unsigned long long)s.ctr.errors);
-	METRIC("arf_bad_requests_total", "counter", "Request bodies that could not be decoded.");
-	sb_printf(b, "arf_bad_requests_total %llu\n", (unsigned long long)s.ctr.bad_requests);
-	METRIC("arf_mutations_total", "counter", "Changes made durable in RocksDB.");
-	sb_printf(b, "arf_mutations_total %llu\n", (unsigned long long)s.ctr.mutations);
-	METRIC("arf_wal_syncs_total", "counter", "Write-ahead log syncs (group commits).");
-	sb_printf(b, "arf_wal_syncs_total %llu\n", (unsigned long long)s.ctr.syncs);
-	METRIC("arf_program_execs_total", "counter", "Mobile-code programs run.");
-	sb_printf(b, "arf_program_execs_total %llu\n", (unsigned long long)s.ctr.prog_execs);
-	METRIC("arf_program_instructions_total", "counter", "Instructions those programs executed.");
-	sb_printf(b, "arf_program_instructions_total %llu\n", (unsigned long long)s.ctr.prog_insns);
-	METRIC("arf_program_failures_total", "counter",
-	       "Program runs that failed (budget, bad memory access, output, helper).");
-	sb_printf(b, "arf_program_failures_total %llu\n", (unsigned long long)s.ctr.prog_failures);
-	METRIC("arf_program_loads_total", "counter", "Programs verified and cached.");
-	sb_printf(b, "arf_program_loads_total %llu\n", (unsigned long long)s.ctr.prog_loads);
-	METRIC("arf_program_jit_compiles_total", "counter",
-	       "Loaded programs compiled to native code by the JIT.");
-	sb_printf(b, "arf_program_jit_compiles_total %llu\n", (unsigned long long)s.ctr.prog_jitted);
-	METRIC("arf_program_jit_failures_total", "counter",
-	       "Loaded programs the JIT could not compile (interpreted instead).");
-	sb_printf(b, "arf_program_jit_failures_total %llu\n",
-		  (unsigned long long)s.ctr.prog_jit_failed);
-	METRIC("arf_connections_open", "gauge", "Client connections open.");
-	sb_printf(b, "arf_connections_open %llu\n", (unsigned long long)s.nc.conns_open);
-	METRIC("arf_connections_accepted_total", "counter", "Client connections accepted.");
-	sb_printf(b, "arf_connections_accepted_total %llu\n", (unsigned long long)s.nc.conns_accepted);
-	METRIC("arf_connections_refused_total", "counter",
-	       "Connections refused (limit, handshake, access).");
-	sb_printf(b, "arf_connections_refused_total %llu\n", (unsigned long long)s.nc.conns_refused);
-	METRIC("arf_connections_refused_limit_total", "counter",
-	       "Connections refused by max_conns, max_conns_per_client or the reserved root slots.");
-	sb_printf(b, "arf_connections_refused_limit_total %llu\n",
-		  (unsigned long long)s.nc.conns_refused_limit);
-	METRIC("arf_connections_closed_idle_total", "counter", "Connections closed after idle_timeout_s.");
-	sb_printf(b, "arf_connections_closed_idle_total %llu\n",
-		  (unsigned long long)s.nc.conns_closed_idle);
-	METRIC("arf_connections_closed_midframe_total", "counter",
-	       "Connections closed with a frame unfinished past frame_timeout_s.");
-	sb_printf(b, "arf_connections_closed_midframe_total %llu\n",
-		  (unsigned long long)s.nc.conns_closed_midframe);
-	METRIC("arf_preauth_oversize_total", "counter",
-	       "Connections closed for a frame over 4 KiB before the handshake.");
-	sb_printf(b, "arf_preauth_oversize_total %llu\n", (unsigned long long)s.nc.preauth_oversize);
-	METRIC("arf_connection_stalls_total", "counter",
-	       "Times a connection stopped being read at max_conn_requests or max_conn_request_bytes.");
-	sb_printf(b, "arf_connection_stalls_total %llu\n", (unsigned long long)s.nc.stalls);
-	METRIC("arf_connections_stalled", "gauge", "Connections not read now, at their request cap.");
-	sb_printf(b, "arf_connections_stalled %llu\n", (unsigned long long)s.nc.conns_stalled);
-	METRIC("arf_one_sided_reads_total", "counter", "One-sided reads served by the soft-NIC.");
-	sb_printf(b, "arf_one_sided_reads_total %llu\n", (unsigned long long)s.nc.one_sided_reads);
-	METRIC("arf_one_sided_read_bytes_total", "counter", "Bytes read one-sidedly (soft-NIC).");
-	sb_printf(b, "arf_one_sided_read_bytes_total %llu\n",
-		  (unsigned long long)s.nc.one_sided_bytes);
-	METRIC("arf_one_sided_rounds_total", "counter",
-	       "Round trips of one-sided operations served (a batched read is one).");
-	sb_printf(b, "arf_one_sided_rounds_total %llu\n",
-		  (unsigned long long)s.nc.one_sided_rounds);
-	METRIC("arf_one_sided_refused_total", "counter",
-	       "One-sided operations refused (key, bounds, rights).");
-	sb_printf(b, "arf_one_sided_refused_total %llu\n",
-		  (unsigned long long)s.nc.one_sided_refused);
-	METRIC("arf_bad_frames_total", "counter", "Malformed frames received.");
-	sb_printf(b, "arf_bad_frames_total %llu\n", (unsigned long long)s.nc.bad_frames);
-	METRIC("arf_inodes", "gauge", "Inode slots.");
-	sb_printf(b, "arf_inodes %llu\n", (unsigned long long)s.sf.files);
-	METRIC("arf_inodes_free", "gauge", "Free inode slots.");
-	sb_printf(b, "arf_inodes_free %llu\n", (unsigned long long)s.sf.ffree);
-	METRIC("arf_data_bytes", "gauge", "Size of the data region.");
-	sb_printf(b, "arf_data_bytes %llu\n", (unsigned long long)(s.sf.blocks * s.sf.bsize));
-	METRIC("arf_data_free_bytes", "gauge", "Free bytes in the data region.");
-	sb_printf(b, "arf_data_free_bytes %llu\n", (unsigned long long)(s.sf.bfree * s.sf.bsize));
-#undef METRIC
+	snprintf(key, cap, "%s", path);
+	return o;
 }
 
-struct clients_ctx {
-	struct sbuf *b;
-	int n;
-};
+static json_object *stats_json(const struct stat_snap *s)
+{
+	json_object *r = json_object_new_object();
+	char key[64];
+
+	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
+		const struct metric *m = &metrics[i];
+		if (!m->json)
+			continue;
+		json_object *parent = metric_parent(r, m->json, key, sizeof(key)), *v;
+		if (m->kind == METRIC_SECONDS) {
+			v = fixed(s->uptime, 3);
+		} else if (m->kind == METRIC_BY_KIND) {
+			v = json_object_new_object();
+			for (int k = 0; k < ARF_PROTO_NKINDS; k++)
+				if (kind_name(k) && s->ctr.requests[k])
+					put(v, kind_name(k), u64(s->ctr.requests[k]));
+		} else {
+			v = u64(metric_u64(m, s));
+		}
+		put(parent, key, v);
+	}
+	return r;
+}
+
+/* The Prometheus text format (version 0.0.4), malloc'd; NULL when out of
+ * memory. */
+static char *stats_prometheus(const struct stat_snap *s)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		return NULL;
+	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++) {
+		const struct metric *m = &metrics[i];
+		if (!m->prom)
+			continue;
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m->prom, m->help, m->prom, m->type);
+		if (m->kind == METRIC_SECONDS)
+			fprintf(f, "%s %.3f\n", m->prom, s->uptime);
+		else if (m->kind == METRIC_U64)
+			fprintf(f, "%s %llu\n", m->prom, (unsigned long long)metric_u64(m, s));
+		else
+			for (int k = 0; k < ARF_PROTO_NKINDS; k++)
+				if (kind_name(k))
+					fprintf(f, "%s{kind=\"%s\"} %llu\n", m->prom, kind_name(k),
+						(unsigned long long)s->ctr.requests[k]);
+	}
+	if (ferror(f) | fclose(f)) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+/* ---- clients, exports ---------------------------------------------------- */
 
 static void one_client(void *ctx, const struct arf_net_conn_info *ci)
 {
-	struct clients_ctx *cc = ctx;
-	sb_printf(cc->b, "%s{\"address\":", cc->n++ ? "," : "");
-	sb_json_str(cc->b, ci->peer.addr);
-	sb_printf(cc->b, ",\"transport\":\"%s\",\"ready\":%s,\"connected_s\":%.1f,"
-		  "\"requests\":%llu,\"one_sided_reads\":%llu,\"one_sided_bytes\":%llu,"
-		  "\"one_sided_writes\":%llu,\"refused\":%llu,\"bytes_sent\":%llu,"
-		  "\"bytes_received\":%llu", ci->peer.transport, ci->ready ? "true" : "false",
-		  ci->connected_s, (unsigned long long)ci->requests,
-		  (unsigned long long)ci->one_sided_reads, (unsigned long long)ci->one_sided_bytes,
-		  (unsigned long long)ci->one_sided_writes, (unsigned long long)ci->refused,
-		  (unsigned long long)ci->bytes_sent, (unsigned long long)ci->bytes_received);
-	if (ci->peer.has_cred)
-		sb_printf(cc->b, ",\"pid\":%u,\"uid\":%u", ci->peer.pid, ci->peer.uid);
-	sb_printf(cc->b, "}");
+	json_object *c = json_object_new_object();
+
+	put(c, "address", str(ci->peer.addr));
+	put(c, "transport", str(ci->peer.transport));
+	put(c, "ready", boolean(ci->ready));
+	put(c, "connected_s", fixed(ci->connected_s, 1));
+	put(c, "requests", u64(ci->requests));
+	put(c, "one_sided_reads", u64(ci->one_sided_reads));
+	put(c, "one_sided_bytes", u64(ci->one_sided_bytes));
+	put(c, "one_sided_writes", u64(ci->one_sided_writes));
+	put(c, "refused", u64(ci->refused));
+	put(c, "bytes_sent", u64(ci->bytes_sent));
+	put(c, "bytes_received", u64(ci->bytes_received));
+	if (ci->peer.has_cred) {
+		put(c, "pid", u64(ci->peer.pid));
+		put(c, "uid", u64(ci->peer.uid));
+	}
+	push(ctx, c);
 }
 
-static void cmd_clients(struct arfd *d, struct sbuf *b)
+static json_object *cmd_clients(struct arfd *d)
 {
-	struct clients_ctx cc = { b, 0 };
-	sb_printf(b, "{\"clients\":[");
-	arf_net_server_foreach_conn(d->net, one_client, &cc);
-	sb_printf(b, "]}");
+	json_object *r = json_object_new_object(), *list = json_object_new_array();
+
+	put(r, "clients", list);
+	if (!reply_oom)
+		arf_net_server_foreach_conn(d->net, one_client, list);
+	return r;
 }
 
-static void cmd_exports(struct arfd *d, struct sbuf *b)
+static json_object *cmd_exports(struct arfd *d)
 {
-	sb_printf(b, "{\"exports\":[{\"name\":");
-	sb_json_str(b, d->cfg.export_name);
-	sb_printf(b, ",\"data_dir\":");
-	sb_json_str(b, d->cfg.data_dir);
-	sb_printf(b, ",\"sync\":%s,\"read_only\":%s,\"root_squash\":%s,\"anon_uid\":%d,"
-		  "\"anon_gid\":%d,\"transports\":[", d->cfg.sync ? "true" : "false",
-		  d->cfg.read_only ? "true" : "false", d->cfg.root_squash ? "true" : "false",
-		  d->cfg.anon_uid, d->cfg.anon_gid);
-	int n = 0;
+	json_object *r = json_object_new_object(), *list = json_object_new_array(),
+		    *e = json_object_new_object(), *tr = json_object_new_array();
+	char where[320];
+
+	put(r, "exports", list);
+	push(list, e);
+	put(e, "name", str(d->cfg.export_name));
+	put(e, "data_dir", str(d->cfg.data_dir));
+	put(e, "sync", boolean(d->cfg.sync));
+	put(e, "read_only", boolean(d->cfg.read_only));
+	put(e, "root_squash", boolean(d->cfg.root_squash));
+	put(e, "anon_uid", json_object_new_int(d->cfg.anon_uid));
+	put(e, "anon_gid", json_object_new_int(d->cfg.anon_gid));
+	put(e, "transports", tr);
 	if (d->cfg.listen[0]) {
-		char where[160];
 		snprintf(where, sizeof(where), "tcp %s (port %u)", d->cfg.listen,
 			 arf_net_server_port(d->net));
-		sb_json_str(b, where);
-		n++;
+		push(tr, str(where));
 	}
 	if (d->cfg.socket[0]) {
-		char where[300];
 		snprintf(where, sizeof(where), "shm %s", d->cfg.socket);
-		if (n)
-			sb_printf(b, ",");
-		sb_json_str(b, where);
+		push(tr, str(where));
 	}
-	sb_printf(b, "]}]}");
+	return r;
 }
 
 /* ---- programs ------------------------------------------------------------ */
 
-static void prog_json(struct sbuf *b, const struct arfd_prog_info *pi)
+static json_object *prog_json(const struct arfd_prog_info *pi)
 {
-	sb_printf(b, "{\"hash\":\"");
+	json_object *p = json_object_new_object();
+	char hash[2 * sizeof(pi->hash) + 1];
+
 	for (size_t i = 0; i < sizeof(pi->hash); i++)
-		sb_printf(b, "%02x", pi->hash[i]);
-	sb_printf(b, "\",\"format\":\"%s\",\"engine\":\"%s\",\"native_bytes\":%llu,"
-		  "\"bytes\":%llu,\"insns\":%llu,\"entry\":%llu,"
-		  "\"rodata_bytes\":%llu,\"loads\":%llu,\"runs\":%llu,\"failures\":%llu,"
-		  "\"insns_executed\":%llu,\"running\":%u,\"loaded_at\":%lld,\"last_used\":%lld}",
-		  pi->elf ? "elf" : "bytecode", pi->native ? "jit" : "interpreter",
-		  (unsigned long long)pi->native_bytes, (unsigned long long)pi->bytes,
-		  (unsigned long long)pi->insns, (unsigned long long)pi->entry,
-		  (unsigned long long)pi->rodata, (unsigned long long)pi->loads,
-		  (unsigned long long)pi->runs, (unsigned long long)pi->failures,
-		  (unsigned long long)pi->insns_run, pi->running, (long long)pi->loaded_at,
-		  (long long)pi->last_used);
+		snprintf(hash + 2 * i, 3, "%02x", pi->hash[i]);
+	put(p, "hash", str(hash));
+	put(p, "format", str(pi->elf ? "elf" : "bytecode"));
+	put(p, "engine", str(pi->native ? "jit" : "interpreter"));
+	put(p, "native_bytes", u64(pi->native_bytes));
+	put(p, "bytes", u64(pi->bytes));
+	put(p, "insns", u64(pi->insns));
+	put(p, "entry", u64(pi->entry));
+	put(p, "rodata_bytes", u64(pi->rodata));
+	put(p, "loads", u64(pi->loads));
+	put(p, "runs", u64(pi->runs));
+	put(p, "failures", u64(pi->failures));
+	put(p, "insns_executed", u64(pi->insns_run));
+	put(p, "running", u64(pi->running));
+	put(p, "loaded_at", json_object_new_int64(pi->loaded_at));
+	put(p, "last_used", json_object_new_int64(pi->last_used));
+	return p;
 }
 
 /* "progs list", "progs show|disasm|unload PREFIX". */
-static void cmd_progs(struct arfd *d, struct sbuf *b, char *args)
+static json_object *cmd_progs(struct arfd *d, char *args)
 {
 	struct arfd_prog_info pi;
 	char err[256] = "", *text = NULL;
 	char *sub = args, *prefix = strchr(args, ' ');
+	json_object *r;
 	int rc;
 
 	if (prefix)
@@ -405,25 +486,22 @@ static void cmd_progs(struct arfd *d, struct sbuf *b, char *args)
 	if (!strcmp(sub, "list") && !*prefix) {
 		struct arfd_prog_info *v;
 		size_t n, cap;
-		if (arfd_progs_list(d, &v, &n, &cap)) {
-			sb_printf(b, "{\"error\":\"out of memory\"}");
-			return;
-		}
-		sb_printf(b, "{\"programs\":[");
-		for (size_t i = 0; i < n; i++) {
-			sb_printf(b, "%s", i ? "," : "");
-			prog_json(b, &v[i]);
-		}
-		sb_printf(b, "],\"count\":%zu,\"cache_size\":%zu,\"enabled\":%s}", n, cap,
-			  d->cfg.prog_enable ? "true" : "false");
+		if (arfd_progs_list(d, &v, &n, &cap))
+			return error_reply("out of memory");
+		json_object *list = json_object_new_array();
+		r = json_object_new_object();
+		put(r, "programs", list);
+		for (size_t i = 0; i < n && !reply_oom; i++)
+			push(list, prog_json(&v[i]));
+		put(r, "count", u64(n));
+		put(r, "cache_size", u64(cap));
+		put(r, "enabled", boolean(d->cfg.prog_enable));
 		free(v);
-		return;
+		return r;
 	}
 	if (!*prefix || strchr(prefix, ' ') ||
-	    (strcmp(sub, "show") && strcmp(sub, "disasm") && strcmp(sub, "unload"))) {
-		sb_printf(b, "{\"error\":\"usage: progs list | progs show|disasm|unload HASH\"}");
-		return;
-	}
+	    (strcmp(sub, "show") && strcmp(sub, "disasm") && strcmp(sub, "unload")))
+		return error_reply("usage: progs list | progs show|disasm|unload HASH");
 	if (!strcmp(sub, "unload")) {
 		rc = arfd_progs_unload(d, prefix, &pi, err, sizeof(err));
 		if (!rc)
@@ -435,27 +513,21 @@ static void cmd_progs(struct arfd *d, struct sbuf *b, char *args)
 		rc = arfd_progs_show(d, prefix, &pi, !strcmp(sub, "disasm") ? &text : NULL, err,
 				     sizeof(err));
 	}
-	if (rc) {
-		sb_printf(b, "{\"error\":");
-		sb_json_str(b, err[0] ? err : strerror(-rc));
-		sb_printf(b, "}");
-	} else if (text) {
-		sb_printf(b, "{\"program\":");
-		prog_json(b, &pi);
-		sb_printf(b, ",\"disassembly\":");
-		sb_json_str(b, text);
-		sb_printf(b, "}");
-	} else {
-		sb_printf(b, "{\"%s\":", !strcmp(sub, "unload") ? "unloaded" : "program");
-		prog_json(b, &pi);
-		sb_printf(b, "}");
-	}
+	if (rc)
+		return error_reply(err[0] ? err : strerror(-rc));
+	r = json_object_new_object();
+	put(r, !strcmp(sub, "unload") ? "unloaded" : "program", prog_json(&pi));
+	if (text)
+		put(r, "disassembly", str(text));
 	free(text);
+	return r;
 }
 
+/* ---- fsck, checkpoint ------------------------------------------------------ */
+
 struct fsck_ctx {
-	struct sbuf *b;
-	int n;
+	json_object *problems;
+	uint64_t n;
 };
 
 static void fsck_report(void *ctx, const char *kind, const char *msg)
@@ -463,9 +535,10 @@ static void fsck_report(void *ctx, const char *kind, const char *msg)
 	struct fsck_ctx *fc = ctx;
 	if (fc->n++ >= 1000)
 		return; /* the count says how many more */
-	sb_printf(fc->b, "%s{\"kind\":\"%s\",\"what\":", fc->n > 1 ? "," : "", kind);
-	sb_json_str(fc->b, msg);
-	sb_printf(fc->b, "}");
+	json_object *p = json_object_new_object();
+	put(p, "kind", str(kind));
+	put(p, "what", str(msg));
+	push(fc->problems, p);
 }
 
 /* Wait until every applied change is durable and sealed (caller holds
@@ -483,37 +556,37 @@ static void quiesce(struct arfd *d)
 	}
 }
 
-static void cmd_fsck(struct arfd *d, struct sbuf *b)
+static json_object *cmd_fsck(struct arfd *d)
 {
-	struct fsck_ctx fc = { b, 0 };
-	struct arf_meta_fsck r = { .report = fsck_report, .ctx = &fc };
+	json_object *r = json_object_new_object();
+	struct fsck_ctx fc = { json_object_new_array(), 0 };
+	struct arf_meta_fsck f = { .report = fsck_report, .ctx = &fc };
 	char err[256] = "";
 	uint64_t compared = 0;
 
-	sb_printf(b, "{\"problems\":[");
+	put(r, "problems", fc.problems);
 	pthread_mutex_lock(&d->fs_lock);
 	quiesce(d);
-	int rc = arf_meta_fsck(&d->fs, &r);
+	int rc = arf_meta_fsck(&d->fs, &f);
 	int src = rc < 0 ? 0 : arfd_store_compare(d->store, d->meta, d->meta_size, d->data,
 						   d->data_size, fsck_report, &fc, &compared, err,
 						   sizeof(err));
 	pthread_mutex_unlock(&d->fs_lock);
-	uint64_t problems = r.problems + (uint64_t)(src > 0 ? src : 0);
-	sb_printf(b, "],\"count\":%llu,\"inodes\":%llu,\"directories\":%llu,\"files\":%llu,"
-		  "\"entries\":%llu,\"blocks\":%llu,\"rocksdb_objects_compared\":%llu",
-		  (unsigned long long)problems, (unsigned long long)r.inodes,
-		  (unsigned long long)r.dirs, (unsigned long long)r.files,
-		  (unsigned long long)r.entries, (unsigned long long)r.blocks,
-		  (unsigned long long)compared);
-	if (rc < 0 || src < 0) {
-		sb_printf(b, ",\"error\":");
-		sb_json_str(b, rc < 0 ? strerror(-rc) : err);
-	}
-	sb_printf(b, "}");
+	put(r, "count", u64(f.problems + (uint64_t)(src > 0 ? src : 0)));
+	put(r, "inodes", u64(f.inodes));
+	put(r, "directories", u64(f.dirs));
+	put(r, "files", u64(f.files));
+	put(r, "entries", u64(f.entries));
+	put(r, "blocks", u64(f.blocks));
+	put(r, "rocksdb_objects_compared", u64(compared));
+	if (rc < 0 || src < 0)
+		put(r, "error", str(rc < 0 ? strerror(-rc) : err));
+	return r;
 }
 
-static void cmd_checkpoint(struct arfd *d, struct sbuf *b)
+static json_object *cmd_checkpoint(struct arfd *d)
 {
+	json_object *r = json_object_new_object();
 	char err[256] = "";
 	struct timespec t0, t1;
 
@@ -525,45 +598,106 @@ static void cmd_checkpoint(struct arfd *d, struct sbuf *b)
 	if (!rc)
 		arfd_store_compact(d->store); /* RocksDB is thread-safe; requests go on */
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	if (rc) {
-		sb_printf(b, "{\"ok\":false,\"error\":");
-		sb_json_str(b, err);
-		sb_printf(b, "}");
-	} else {
-		sb_printf(b, "{\"ok\":true,\"seconds\":%.3f}", s);
-	}
+	put(r, "ok", boolean(!rc));
+	if (rc)
+		put(r, "error", str(err));
+	else
+		put(r, "seconds", fixed((double)(t1.tv_sec - t0.tv_sec) +
+					(double)(t1.tv_nsec - t0.tv_nsec) / 1e9, 3));
+	return r;
 }
 
 /* Test hook (server.test_hooks only): change one byte of a live region
  * without persisting it, so that fsck's comparison with RocksDB has
  * something to find. */
-static void cmd_scribble(struct arfd *d, struct sbuf *b, const char *args)
+static json_object *cmd_scribble(struct arfd *d, const char *args)
 {
 	char region[8];
 	unsigned long long off;
 	if (!d->cfg.test_hooks || sscanf(args, "%7s %llu", region, &off) != 2 ||
-	    (strcmp(region, "meta") && strcmp(region, "data"))) {
-		sb_printf(b, "{\"error\":\"scribble needs server.test_hooks and 'meta|data OFFSET'\"}");
-		return;
-	}
+	    (strcmp(region, "meta") && strcmp(region, "data")))
+		return error_reply("scribble needs server.test_hooks and 'meta|data OFFSET'");
 	uint8_t *base = !strcmp(region, "meta") ? d->meta : d->data;
 	uint64_t size = !strcmp(region, "meta") ? d->meta_size : d->data_size;
-	if (off >= size) {
-		sb_printf(b, "{\"error\":\"offset past the region\"}");
-		return;
-	}
+	if (off >= size)
+		return error_reply("offset past the region");
 	pthread_mutex_lock(&d->fs_lock);
 	base[off] ^= 0x5a;
 	pthread_mutex_unlock(&d->fs_lock);
-	sb_printf(b, "{\"ok\":true}");
+	json_object *r = json_object_new_object();
+	put(r, "ok", boolean(1));
+	return r;
+}
+
+/* ---- one exchange ---------------------------------------------------------- */
+
+/* The answer to one command line: JSON text, or the Prometheus text;
+ * malloc'd, NULL when out of memory. */
+static char *answer(struct arfd *d, char *line, char *args)
+{
+	json_object *r = NULL;
+	char *text = NULL;
+
+	reply_oom = 0;
+	if (!strcmp(line, "stats")) {
+		struct stat_snap s;
+		snap(d, &s);
+		if (!strcmp(args, "prometheus"))
+			return stats_prometheus(&s);
+		r = stats_json(&s);
+	} else if (!strcmp(line, "status")) {
+		r = cmd_status(d);
+	} else if (!strcmp(line, "clients")) {
+		r = cmd_clients(d);
+	} else if (!strcmp(line, "exports")) {
+		r = cmd_exports(d);
+	} else if (!strcmp(line, "progs")) {
+		r = cmd_progs(d, args);
+	} else if (!strcmp(line, "fsck")) {
+		r = cmd_fsck(d);
+	} else if (!strcmp(line, "checkpoint")) {
+		r = cmd_checkpoint(d);
+	} else if (!strcmp(line, "scribble")) {
+		r = cmd_scribble(d, args);
+	} else {
+		char msg[96];
+		size_t n = 0;
+		n += (size_t)snprintf(msg, sizeof(msg), "unknown command '");
+		for (const char *c = line; *c && n < 80; c++)
+			if (*c >= 0x20 && *c < 0x7f) /* what a log line and a terminal show safely */
+				msg[n++] = *c;
+		snprintf(msg + n, sizeof(msg) - n, "'");
+		r = error_reply(msg);
+	}
+	if (r && !reply_oom) {
+		const char *s = json_object_to_json_string_ext(
+			r, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+		text = s ? strdup(s) : NULL;
+	}
+	json_object_put(r);
+	return text;
+}
+
+/* All of buf to fd: 0, or -1 when the peer is gone. */
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t w = write(fd, buf, len);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		buf += w;
+		len -= (size_t)w;
+	}
+	return 0;
 }
 
 static void serve_one(struct arfd *d, struct arfd_control *ctl, int fd)
 {
+	static const char oom[] = "{\"error\":\"out of memory\"}";
 	char line[512], who[64] = "?";
 	size_t n = 0;
-	struct sbuf b = { 0 };
 
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	if (!peer_allowed(ctl, fd, who, sizeof(who))) {
@@ -592,42 +726,13 @@ static void serve_one(struct arfd *d, struct arfd_control *ctl, int fd)
 	else
 		args = line + strlen(line);
 	arfd_log(ARFD_LOG_DEBUG, "control: %s from %s", line, who);
-	if (!strcmp(line, "status"))
-		cmd_status(d, &b);
-	else if (!strcmp(line, "stats"))
-		cmd_stats(d, &b, !strcmp(args, "prometheus"));
-	else if (!strcmp(line, "clients"))
-		cmd_clients(d, &b);
-	else if (!strcmp(line, "exports"))
-		cmd_exports(d, &b);
-	else if (!strcmp(line, "progs"))
-		cmd_progs(d, &b, args);
-	else if (!strcmp(line, "fsck"))
-		cmd_fsck(d, &b);
-	else if (!strcmp(line, "checkpoint"))
-		cmd_checkpoint(d, &b);
-	else if (!strcmp(line, "scribble"))
-		cmd_scribble(d, &b, args);
-	else {
-		sb_printf(&b, "{\"error\":\"unknown command '");
-		for (char *c = line; *c; c++)
-			if (*c >= 0x20 && *c != '"' && *c != '\\' && c - line < 64)
-				sb_printf(&b, "%c", *c);
-		sb_printf(&b, "'\"}");
-	}
-	if (b.err) {
-		free(b.p);
-		b = (struct sbuf){ 0 };
-		sb_printf(&b, "{\"error\":\"out of memory\"}");
-	}
-	sb_printf(&b, "\n");
-	for (size_t off = 0; off < b.len;) {
-		ssize_t w = write(fd, b.p + off, b.len - off);
-		if (w <= 0)
-			break;
-		off += (size_t)w;
-	}
-	free(b.p);
+	char *text = answer(d, line, args);
+	const char *out = text ? text : oom;
+	size_t len = strlen(out);
+	/* one answer, then the connection closes: a failed write is the peer leaving */
+	if (!write_all(fd, out, len) && (!len || out[len - 1] != '\n'))
+		write_all(fd, "\n", 1);
+	free(text);
 }
 
 static void *control_main(void *arg)

@@ -4,7 +4,9 @@
  * fsck and checkpoint through arfd's control socket (root or the control
  * group only; see arfd/control.c), fsck --data-dir on a stopped server's
  * RocksDB, and config check.  The control socket answers one JSON object (or
- * Prometheus text) per command; arfctl prints it as it is, except fsck and
+ * Prometheus text) per command, which arfctl reads with json-c (as arfd
+ * writes it with json-c: arfd/control.c holds the schema); an object with
+ * "error" is a failure.  arfctl prints the answer as it is, except fsck and
  * progs, which read as text unless --json.
  */
 #include <errno.h>
@@ -18,6 +20,8 @@
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <json-c/json.h>
 
 #include "admin.h"
 #include "arf_meta_fs.h"
@@ -80,52 +84,100 @@ static int control_call(const char *path, const char *line, char **out)
 	return 0;
 }
 
-/* The answer is an error object: say so and fail. */
-static int answer_error(const char *cmd, const char *ans)
+/* The answer as JSON: the object, or NULL after a message (malformed, or
+ * an error object arfd sent, which names what failed). */
+static json_object *parse_answer(const char *cmd, const char *ans)
 {
-	const char *e = strstr(ans, "\"error\":\"");
-	if (!e || strncmp(ans, "{\"error\"", 8))
-		return 0;
-	e += 9;
-	const char *end = strchr(e, '"');
-	fprintf(stderr, "arfctl: %s: %.*s\n", cmd, end ? (int)(end - e) : (int)strlen(e), e);
-	return 1;
+	enum json_tokener_error jerr;
+	json_object *o = json_tokener_parse_verbose(ans, &jerr), *e;
+
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		fprintf(stderr, "arfctl: %s: malformed answer from arfd (%s)\n", cmd,
+			o ? "not an object" : json_tokener_error_desc(jerr));
+		json_object_put(o);
+		return NULL;
+	}
+	if (json_object_object_get_ex(o, "error", &e)) {
+		fprintf(stderr, "arfctl: %s: %s\n", cmd, json_object_get_string(e));
+		json_object_put(o);
+		return NULL;
+	}
+	return o;
 }
 
+/* The unsigned number under key ("" and 0 when missing). */
+static unsigned long long ju64(json_object *o, const char *key)
+{
+	json_object *v;
+	return json_object_object_get_ex(o, key, &v) ? (unsigned long long)json_object_get_uint64(v)
+						     : 0;
+}
+
+static const char *jstr(json_object *o, const char *key)
+{
+	json_object *v;
+	const char *s = json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : NULL;
+	return s ? s : "";
+}
+
+/* One JSON value on standard output, as arfctl prints every object. */
+static void print_json(json_object *o)
+{
+	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+					       JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+/* A command whose answer arfctl prints as it is: JSON, or Prometheus text
+ * (which arfd answers with an error object only). */
 static int simple(const struct arfctl_admin *a, const char *cmd, const char *line)
 {
 	char *ans = NULL;
+	json_object *o = NULL;
+
 	if (control_call(a->control, line, &ans))
 		return 1;
-	int bad = answer_error(cmd, ans);
-	if (!bad)
-		fputs(ans, stdout);
+	int text = a->prometheus && !strcmp(cmd, "stats") && ans[0] != '{';
+	if (!text && !(o = parse_answer(cmd, ans))) {
+		free(ans);
+		return 1;
+	}
+	fputs(ans, stdout);
+	json_object_put(o);
 	free(ans);
-	return bad;
+	return 0;
 }
 
 /* ---- fsck ---------------------------------------------------------------- */
 
+/* v under key in o (o owns v after; v freed on failure): 0, or -1 when
+ * out of memory. */
+static int jset(json_object *o, const char *key, json_object *v)
+{
+	if (o && v && !json_object_object_add(o, key, v))
+		return 0;
+	json_object_put(v);
+	return -1;
+}
+
 struct report_ctx {
-	int json;
-	int n;
+	json_object *problems; /* --json: the problems as objects; else printed at once */
+	int oom;
 };
 
 static void print_problem(void *ctx, const char *kind, const char *msg)
 {
 	struct report_ctx *r = ctx;
-	if (r->json) {
-		printf("%s{\"kind\":\"%s\",\"what\":\"", r->n ? "," : "", kind);
-		for (const char *p = msg; *p; p++)
-			if (*p == '"' || *p == '\\')
-				printf("\\%c", *p);
-			else
-				putchar(*p);
-		printf("\"}");
-	} else {
+	if (!r->problems) {
 		printf("%s: %s\n", kind, msg);
+		return;
 	}
-	r->n++;
+	json_object *p = json_object_new_object();
+	r->oom |= jset(p, "kind", json_object_new_string(kind)) |
+		  jset(p, "what", json_object_new_string(msg));
+	if (!p || json_object_array_add(r->problems, p)) {
+		json_object_put(p);
+		r->oom = 1;
+	}
 }
 
 /* Offline: rebuild the regions from a stopped server's RocksDB in private
@@ -173,29 +225,42 @@ static int fsck_offline(const struct arfctl_admin *a, const char *dir)
 		fprintf(stderr, "arfctl: fsck: %s: %s\n", dir, err);
 		goto out;
 	}
-	struct report_ctx rc_ctx = { a->json, 0 };
+	json_object *o = a->json ? json_object_new_object() : NULL;
+	struct report_ctx rc_ctx = { a->json ? json_object_new_array() : NULL, 0 };
 	struct arf_meta_fsck r = { .report = print_problem, .ctx = &rc_ctx };
-	if (a->json)
-		printf("{\"data_dir\":\"%s\",\"problems\":[", dir);
+	rc_ctx.oom = a->json && (jset(o, "data_dir", json_object_new_string(dir)) ||
+				 jset(o, "problems", json_object_get(rc_ctx.problems)));
 	int n = arf_meta_fsck(&fs, &r);
 	if (n < 0) {
 		fprintf(stderr, "arfctl: fsck: %s\n", strerror(-n));
+		json_object_put(rc_ctx.problems);
+		json_object_put(o);
 		goto out;
 	}
-	if (a->json)
-		printf("],\"count\":%llu,\"objects\":%llu,\"inodes\":%llu,\"directories\":%llu,"
-		       "\"files\":%llu,\"entries\":%llu,\"blocks\":%llu}\n",
-		       (unsigned long long)r.problems, (unsigned long long)nobj,
-		       (unsigned long long)r.inodes, (unsigned long long)r.dirs,
-		       (unsigned long long)r.files, (unsigned long long)r.entries,
-		       (unsigned long long)r.blocks);
-	else
+	if (a->json) {
+		rc_ctx.oom |= jset(o, "count", json_object_new_uint64(r.problems)) |
+			      jset(o, "objects", json_object_new_uint64(nobj)) |
+			      jset(o, "inodes", json_object_new_uint64(r.inodes)) |
+			      jset(o, "directories", json_object_new_uint64(r.dirs)) |
+			      jset(o, "files", json_object_new_uint64(r.files)) |
+			      jset(o, "entries", json_object_new_uint64(r.entries)) |
+			      jset(o, "blocks", json_object_new_uint64(r.blocks));
+		if (!rc_ctx.oom)
+			print_json(o);
+		json_object_put(rc_ctx.problems);
+		json_object_put(o);
+		if (rc_ctx.oom) {
+			fprintf(stderr, "arfctl: fsck: out of memory\n");
+			goto out;
+		}
+	} else {
 		printf("fsck %s: %llu objects, %llu inodes (%llu directories, %llu files), %llu names, "
 		       "%llu blocks: %llu problem%s\n", dir, (unsigned long long)nobj,
 		       (unsigned long long)r.inodes, (unsigned long long)r.dirs,
 		       (unsigned long long)r.files, (unsigned long long)r.entries,
 		       (unsigned long long)r.blocks, (unsigned long long)r.problems,
 		       r.problems == 1 ? "" : "s");
+	}
 	rc = r.problems ? 1 : 0;
 out:
 	arf_meta_fs_detach(&fs);
@@ -211,116 +276,44 @@ out:
 static int fsck_online(const struct arfctl_admin *a)
 {
 	char *ans = NULL;
+	json_object *o, *list, *count;
+
 	if (control_call(a->control, "fsck", &ans))
 		return 1;
-	if (answer_error("fsck", ans)) {
+	if (!(o = parse_answer("fsck", ans))) {
 		free(ans);
 		return 1;
 	}
-	const char *cnt = strstr(ans, "\"count\":");
-	long long problems = cnt ? atoll(cnt + 8) : -1;
+	if (!json_object_object_get_ex(o, "count", &count) ||
+	    !json_object_object_get_ex(o, "problems", &list) ||
+	    !json_object_is_type(list, json_type_array)) {
+		fprintf(stderr, "arfctl: fsck: malformed answer from arfd\n");
+		json_object_put(o);
+		free(ans);
+		return 1;
+	}
+	unsigned long long problems = (unsigned long long)json_object_get_uint64(count);
 	if (a->json) {
 		fputs(ans, stdout);
 	} else {
 		/* one line per problem, then the summary */
-		const char *p = ans;
-		while ((p = strstr(p, "{\"kind\":\""))) {
-			p += 9;
-			const char *ke = strchr(p, '"');
-			const char *w = strstr(p, "\"what\":\"");
-			if (!ke || !w)
-				break;
-			w += 8;
-			printf("%.*s: ", (int)(ke - p), p);
-			for (; *w && *w != '"'; w++) {
-				if (*w == '\\' && w[1])
-					w++;
-				putchar(*w);
-			}
-			putchar('\n');
-			p = w;
+		for (size_t i = 0; i < json_object_array_length(list); i++) {
+			json_object *p = json_object_array_get_idx(list, i);
+			printf("%s: %s\n", jstr(p, "kind"), jstr(p, "what"));
 		}
-		printf("fsck (live, via %s): %lld problem%s\n", a->control, problems,
+		printf("fsck (live, via %s): %llu problem%s\n", a->control, problems,
 		       problems == 1 ? "" : "s");
 	}
+	json_object_put(o);
 	free(ans);
-	if (problems < 0) {
-		fprintf(stderr, "arfctl: fsck: malformed answer from arfd\n");
-		return 1;
-	}
 	return problems ? 1 : 0;
 }
 
 /* ---- progs ----------------------------------------------------------------- */
 
-/* Where the value of "key" starts in the flat JSON object [obj, end), or
- * NULL.  arfd's objects here hold no nested objects and no quoted keys in
- * their strings, so the first match is the field. */
-static const char *json_field(const char *obj, const char *end, const char *key)
+static const char *when(json_object *o, const char *key, char *buf, size_t cap)
 {
-	size_t kl = strlen(key);
-
-	for (const char *p = obj; p < end; p++) {
-		p = memchr(p, '"', (size_t)(end - p));
-		if (!p || (size_t)(end - p) < kl + 3)
-			return NULL;
-		if (!strncmp(p + 1, key, kl) && p[kl + 1] == '"' && p[kl + 2] == ':')
-			return p + kl + 3;
-	}
-	return NULL;
-}
-
-static unsigned long long json_u64(const char *obj, const char *end, const char *key)
-{
-	const char *v = json_field(obj, end, key);
-	return v ? strtoull(v, NULL, 10) : 0;
-}
-
-/* The string value of "key", unescaped, into buf (truncated to cap - 1);
- * "" when missing. */
-static const char *json_text(const char *obj, const char *end, const char *key, char *buf,
-			     size_t cap)
-{
-	const char *v = json_field(obj, end, key);
-	size_t n = 0;
-
-	buf[0] = 0;
-	if (!v || *v != '"')
-		return buf;
-	for (v++; v < end && *v && *v != '"' && n + 4 < cap; v++) {
-		unsigned c = (unsigned char)*v;
-		if (c == '\\' && v[1]) {
-			c = (unsigned char)*++v;
-			if (c == 'n')
-				c = '\n';
-			else if (c == 't')
-				c = '\t';
-			else if (c == 'r')
-				c = '\r';
-			else if (c == 'u' && v + 4 < end) {
-				char hex[5] = { v[1], v[2], v[3], v[4], 0 };
-				c = (unsigned)strtoul(hex, NULL, 16);
-				v += 4;
-			}
-		}
-		if (c < 0x80) { /* what arfd escapes is ASCII; the rest as UTF-8 */
-			buf[n++] = (char)c;
-		} else if (c < 0x800) {
-			buf[n++] = (char)(0xc0 | c >> 6);
-			buf[n++] = (char)(0x80 | (c & 0x3f));
-		} else {
-			buf[n++] = (char)(0xe0 | c >> 12);
-			buf[n++] = (char)(0x80 | ((c >> 6) & 0x3f));
-			buf[n++] = (char)(0x80 | (c & 0x3f));
-		}
-	}
-	buf[n] = 0;
-	return buf;
-}
-
-static const char *when(const char *obj, const char *end, const char *key, char *buf, size_t cap)
-{
-	time_t t = (time_t)json_u64(obj, end, key);
+	time_t t = (time_t)ju64(o, key);
 	struct tm tm;
 
 	if (!t || !localtime_r(&t, &tm) || !strftime(buf, cap, "%Y-%m-%d %H:%M:%S", &tm))
@@ -328,38 +321,31 @@ static const char *when(const char *obj, const char *end, const char *key, char 
 	return buf;
 }
 
-/* One program object [p, end) of "progs list" as one line. */
-static void prog_line(const char *p, const char *end)
+/* One program object of "progs list" as one line. */
+static void prog_line(json_object *p)
 {
-	char hash[80], used[32], engine[32];
+	char used[32];
 
 	printf("%s  %llu insns/%llu bytes  %s  loads %llu  runs %llu  insns executed %llu  "
-	       "last used %s\n", json_text(p, end, "hash", hash, sizeof(hash)),
-	       json_u64(p, end, "insns"), json_u64(p, end, "bytes"),
-	       json_text(p, end, "engine", engine, sizeof(engine)), json_u64(p, end, "loads"),
-	       json_u64(p, end, "runs"), json_u64(p, end, "insns_executed"),
-	       when(p, end, "last_used", used, sizeof(used)));
+	       "last used %s\n", jstr(p, "hash"), ju64(p, "insns"), ju64(p, "bytes"),
+	       jstr(p, "engine"), ju64(p, "loads"), ju64(p, "runs"), ju64(p, "insns_executed"),
+	       when(p, "last_used", used, sizeof(used)));
 }
 
-/* "progs show": the program object [p, end) as labelled lines. */
-static void prog_details(const char *p, const char *end)
+/* "progs show": the program object as labelled lines. */
+static void prog_details(json_object *p)
 {
-	char hash[80], format[32], loaded[32], used[32], engine[32];
+	char loaded[32], used[32];
 
 	printf("hash: %s\nformat: %s\nengine: %s (%llu bytes of native code)\n"
 	       "size: %llu instructions, %llu bytes\n"
 	       "entry: instruction %llu\nread-only data: %llu bytes\nloads: %llu\n"
 	       "runs: %llu (%llu failed, %llu running now)\ninstructions executed: %llu\n"
-	       "loaded: %s\nlast used: %s\n", json_text(p, end, "hash", hash, sizeof(hash)),
-	       json_text(p, end, "format", format, sizeof(format)),
-	       json_text(p, end, "engine", engine, sizeof(engine)),
-	       json_u64(p, end, "native_bytes"), json_u64(p, end, "insns"),
-	       json_u64(p, end, "bytes"), json_u64(p, end, "entry"),
-	       json_u64(p, end, "rodata_bytes"), json_u64(p, end, "loads"),
-	       json_u64(p, end, "runs"), json_u64(p, end, "failures"),
-	       json_u64(p, end, "running"), json_u64(p, end, "insns_executed"),
-	       when(p, end, "loaded_at", loaded, sizeof(loaded)),
-	       when(p, end, "last_used", used, sizeof(used)));
+	       "loaded: %s\nlast used: %s\n", jstr(p, "hash"), jstr(p, "format"),
+	       jstr(p, "engine"), ju64(p, "native_bytes"), ju64(p, "insns"), ju64(p, "bytes"),
+	       ju64(p, "entry"), ju64(p, "rodata_bytes"), ju64(p, "loads"), ju64(p, "runs"),
+	       ju64(p, "failures"), ju64(p, "running"), ju64(p, "insns_executed"),
+	       when(p, "loaded_at", loaded, sizeof(loaded)), when(p, "last_used", used, sizeof(used)));
 }
 
 static int progs_usage(void)
@@ -396,62 +382,42 @@ static int progs(const struct arfctl_admin *a, int argc, char **argv)
 	snprintf(what, sizeof(what), "progs %s", sub);
 	if (control_call(a->control, line, &ans))
 		return 1;
-	if (answer_error(what, ans)) {
+	json_object *o = parse_answer(what, ans), *prog = NULL, *list = NULL;
+	if (!o) {
 		free(ans);
 		return 1;
 	}
-	const char *end = ans + strlen(ans);
-	const char *obj = strchr(ans + 1, '{'); /* the program object inside the answer */
-	const char *oend = obj ? strchr(obj, '}') : NULL;
-	if (!strcmp(sub, "list")) {
-		const char *arr = strstr(ans, "\"programs\":[");
-		const char *aend = arr ? strchr(arr, ']') : NULL;
-		if (!aend) {
-			rc = 1;
-		} else if (a->json) {
-			arr += 11;
-			printf("%.*s\n", (int)(aend + 1 - arr), arr);
-		} else {
-			for (const char *p = arr; (p = strchr(p, '{')) && p < aend; p = oend) {
-				if (!(oend = strchr(p, '}')))
-					break;
-				prog_line(p, oend);
-			}
-		}
-	} else if (!oend) {
+	int found = !strcmp(sub, "list")
+		? json_object_object_get_ex(o, "programs", &list) &&
+		  json_object_is_type(list, json_type_array)
+		: json_object_object_get_ex(o, !strcmp(sub, "unload") ? "unloaded" : "program", &prog);
+	if (!found) {
 		rc = 1;
+	} else if (list && a->json) {
+		print_json(list);
+	} else if (list) {
+		for (size_t i = 0; i < json_object_array_length(list); i++)
+			prog_line(json_object_array_get_idx(list, i));
 	} else if (a->json) {
 		fputs(ans, stdout);
 	} else if (!strcmp(sub, "show")) {
-		prog_details(obj, oend);
+		prog_details(prog);
 	} else if (!strcmp(sub, "unload")) {
-		char hash[80];
-		printf("unloaded %s (%llu runs, %llu insns executed)\n",
-		       json_text(obj, oend, "hash", hash, sizeof(hash)), json_u64(obj, oend, "runs"),
-		       json_u64(obj, oend, "insns_executed"));
+		printf("unloaded %s (%llu runs, %llu insns executed)\n", jstr(prog, "hash"),
+		       ju64(prog, "runs"), ju64(prog, "insns_executed"));
 	} else {
 		/* disasm: a comment header, then text that arf-asm assembles back */
-		char hash[80], format[32];
-		size_t cap = (size_t)(end - ans) + 1;
-		char *text = malloc(cap);
-		if (!text) {
-			rc = 1;
-		} else {
-			printf("# program %s: %s, %llu instructions, %llu bytes\n",
-			       json_text(obj, oend, "hash", hash, sizeof(hash)),
-			       json_text(obj, oend, "format", format, sizeof(format)),
-			       json_u64(obj, oend, "insns"), json_u64(obj, oend, "bytes"));
-			if (json_u64(obj, oend, "entry"))
-				printf("# runs start at instruction %llu\n", json_u64(obj, oend, "entry"));
-			if (json_u64(obj, oend, "rodata_bytes"))
-				printf("# read-only data: %llu bytes (not shown)\n",
-				       json_u64(obj, oend, "rodata_bytes"));
-			fputs(json_text(oend, end, "disassembly", text, cap), stdout);
-			free(text);
-		}
+		printf("# program %s: %s, %llu instructions, %llu bytes\n", jstr(prog, "hash"),
+		       jstr(prog, "format"), ju64(prog, "insns"), ju64(prog, "bytes"));
+		if (ju64(prog, "entry"))
+			printf("# runs start at instruction %llu\n", ju64(prog, "entry"));
+		if (ju64(prog, "rodata_bytes"))
+			printf("# read-only data: %llu bytes (not shown)\n", ju64(prog, "rodata_bytes"));
+		fputs(jstr(o, "disassembly"), stdout);
 	}
 	if (rc)
 		fprintf(stderr, "arfctl: %s: malformed answer from arfd\n", what);
+	json_object_put(o);
 	free(ans);
 	return rc;
 }
