@@ -26,7 +26,7 @@
 #include "config.h"
 #include "store.h"
 
-struct arfd_job;
+struct arfd_lane;
 struct arfd_progs;
 struct arfd_pending;
 struct arf_cred;
@@ -65,16 +65,13 @@ struct arfd {
 	uint64_t incarnation;
 	struct timespec started;
 	struct arf_net_server *net;
-	int stopping;
+	int stopping;                        /* set by arfd_stop once the transport is gone */
+	int prog_abort;                      /* set first by arfd_stop: program runs in progress
+					      * stop at their next look at the clock (atomic) */
 
 	pthread_mutex_t fs_lock;             /* serialises ops/ and meta/ */
-	/* request queue (soft-NIC -> workers) */
-	pthread_mutex_t q_lock;
-	pthread_cond_t q_cond;
-	struct arfd_job *q_head, *q_tail;
-	unsigned q_len;                      /* atomically read by spinning workers */
-	pthread_t workers[64];
-	int nworkers;
+	struct arfd_lane *lanes[2];          /* by enum arfd_lane_id: queues and workers (lanes.c) */
+	int committer_started;
 
 	/* group commit (under fs_lock) */
 	uint64_t applied_seq;                /* last transaction applied and written */
@@ -134,11 +131,22 @@ struct arfd_proc {
 /* The procedure of a request kind; an unknown kind's answers ENOSYS.  Never NULL. */
 const struct arfd_proc *arfd_proc_find(uint16_t op);
 
-/* Request handling (dispatch.c): queue a request; worker main loop; serve
- * one request of the request lane (decode, run, count, reply). */
+/*
+ * Lanes (lanes.c): the soft-NIC's callback queues a request in its kind's
+ * lane, fairly by (connection, claimed uid); each lane's workers serve it.
+ * arfd_lanes_start starts [server] workers request workers and [programs]
+ * workers program workers: 0, or -errno with the reason in err (call
+ * arfd_lanes_stop all the same).  arfd_lanes_stop, once d->stopping is
+ * set: joins the workers (the request lane drains its queue first, the
+ * program lane drops its own) and frees the lanes.
+ */
 void arfd_on_request(void *ctx, struct arf_net_sconn *c, const struct arf_net_hdr *h,
 		     const uint8_t *body, size_t len);
-void *arfd_worker_main(void *arg);
+int arfd_lanes_start(struct arfd *d, char *err, size_t errlen);
+void arfd_lanes_stop(struct arfd *d);
+/* Jobs waiting in a lane now. */
+unsigned arfd_lane_queued(struct arfd *d, enum arfd_lane_id lane);
+/* Serve one request of the request lane (dispatch.c): decode, run, count, reply. */
 void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
 		  const uint8_t *body, size_t len);
 void *arfd_committer_main(void *arg);
@@ -155,11 +163,11 @@ uint64_t arfd_txn_commit(struct arfd *d, int *rc);
 /* Mobile code (progs.c): the program cache, start to stop. */
 int arfd_progs_start(struct arfd *d, char *err, size_t errlen);
 void arfd_progs_stop(struct arfd *d);
-/* PROG_LOAD / PROG_EXEC, on a worker, without fs_lock (a program runs
- * while other workers serve requests; its hooks take the lock). */
+/* PROG_LOAD / PROG_EXEC, on a program worker, without fs_lock (a program
+ * runs while the request workers serve requests; its hooks take the lock). */
 void arfd_prog_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
 		       const uint8_t *body, size_t len);
-/* A worker ends: free its vm. */
+/* A worker ends: free its vm (if it ran programs). */
 void arfd_prog_thread_exit(void);
 
 /* One cached program as the control socket shows it (arfctl progs). */

@@ -126,6 +126,23 @@ static const struct centry table[] = {
 	  "output bytes of one run (ARF_EOUTPUT past it)" },
 	{ "programs", "max_wall_ms", C_INT, S(prog_max_wall_ms), 0, 600000, "1000",
 	  "wall-clock limit of one run in milliseconds (ARF_EBUDGET past it; 0 = none)" },
+	{ "programs", "workers", C_INT, S(prog_workers), 1, 64, "1",
+	  "program worker threads: PROG_LOAD and PROG_EXEC run on these, never on the request "
+	  "workers, taken in turn from each (connection, uid)" },
+	{ "programs", "nice", C_INT, S(prog_nice), 0, 19, "10",
+	  "niceness of the program workers (0 = the daemon's own priority), so that requests "
+	  "win the CPU over programs" },
+	{ "programs", "quota_count", C_INT, S(prog_quota_count), 1, 65536, "64",
+	  "cached programs one identity (the uid its loads act as) may hold; a load past it "
+	  "evicts that identity's least recently used program" },
+	{ "programs", "quota_mib", C_INT, S(prog_quota_mib), 1, 1LL << 20, "64",
+	  "MiB of native code (JIT) one identity's cached programs may hold; past it, its own "
+	  "least recently used are evicted; one program larger than this is refused" },
+	{ "programs", "root_quota_mib", C_INT, S(prog_root_quota_mib), 1, 1LL << 20, "256",
+	  "quota_mib for root proven on its host (uid 0, not squashed)" },
+	{ "programs", "cache_mib", C_INT, S(prog_cache_mib), 1, 1LL << 20, "512",
+	  "MiB of native code all cached programs together may hold; past it, the largest "
+	  "holder's least recently used program is evicted" },
 };
 
 #define NTABLE (sizeof(table) / sizeof(table[0]))

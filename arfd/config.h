@@ -65,6 +65,12 @@ struct arfd_config {
 	int64_t prog_max_insns;  /* instruction budget of one run */
 	int64_t prog_max_output; /* output bytes of one run */
 	int64_t prog_max_wall_ms;/* wall-clock limit of one run (0 = none) */
+	int  prog_workers;       /* program worker threads (the program lane) */
+	int  prog_nice;          /* their niceness: below the request workers' priority */
+	int64_t prog_quota_count;/* cached programs one identity may hold */
+	int64_t prog_quota_mib;  /* native code one identity may hold (MiB) */
+	int64_t prog_root_quota_mib; /* the same for root proven (uid 0) */
+	int64_t prog_cache_mib;  /* native code all identities together may hold (MiB) */
 };
 
 /* Fill with the built-in defaults. */

@@ -2,9 +2,9 @@
 /*
  * arfd/dispatch — requests from the soft-NIC to ops/ hooks and back.
  *
- * The soft-NIC thread copies each request into a job and queues it; a worker
- * polls the queue adaptively (spins up to spin_us, then sleeps), looks the
- * request's kind up in the procedure table (procs.c), and does around the
+ * The soft-NIC thread copies each request into a job and queues it in its
+ * lane (lanes.c); a request worker takes it, looks the request's kind up in
+ * the procedure table (procs.c), and does around the
  * procedure what every request shares: the credentials it acts with
  * (identity.c), the counters, the stale-handle limits, and for a mutation
  * the transaction, written to RocksDB under the filesystem lock (so batches
@@ -22,74 +22,6 @@
 #include "arf_proto.h"
 #include "arfd.h"
 #include "log.h"
-
-struct arfd_job {
-	struct arfd_job *next;
-	struct arfd *d;
-	struct arf_net_sconn *c;   /* referenced */
-	uint64_t id;
-	uint16_t op;
-	size_t len;
-	uint8_t body[];
-};
-
-void arfd_on_request(void *ctx, struct arf_net_sconn *c, const struct arf_net_hdr *h,
-		     const uint8_t *body, size_t len)
-{
-	struct arfd *d = ctx;
-	struct arfd_job *j = malloc(sizeof(*j) + len);
-
-	if (!j) {
-		arf_net_reply(c, h->id, h->op, arf_net_status_from_err(-ENOMEM), NULL, 0);
-		return;
-	}
-	j->next = NULL;
-	j->d = d;
-	j->c = c;
-	arf_net_sconn_ref(c);
-	j->id = h->id;
-	j->op = h->op;
-	j->len = len;
-	memcpy(j->body, body, len);
-	pthread_mutex_lock(&d->q_lock);
-	if (d->q_tail)
-		d->q_tail->next = j;
-	else
-		d->q_head = j;
-	d->q_tail = j;
-	__atomic_add_fetch(&d->q_len, 1, __ATOMIC_RELEASE);
-	pthread_cond_signal(&d->q_cond);
-	pthread_mutex_unlock(&d->q_lock);
-}
-
-static uint64_t now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-/* Adaptive wait: spin on the queue length, then sleep on the condition. */
-static struct arfd_job *next_job(struct arfd *d)
-{
-	uint64_t deadline = d->cfg.spin_us ? now_us() + (uint64_t)d->cfg.spin_us : 0;
-
-	while (d->cfg.spin_us && !__atomic_load_n(&d->q_len, __ATOMIC_ACQUIRE) &&
-	       !__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE) && now_us() < deadline)
-		__builtin_ia32_pause();
-	pthread_mutex_lock(&d->q_lock);
-	while (!d->q_head && !__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE))
-		pthread_cond_wait(&d->q_cond, &d->q_lock);
-	struct arfd_job *j = d->q_head;
-	if (j) {
-		d->q_head = j->next;
-		if (!d->q_head)
-			d->q_tail = NULL;
-		__atomic_sub_fetch(&d->q_len, 1, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&d->q_lock);
-	return j;
-}
 
 /* Server status as a JSON object (ARF_OP_STATUS). */
 void arfd_status_json(struct arfd *d, struct arf_proto_wr *w)
@@ -223,23 +155,6 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 		arf_net_reply(c, id, op, arf_net_status_from_err(rc), &iov, rc || !w.len ? 0 : 1);
 	}
 	arf_proto_wr_free(&w);
-}
-
-void *arfd_worker_main(void *arg)
-{
-	struct arfd *d = arg;
-	struct arfd_job *j;
-
-	while ((j = next_job(d))) {
-		if (arfd_proc_find(j->op)->lane == ARFD_LANE_PROGRAM)
-			arfd_prog_request(d, j->c, j->id, j->op, j->body, j->len); /* not under fs_lock */
-		else
-			arfd_request(d, j->c, j->id, j->op, j->body, j->len);
-		arf_net_sconn_unref(j->c);
-		free(j);
-	}
-	arfd_prog_thread_exit();
-	return NULL;
 }
 
 void *arfd_committer_main(void *arg)

@@ -14,15 +14,17 @@
  * an evicted (or never loaded, or lost at a restart) hash answers
  * ARF_ENOPROG and the client loads it again.
  *
- * PROG_EXEC runs a cached program on the worker that took the request, in
- * that worker's own vm, *without* the filesystem lock: a program reads the
- * exported regions the way one-sided readers do (through the obj_read
- * helper, which validates what it copies), so a long or runaway run holds
- * up nobody but its own worker; the ops/ hooks it calls take the lock one
- * at a time (helpers.c).  Each run has an instruction budget, an output
- * limit and a wall-clock limit from [programs].  A connection without region
- * keys runs programs with empty META and DATA regions: programs give no
- * more access than one-sided reads would.
+ * Both run on the program workers (lanes.c), never on the workers that
+ * serve plain requests.  PROG_EXEC runs a cached program in the worker's
+ * own vm, *without* the filesystem lock: a program reads the exported
+ * regions the way one-sided readers do (through the obj_read helper, which
+ * validates what it copies), so a long or runaway run holds up nobody but
+ * its own worker; the ops/ hooks it calls take the lock one at a time
+ * (helpers.c).  Each run has an instruction budget (helpers' work counted
+ * in it), an output limit and a wall-clock limit from [programs], and stops
+ * at once when arfd stops (d->prog_abort).  A run for anyone but root
+ * proven on a connection with region keys sees empty META and DATA
+ * regions: programs give no more access than the run's user has.
  *
  * On failure the reply body says what happened (struct
  * arf_proto_prog_error: instruction, instructions executed, message).  A
@@ -180,6 +182,7 @@ static struct wvm *worker_vm(struct arfd *d)
 		free(w);
 		return NULL;
 	}
+	arf_mc_vm_set_abort(w->vm, &d->prog_abort); /* arfd_stop: runs end at once */
 	tls_wvm = w;
 	return w;
 }

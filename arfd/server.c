@@ -295,8 +295,6 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 	d->meta_fd = d->data_fd = d->scratch_fd = -1;
 	clock_gettime(CLOCK_MONOTONIC, &d->started);
 	pthread_mutex_init(&d->fs_lock, NULL);
-	pthread_mutex_init(&d->q_lock, NULL);
-	pthread_cond_init(&d->q_cond, NULL);
 	pthread_cond_init(&d->commit_cond, NULL);
 	d->pending = arfd_pending_create();
 	if (!d->pending) {
@@ -404,10 +402,13 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 	}
 	if ((rc = arfd_progs_start(d, err, errlen)))
 		return rc;
-	d->nworkers = d->cfg.workers;
-	for (int i = 0; i < d->nworkers; i++)
-		pthread_create(&d->workers[i], NULL, arfd_worker_main, d);
-	pthread_create(&d->committer, NULL, arfd_committer_main, d);
+	if ((rc = arfd_lanes_start(d, err, errlen)))
+		return rc;
+	if ((rc = pthread_create(&d->committer, NULL, arfd_committer_main, d))) {
+		snprintf(err, errlen, "committer thread: %s", strerror(rc));
+		return -rc;
+	}
+	d->committer_started = 1;
 	if ((rc = arf_net_server_start(d->net, err, errlen)))
 		return rc;
 	if ((rc = arfd_control_start(d, err, errlen)))
@@ -452,16 +453,13 @@ void arfd_stop(struct arfd *d)
 {
 	/* Stop taking requests first, then drain the workers and the committer
 	 * (which syncs what is still waiting), then close the store. */
+	__atomic_store_n(&d->prog_abort, 1, __ATOMIC_RELEASE); /* runs stop at their next clock check */
 	arfd_control_stop(d);
 	arf_net_server_destroy(d->net);
 	d->net = NULL;
-	pthread_mutex_lock(&d->q_lock);
 	__atomic_store_n(&d->stopping, 1, __ATOMIC_RELEASE);
-	pthread_cond_broadcast(&d->q_cond);
-	pthread_mutex_unlock(&d->q_lock);
-	for (int i = 0; i < d->nworkers; i++)
-		pthread_join(d->workers[i], NULL);
-	if (d->nworkers) {
+	arfd_lanes_stop(d);
+	if (d->committer_started) {
 		pthread_mutex_lock(&d->fs_lock);
 		pthread_cond_signal(&d->commit_cond);
 		pthread_mutex_unlock(&d->fs_lock);

@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arfd/lanes — who serves a request, and in what order.
+ *
+ * Two lanes, each a queue with workers of its own, so that programs never
+ * occupy the workers that plain requests need: the request lane ([server]
+ * workers threads) serves every kind whose procedure says so (procs.c),
+ * short work under the filesystem lock; the program lane ([programs]
+ * workers threads, at a lower CPU priority: [programs] nice) serves
+ * PROG_LOAD and PROG_EXEC, whose verification, compilation and runs may
+ * take up to max_wall_ms each.  A stat waits behind other stats, never
+ * behind a program.
+ *
+ * Each queue is fair, not first-come first-served: jobs wait in flows
+ * keyed by (connection, uid), and workers take one job from each flow in
+ * turn (round robin, as a stochastic-fairness queue without the hashing
+ * collisions).  arf-fuse carries every local user on one connection, so
+ * the uid counts too; it is the uid the request's body claims -- cheap to
+ * read before any decoding, and it only decides the order, never what the
+ * request may do (identity.c decides that).  So one user who queues 200
+ * runs delays another user's request by at most one run per worker, not
+ * 200.
+ *
+ * Within a flow the order is kept; across flows and across lanes it is
+ * not (as with NFS, requests in flight together carry no order).
+ *
+ * Stopping (arfd_lanes_stop, after the transport is gone): the request lane
+ * drains what is queued; the program lane drops what is queued (arfd_stop
+ * has set the abort flag that the runs in progress stop at) and its
+ * workers end at once.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arfd.h"
+#include "log.h"
+
+#define FLOW_BUCKETS 256u
+
+struct arfd_job {
+	struct arfd_job *next;
+	struct arf_net_sconn *c;   /* referenced */
+	uint64_t id;
+	uint16_t op;
+	size_t len;
+	uint8_t body[];
+};
+
+/* The jobs of one (connection, uid), while it has any. */
+struct flow {
+	struct flow *hnext;        /* in its hash bucket */
+	struct flow *rnext;        /* in the round */
+	const struct arf_net_sconn *c;
+	uint32_t uid;
+	struct arfd_job *head, *tail;
+};
+
+struct arfd_lane {
+	struct arfd *d;
+	const char *name;          /* "request" or "program", for messages */
+	int drop_on_stop;          /* the program lane: queued jobs are dropped at stop */
+	int spin_us;               /* poll this long before sleeping (0: never) */
+	int nice;                  /* workers' niceness (0: as the daemon) */
+	pthread_mutex_t lock;      /* everything below */
+	pthread_cond_t cond;       /* a job arrived, or stopping */
+	struct flow *bucket[FLOW_BUCKETS];
+	struct flow *round, *round_tail; /* flows with jobs; the head is served next */
+	unsigned len;              /* jobs queued (read without the lock by spinners) */
+	pthread_t workers[64];
+	int nworkers;
+};
+
+static unsigned flow_hash(const struct arf_net_sconn *c, uint32_t uid)
+{
+	uint64_t h = (uint64_t)(uintptr_t)c * 0x9e3779b97f4a7c15ull ^ (uint64_t)uid * 0xff51afd7ed558ccdull;
+
+	return (unsigned)(h >> 56) % FLOW_BUCKETS;
+}
+
+/* Under l->lock: queue j at the end of its flow; a new flow joins the
+ * round last.  0 or -ENOMEM. */
+static int lane_put(struct arfd_lane *l, struct arfd_job *j, uint32_t uid)
+{
+	unsigned b = flow_hash(j->c, uid);
+	struct flow *f = l->bucket[b];
+
+	while (f && (f->c != j->c || f->uid != uid))
+		f = f->hnext;
+	if (!f) {
+		f = calloc(1, sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		f->c = j->c;
+		f->uid = uid;
+		f->hnext = l->bucket[b];
+		l->bucket[b] = f;
+		if (l->round_tail)
+			l->round_tail->rnext = f;
+		else
+			l->round = f;
+		l->round_tail = f;
+	}
+	if (f->tail)
+		f->tail->next = j;
+	else
+		f->head = j;
+	f->tail = j;
+	__atomic_add_fetch(&l->len, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Under l->lock, with a job queued: the first job of the flow whose turn
+ * it is; the flow goes to the end of the round, or away when empty. */
+static struct arfd_job *lane_take(struct arfd_lane *l)
+{
+	struct flow *f = l->round;
+	struct arfd_job *j = f->head;
+
+	f->head = j->next;
+	j->next = NULL;
+	l->round = f->rnext;
+	f->rnext = NULL;
+	if (!l->round)
+		l->round_tail = NULL;
+	if (f->head) {
+		if (l->round_tail)
+			l->round_tail->rnext = f;
+		else
+			l->round = f;
+		l->round_tail = f;
+	} else {
+		struct flow **pp = &l->bucket[flow_hash(f->c, f->uid)];
+
+		while (*pp != f)
+			pp = &(*pp)->hnext;
+		*pp = f->hnext;
+		free(f);
+	}
+	__atomic_sub_fetch(&l->len, 1, __ATOMIC_RELEASE);
+	return j;
+}
+
+static void job_free(struct arfd_job *j)
+{
+	arf_net_sconn_unref(j->c);
+	free(j);
+}
+
+void arfd_on_request(void *ctx, struct arf_net_sconn *c, const struct arf_net_hdr *h,
+		     const uint8_t *body, size_t len)
+{
+	struct arfd *d = ctx;
+	struct arfd_lane *l = d->lanes[arfd_proc_find(h->op)->lane];
+	struct arfd_job *j = malloc(sizeof(*j) + len);
+	uint32_t uid = 0;
+	int rc = -ENOMEM;
+
+	if (j) {
+		j->next = NULL;
+		j->c = c;
+		arf_net_sconn_ref(c);
+		j->id = h->id;
+		j->op = h->op;
+		j->len = len;
+		memcpy(j->body, body, len);
+		/* the claimed uid, first in every body: it orders, never grants */
+		if (len >= 4)
+			uid = (uint32_t)body[0] | (uint32_t)body[1] << 8 | (uint32_t)body[2] << 16 |
+			      (uint32_t)body[3] << 24;
+		pthread_mutex_lock(&l->lock);
+		rc = lane_put(l, j, uid);
+		if (!rc)
+			pthread_cond_signal(&l->cond);
+		pthread_mutex_unlock(&l->lock);
+		if (rc)
+			job_free(j);
+	}
+	if (rc)
+		arf_net_reply(c, h->id, h->op, arf_net_status_from_err(rc), NULL, 0);
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The next job to serve, or NULL when the lane stops.  Adaptive wait:
+ * spin on the queue's length, then sleep on the condition. */
+static struct arfd_job *lane_next(struct arfd_lane *l)
+{
+	struct arfd *d = l->d;
+	uint64_t deadline = l->spin_us ? now_us() + (uint64_t)l->spin_us : 0;
+	struct arfd_job *j = NULL;
+
+	while (l->spin_us && !__atomic_load_n(&l->len, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE) && now_us() < deadline)
+		__builtin_ia32_pause();
+	pthread_mutex_lock(&l->lock);
+	for (;;) {
+		int stopping = __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE);
+
+		if (l->round && !(stopping && l->drop_on_stop)) {
+			j = lane_take(l);
+			break;
+		}
+		if (stopping)
+			break;
+		pthread_cond_wait(&l->cond, &l->lock);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return j;
+}
+
+static void *lane_main(void *arg)
+{
+	struct arfd_lane *l = arg;
+	struct arfd *d = l->d;
+	struct arfd_job *j;
+
+	if (l->nice && setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), l->nice) < 0)
+		arfd_log(ARFD_LOG_WARN, "%s worker: cannot lower its priority (nice %d): %s", l->name,
+			 l->nice, strerror(errno));
+	while ((j = lane_next(l))) {
+		if (l == d->lanes[ARFD_LANE_PROGRAM])
+			arfd_prog_request(d, j->c, j->id, j->op, j->body, j->len); /* not under fs_lock */
+		else
+			arfd_request(d, j->c, j->id, j->op, j->body, j->len);
+		job_free(j);
+	}
+	arfd_prog_thread_exit();
+	return NULL;
+}
+
+static struct arfd_lane *lane_create(struct arfd *d, const char *name)
+{
+	struct arfd_lane *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->d = d;
+	l->name = name;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->cond, NULL);
+	return l;
+}
+
+int arfd_lanes_start(struct arfd *d, char *err, size_t errlen)
+{
+	struct arfd_lane *rq = lane_create(d, "request"), *pg = lane_create(d, "program");
+	int rc;
+
+	d->lanes[ARFD_LANE_REQUEST] = rq;
+	d->lanes[ARFD_LANE_PROGRAM] = pg;
+	if (!rq || !pg) {
+		snprintf(err, errlen, "worker queues: out of memory");
+		return -ENOMEM;
+	}
+	rq->spin_us = d->cfg.spin_us;
+	pg->nice = d->cfg.prog_nice;
+	pg->drop_on_stop = 1;
+	struct {
+		struct arfd_lane *l;
+		int n;
+	} want[2] = { { rq, d->cfg.workers }, { pg, d->cfg.prog_workers } };
+	for (int k = 0; k < 2; k++) {
+		struct arfd_lane *l = want[k].l;
+
+		for (int i = 0; i < want[k].n && i < 64; i++) {
+			if ((rc = pthread_create(&l->workers[i], NULL, lane_main, l))) {
+				snprintf(err, errlen, "%s worker thread: %s", l->name, strerror(rc));
+				return -rc;
+			}
+			l->nworkers++;
+		}
+	}
+	return 0;
+}
+
+void arfd_lanes_stop(struct arfd *d)
+{
+	/* d->stopping is set: wake every worker, join them, free what is left */
+	for (int k = 0; k < 2; k++) {
+		struct arfd_lane *l = d->lanes[k];
+
+		if (!l)
+			continue;
+		pthread_mutex_lock(&l->lock);
+		pthread_cond_broadcast(&l->cond);
+		pthread_mutex_unlock(&l->lock);
+	}
+	for (int k = 0; k < 2; k++) {
+		struct arfd_lane *l = d->lanes[k];
+
+		if (!l)
+			continue;
+		for (int i = 0; i < l->nworkers; i++)
+			pthread_join(l->workers[i], NULL);
+		while (l->round)
+			job_free(lane_take(l));
+		pthread_mutex_destroy(&l->lock);
+		pthread_cond_destroy(&l->cond);
+		free(l);
+		d->lanes[k] = NULL;
+	}
+}
+
+unsigned arfd_lane_queued(struct arfd *d, enum arfd_lane_id lane)
+{
+	struct arfd_lane *l = d->lanes[lane];
+
+	return l ? __atomic_load_n(&l->len, __ATOMIC_ACQUIRE) : 0;
+}
