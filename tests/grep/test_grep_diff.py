@@ -12,9 +12,8 @@ GNU grep's first 96 KiB buffer) and the output options (-n -b -c -l -L -o -q
 Each local case runs three ways: arf-grep's native DFA, and the generated
 eBPF program in the mobilecode interpreter (--engine=mc) with the default
 slices and with 7-byte slices (so that resuming by cursor is exercised).
-When ARF_GREP_REMOTE=1 (the ARF mount and URL tiers), the same cases are
-also run on copies of the files inside an ARF mount and by arf:// URL
-(see test_grep_remote.py).
+test_grep_remote.py (meson test grep-remote) runs the same cases on copies
+of the files inside an ARF mount and by arf:// URL.
 
 Run: ARF_BUILD=build-dir python3 tests/grep/test_grep_diff.py [-v]
 """
