@@ -188,6 +188,7 @@ struct arfd_prog_info {
 	int64_t loaded_at;       /* CLOCK_REALTIME seconds of its first load */
 	int64_t last_used;       /* CLOCK_REALTIME seconds of its last load or run */
 	uint64_t lru;            /* the cache's clock at that use: larger = more recent */
+	uint32_t owner_uid;      /* the identity whose quota it counts against */
 };
 
 /*

@@ -456,6 +456,7 @@ static json_object *prog_json(const struct arfd_prog_info *pi)
 	put(p, "format", str(pi->elf ? "elf" : "bytecode"));
 	put(p, "engine", str(pi->native ? "jit" : "interpreter"));
 	put(p, "native_bytes", u64(pi->native_bytes));
+	put(p, "owner_uid", u64(pi->owner_uid));
 	put(p, "bytes", u64(pi->bytes));
 	put(p, "insns", u64(pi->insns));
 	put(p, "entry", u64(pi->entry));

@@ -10,9 +10,10 @@
  * warning), and keeps it under the
  * BLAKE2b-256 hash of its bytes; a load of bytes already cached is a hit
  * only when the bytes compare equal, not merely their hashes.  The cache
- * holds [programs] cache_size programs and evicts the least recently used;
- * an evicted (or never loaded, or lost at a restart) hash answers
- * ARF_ENOPROG and the client loads it again.
+ * holds [programs] cache_size programs, each charged to the identity that
+ * loaded it, within per-identity quotas (below, "quotas"); an evicted (or
+ * never loaded, or lost at a restart) hash answers ARF_ENOPROG and the
+ * client loads it again.
  *
  * Both run on the program workers (lanes.c), never on the workers that
  * serve plain requests.  PROG_EXEC runs a cached program in the worker's
@@ -61,6 +62,9 @@ struct centry {
 	size_t len;
 	struct arf_mc_prog *prog;    /* verified, immutable */
 	int elf;                     /* loaded from an ELF object (else raw bytecode) */
+	uint32_t owner;              /* the uid its first load acted as: its quota pays */
+	int owner_root;              /* that load was root proven (the larger quota) */
+	uint64_t native;             /* bytes of native code (0 when interpreted) */
 	uint64_t last_used;          /* cache clock, for LRU eviction */
 	unsigned refs;               /* the cache's own + one per run or disassembly (under lock) */
 	/* for arfctl progs (under lock) */
@@ -210,9 +214,163 @@ static void errmsg(struct arf_proto_prog_error *pe, uint32_t pc, uint64_t insns,
 	va_end(ap);
 }
 
+/* ---- quotas ---------------------------------------------------------------
+ *
+ * Each cached program is charged to the identity whose load put it there
+ * (the uid the request acted as, arfd_identity_cred): an identity holds at
+ * most quota_count programs and quota_mib of native code (root proven:
+ * root_quota_mib), all together at most cache_mib and cache_size programs.
+ * A load past its identity's quota evicts that identity's own least
+ * recently used programs; past the whole cache's, the least recently used
+ * program of whoever holds the most; one program larger than a quota is
+ * refused.  So one client cannot push the others' programs out, and what
+ * it pinned is bounded even after it disconnects.
+ */
+
+/* What an identity holds, under p->lock. */
+static void held_by(const struct arfd_progs *p, uint32_t uid, size_t *count, uint64_t *bytes)
+{
+	*count = 0;
+	*bytes = 0;
+	for (size_t i = 0; i < p->cap; i++)
+		if (p->tab[i] && p->tab[i]->owner == uid) {
+			(*count)++;
+			*bytes += p->tab[i]->native;
+		}
+}
+
+/* Under p->lock: the slot of the least recently used program of uid
+ * (any owner when all is set), or NULL. */
+static struct centry **lru_of(struct arfd_progs *p, uint32_t uid, int all)
+{
+	struct centry **v = NULL;
+
+	for (size_t i = 0; i < p->cap; i++)
+		if (p->tab[i] && (all || p->tab[i]->owner == uid) &&
+		    (!v || p->tab[i]->last_used < (*v)->last_used))
+			v = &p->tab[i];
+	return v;
+}
+
+struct holding {
+	uint32_t uid;
+	uint64_t native;
+};
+
+static int by_uid(const void *a, const void *b)
+{
+	const struct holding *x = a, *y = b;
+	return x->uid < y->uid ? -1 : x->uid > y->uid;
+}
+
+/*
+ * Under p->lock: the least recently used program of the identity holding
+ * the most -- native bytes, then programs; programs first when by_count --
+ * whose programs go first when the whole cache is full.  (Sorted by owner
+ * to add up each identity's share: the cache may hold thousands.)  Out of
+ * memory: the least recently used of all.
+ */
+static struct centry **largest_holders_lru(struct arfd_progs *p, int by_count)
+{
+	struct holding *h = malloc(p->cap * sizeof(*h));
+	size_t n = 0;
+	uint32_t best = 0;
+	uint64_t best_n = 0, best_b = 0;
+
+	if (!h)
+		return lru_of(p, 0, 1);
+	for (size_t i = 0; i < p->cap; i++)
+		if (p->tab[i])
+			h[n++] = (struct holding){ p->tab[i]->owner, p->tab[i]->native };
+	qsort(h, n, sizeof(*h), by_uid);
+	for (size_t i = 0; i < n;) {
+		uint64_t cnt = 0, b = 0;
+		size_t k = i;
+
+		for (; k < n && h[k].uid == h[i].uid; k++) {
+			cnt++;
+			b += h[k].native;
+		}
+		int more = by_count ? cnt > best_n || (cnt == best_n && b > best_b)
+				    : b > best_b || (b == best_b && cnt > best_n);
+		if (more) {
+			best = h[i].uid;
+			best_n = cnt;
+			best_b = b;
+		}
+		i = k;
+	}
+	free(h);
+	return n ? lru_of(p, best, 0) : NULL;
+}
+
+static void evict(struct centry **slot, int *evicted)
+{
+	centry_put(*slot); /* a run still holding it keeps it alive */
+	*slot = NULL;
+	(*evicted)++;
+}
+
+/*
+ * Under p->lock: room for e (owned, native bytes known) -- evictions as
+ * above -- and the free slot it goes in; or NULL with the refusal in pe.
+ */
+static struct centry **make_room(struct arfd *d, struct centry *e,
+				 struct arf_proto_prog_error *pe, int *evicted)
+{
+	struct arfd_progs *p = d->progs;
+	uint64_t mib = 1u << 20;
+	uint64_t quota = (uint64_t)(e->owner_root ? d->cfg.prog_root_quota_mib
+				    : d->cfg.prog_quota_mib) * mib;
+	uint64_t total_cap = (uint64_t)d->cfg.prog_cache_mib * mib;
+	size_t count, all_count = 0;
+	uint64_t bytes, total = 0;
+	struct centry **v;
+
+	if (e->native > quota || e->native > total_cap) {
+		errmsg(pe, 0, 0, "the program's native code (%.1f MiB) is larger than %s of %lld MiB "
+		       "([programs] %s): not cached", (double)e->native / (double)mib,
+		       e->native > quota ? "this identity's quota" : "the whole cache's",
+		       (long long)(e->native > quota ? quota / mib : total_cap / mib),
+		       e->native > quota ? (e->owner_root ? "root_quota_mib" : "quota_mib")
+					 : "cache_mib");
+		return NULL;
+	}
+	/* its identity's quota: its own least recently used go */
+	for (;;) {
+		held_by(p, e->owner, &count, &bytes);
+		if (count + 1 <= (size_t)d->cfg.prog_quota_count && bytes + e->native <= quota)
+			break;
+		if (!(v = lru_of(p, e->owner, 0)))
+			break; /* not reached: it holds what is over its quota */
+		evict(v, evicted);
+	}
+	/* the whole cache's: whoever holds the most gives way */
+	for (;;) {
+		all_count = 0;
+		total = 0;
+		for (size_t i = 0; i < p->cap; i++)
+			if (p->tab[i]) {
+				all_count++;
+				total += p->tab[i]->native;
+			}
+		if (all_count < p->cap && total + e->native <= total_cap)
+			break;
+		v = largest_holders_lru(p, all_count >= p->cap);
+		if (!v)
+			break; /* empty, and e alone fits (checked above) */
+		evict(v, evicted);
+	}
+	for (size_t i = 0; i < p->cap; i++)
+		if (!p->tab[i])
+			return &p->tab[i];
+	return NULL; /* not reached: the loop above made room */
+}
+
 /* PROG_LOAD: 0 with the hash and instruction count in w, or an error
- * with its message in pe. */
-static int do_load(struct arfd *d, struct arf_proto_rd *r, struct arf_proto_wr *w,
+ * with its message in pe.  ac and pc: whose load it is (for its quota). */
+static int do_load(struct arfd *d, struct arfd_conn *ac, const struct arf_proto_cred *pc,
+		   struct arf_proto_rd *r, struct arf_proto_wr *w,
 		   struct arf_proto_prog_error *pe, int *hit, int *evicted)
 {
 	struct arfd_progs *p = d->progs;
@@ -285,11 +443,19 @@ static int do_load(struct arfd *d, struct arf_proto_rd *r, struct arf_proto_wr *
 	e->loads = 1;
 	e->loaded_at = e->used_at = wall_now();
 	arf_mc_prog_insns(prog, &n);
+	size_t native = 0;
+	arf_mc_prog_jit_code(prog, &native);
+	e->native = native;
+	struct arf_cred cr;
+	int proven_root = 0;
 
 	pthread_mutex_lock(&d->fs_lock);
 	d->ctr.prog_jitted += (uint64_t)arf_mc_prog_jitted(prog);
 	d->ctr.prog_jit_failed += (uint64_t)jit_failed;
+	arfd_identity_cred(d, ac, pc, &cr, &proven_root); /* whose quota pays */
 	pthread_mutex_unlock(&d->fs_lock);
+	e->owner = cr.uid;
+	e->owner_root = proven_root;
 
 	pthread_mutex_lock(&p->lock);
 	if ((slot = find(p, hash))) {
@@ -302,22 +468,18 @@ static int do_load(struct arfd *d, struct arf_proto_rd *r, struct arf_proto_wr *
 		*hit = 1;
 		goto reply;
 	}
-	struct centry **victim = NULL;
-	for (size_t i = 0; i < p->cap; i++) {
-		if (!p->tab[i]) {
-			victim = &p->tab[i];
-			break;
-		}
-		if (!victim || p->tab[i]->last_used < (*victim)->last_used)
-			victim = &p->tab[i];
+	slot = make_room(d, e, pe, evicted);
+	if (!slot) {
+		pthread_mutex_unlock(&p->lock);
+		arfd_log(ARFD_LOG_DEBUG, "program load by uid %u refused: %s", e->owner, pe->msg);
+		centry_put(e);
+		return -EDQUOT;
 	}
-	if (*victim) {
-		arfd_log(ARFD_LOG_DEBUG, "program cache full: evicting the least recently used");
-		centry_put(*victim); /* a run still holding it keeps it alive */
-		*evicted = 1;
-	}
+	if (*evicted)
+		arfd_log(ARFD_LOG_DEBUG, "program cache: %d evicted to make room for uid %u's",
+			 *evicted, e->owner);
 	e->last_used = ++p->clock;
-	*victim = e;
+	*slot = e;
 	pthread_mutex_unlock(&p->lock);
 reply:
 	arf_proto_put(w, hash, sizeof(hash));
@@ -450,7 +612,7 @@ void arfd_prog_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uin
 		errmsg(&pe, 0, 0, "mobile code is disabled on this server ([programs] enable)");
 		rc = -ENOSYS;
 	} else if (op == ARF_OP_PROG_LOAD) {
-		rc = do_load(d, &r, &w, &pe, &hit, &evicted);
+		rc = do_load(d, arf_net_sconn_udata(c), &pc, &r, &w, &pe, &hit, &evicted);
 	} else {
 		rc = do_exec(d, c, &pc, &r, &w, &pe, &seq, &insns);
 	}
@@ -530,6 +692,7 @@ static void info_of(const struct centry *e, struct arfd_prog_info *pi)
 	pi->loaded_at = e->loaded_at;
 	pi->last_used = e->used_at;
 	pi->lru = e->last_used;
+	pi->owner_uid = e->owner;
 }
 
 static int by_recent_use(const void *a, const void *b)
