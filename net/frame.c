@@ -153,17 +153,23 @@ ssize_t arf_net_rbuf_fill(struct arf_net_rbuf *rb, int fd)
 {
 	if (rb->start == rb->end)
 		rb->start = rb->end = 0;
-	/* Room for at least one more header, or for the whole frame that has
-	 * started, so that one big frame never needs more than one move.  A
-	 * small max (before a handshake) keeps the buffer small too. */
+	/* Room for at least one more header, or for the frame that has
+	 * started, but never more than twice what has arrived of it: a peer
+	 * that claims 16 MiB and sends a little makes us hold a little (the
+	 * buffer doubles as the bytes come; realloc of a large block moves
+	 * pages, not bytes).  A small max (before a handshake) keeps the
+	 * buffer small too. */
 	size_t max = rbuf_max(rb);
+	size_t have = rb->end - rb->start;
 	size_t want = max < (64u << 10) ? max : 64u << 10;
-	if (rb->end - rb->start >= sizeof(struct arf_net_hdr)) {
+	if (have >= sizeof(struct arf_net_hdr)) {
 		uint32_t len;
 		memcpy(&len, rb->buf + rb->start, 4);
 		len = le32toh(len);
 		if (len <= max && len > want)
 			want = len;
+		if (want > 2 * have + (64u << 10))
+			want = 2 * have + (64u << 10);
 	}
 	if (rb->cap - rb->start < want) {
 		if (rb->start) {
