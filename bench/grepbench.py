@@ -32,7 +32,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import Arfd, ArfMount, Procs, cpu_seconds, log  # noqa: E402
+from common import Group, bench_arfd, bench_mount, cpu_seconds, log  # noqa: E402
 
 PATTERN = "xyzzy-needle"
 MATCH_EVERY_MIB = 32  # one matching line per 32 MiB: rare matches
@@ -92,7 +92,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     os.makedirs(a.out, exist_ok=True)
     arf_grep = os.path.join(a.build, "tools", "arf-grep", "arf-grep")
-    procs = Procs()
+    procs = Group(log=log)
     rows = []
     try:
         local = os.path.join(work, "local.txt")
@@ -102,11 +102,10 @@ def main():
         want = subprocess.run(["grep", "-c", PATTERN, local], capture_output=True,
                               env=dict(os.environ, LC_ALL="C")).stdout
         blocks = (size >> 12) + (size >> 14) + 4096
-        d = Arfd(a.build, os.path.join(work, "arfd"), procs,
-                 extra={"regions.data_blocks": str(blocks), "export.sync": "false"})
-        d.start()
-        m = ArfMount(a.build, d, work, procs)
-        m.start()
+        d = procs.add(bench_arfd(a.build, os.path.join(work, "arfd"),
+                                 extra={"regions.data_blocks": str(blocks),
+                                        "export.sync": "false"}))
+        m = procs.add(bench_mount(a.build, d, work))
         shutil.copyfile(local, os.path.join(m.path, "big.txt"))
         os.sync()
         env = dict(os.environ, LC_ALL="C")
@@ -129,7 +128,7 @@ def main():
             secs, p = timed([arf_grep, "--stats", "-c", PATTERN, target], env)
             row(system, secs, p, stats_bytes(p.stderr)["bytes_received"], cpu_seconds(d.pid) - c0)
 
-        shipped("arf-grep by URL (shipped, JIT)", d.url("tcp", "/big.txt"))
+        shipped("arf-grep by URL (shipped, JIT)", d.url("/big.txt", "tcp"))
         shipped("arf-grep on the mount (shipped, JIT)", os.path.join(m.path, "big.txt"))
         m.remount()  # no page of big.txt cached in the kernel
         secs, p = timed(["grep", "-c", PATTERN, os.path.join(m.path, "big.txt")], env)
@@ -143,10 +142,10 @@ def main():
             os.unlink(tmpfs)
         # the same scan interpreted: arfd again on the same data, JIT off
         m.stop()
-        procs.stop_proc(d.name, d.proc)
+        d.stop()
         d.extra["programs.jit"] = "false"
-        d.start()
-        shipped("arf-grep by URL (shipped, interpreted)", d.url("tcp", "/big.txt"))
+        d.start(timeout=60)
+        shipped("arf-grep by URL (shipped, interpreted)", d.url("/big.txt", "tcp"))
     finally:
         procs.stop_all()
         shutil.rmtree(work, ignore_errors=True)
