@@ -7,9 +7,13 @@ name), each as the server answers it (the attributes read back with stat,
 the bytes read back through the link), with the error line and exit status
 users see; options after the command (`arfctl stats --prometheus`, `arfctl
 stat URL --json`); numbers checked whole (`--max-hops abc` is bad usage);
-and a failed write of standard output reported (exit 1), not lost."""
+a failed write of standard output reported (exit 1), not lost; and the
+control socket's JSON (json-c on both sides): the stats object and the
+Prometheus text agree, and arfd's error answers stay valid JSON whatever
+the command line held."""
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -155,6 +159,55 @@ class Files(ArfdTestCase):
                 self.assertEqual(p.returncode, 1, args)
                 self.assertIn(b"No space left on device", p.stderr)
         print("output to /dev/full: cat, stat --json and ls exit 1 with ENOSPC, not 0")
+
+
+class Control(ArfdTestCase):
+    def ask(self, line):
+        """One raw exchange on the control socket: the answer's bytes."""
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(self.arfd.control)
+            s.sendall(line + b"\n")
+            out = b""
+            while chunk := s.recv(65536):
+                out += chunk
+        return out
+
+    def test_stats_json_and_prometheus_agree(self):
+        d = self.arfd
+        arfctl("mkdir", "-p", d.url("/a/b/c"))
+        arfctl("ls", d.url("/a/b"))
+        j = json.loads(arfctl("--control", d.control, "--json", "stats").stdout)
+        prom = {}
+        for line in arfctl("--control", d.control, "stats", "--prometheus").stdout.decode() \
+                .splitlines():
+            if not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                prom[name] = float(value)
+        pairs = {'arf_requests_total{kind="mkdir"}': j["requests"]["mkdir"],
+                 "arf_mutations_total": j["mutations"],
+                 "arf_objects_written_total": j["objects_written"],
+                 "arf_connections_accepted_total": j["connections"]["accepted"],
+                 "arf_one_sided_reads_total": j["one_sided"]["reads"],
+                 "arf_one_sided_writes_total": j["one_sided"]["writes"],
+                 "arf_inodes_free": j["inodes"]["free"],
+                 "arf_data_free_bytes": j["blocks"]["free"] * 4096,
+                 "arf_program_load_hits_total": j["programs"]["load_hits"]}
+        self.assertEqual(j["requests"]["mkdir"], 3)
+        for name, value in pairs.items():
+            self.assertEqual(prom[name], value, name)
+        # every kind is a label in Prometheus; JSON lists the kinds seen
+        kinds = [k for k in prom if k.startswith("arf_requests_total{")]
+        self.assertGreater(len(kinds), len(j["requests"]))
+        print(f"stats: {len(prom)} Prometheus samples; {len(pairs)} checked equal to the JSON")
+
+    def test_error_answers_are_json(self):
+        for line in (b'frob"\\\x01\x7f x', b"progs show zz", b"progs", b"scribble data 1"):
+            ans = self.ask(line)
+            self.assertTrue(ans.endswith(b"\n"), ans)
+            j = json.loads(ans)
+            self.assertEqual(list(j), ["error"], ans)
+        self.assertEqual(json.loads(self.ask(b'frob"x'))["error"], "unknown command 'frob\"x'")
+        print("control socket: 4 bad command lines answered with one valid {\"error\": ...} each")
 
 
 if __name__ == "__main__":
