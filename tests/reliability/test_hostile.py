@@ -15,6 +15,7 @@ import array
 import json
 import os
 import random
+import re
 import resource
 import socket
 import struct
@@ -177,11 +178,26 @@ REQUESTS = {
     0x112: ["fh", "name", "u32", "u64"], 0x113: ["fh", "name"], 0x114: ["fh", "name"],
     0x115: ["fh", "name", "fh", "name", "u32"], 0x116: ["fh", "fh", "name"],
     0x117: ["fh", "name", "bytes"], 0x118: ["fh", "setattr"], 0x119: ["fh", "u64", "bytes"],
-    0x11a: ["fh"], 0x120: [], 0x130: ["bytes"], 0x131: ["hash", "u32", "bytes"],
+    0x11a: ["fh"], 0x120: [], 0x121: [], 0x130: ["bytes"], 0x131: ["hash", "u32", "bytes"],
 }
 PROG_OPS = (0x130, 0x131)
-UNKNOWN_REQUESTS = (0x107, 0x10f, 0x11b, 0x11f, 0x121, 0x12f, 0x132, 0x1ff, 0x200, 0x1000,
-                    0x7fff, 0xfffe, 0xffff)
+
+
+def header_ops():
+    """The request kinds net/arf_proto.h defines ({value: name}), so that a
+    kind added there is never sent as an "unknown" one."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "net",
+                        "arf_proto.h")
+    with open(path) as f:
+        ops = dict((int(v, 16), n) for n, v in
+                   re.findall(r"\b(ARF_OP_[A-Z_]+)\s*=\s*(0x[0-9a-fA-F]+)", f.read()))
+    return {v: n for v, n in ops.items() if n != "ARF_OP_MAX"}
+
+
+KNOWN_OPS = header_ops()
+UNKNOWN_REQUESTS = tuple(op for op in (0x107, 0x10f, 0x11b, 0x11f, 0x122, 0x12f, 0x132, 0x1ff,
+                                       0x200, 0x1000, 0x7fff, 0xfffe, 0xffff)
+                         if op not in KNOWN_OPS)
 UNKNOWN_NET_OPS = (0, 6, 7, 0x42, 0x80, 0xff)
 
 
@@ -351,6 +367,19 @@ class Peer:
                     assert h[4] != S_OK, f"{self.transport}: a success before the close: {h}"
                 return frames
             frames.append(f)
+
+
+class RequestTable(unittest.TestCase):
+    def test_every_request_kind_has_its_fields(self):
+        """The garbled bodies need each kind's fields: a kind arf_proto.h
+        adds (or drops) must be added here too, not go untested."""
+        missing = {hex(v): n for v, n in KNOWN_OPS.items() if v not in REQUESTS}
+        stale = [hex(v) for v in REQUESTS if v not in KNOWN_OPS]
+        self.assertEqual(missing, {}, "request kinds without fields in REQUESTS")
+        self.assertEqual(stale, [], "REQUESTS names kinds arf_proto.h does not define")
+        self.assertGreaterEqual(len(UNKNOWN_REQUESTS), 10)
+        print("request kinds: %d in arf_proto.h, all with their fields; %d unknown kinds sent"
+              % (len(KNOWN_OPS), len(UNKNOWN_REQUESTS)))
 
 
 class Frames(ArfdTestCase):
