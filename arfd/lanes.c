@@ -15,11 +15,12 @@
  * keyed by (connection, uid), and workers take one job from each flow in
  * turn (round robin, as a stochastic-fairness queue without the hashing
  * collisions).  arf-fuse carries every local user on one connection, so
- * the uid counts too; it is the uid the request's body claims -- cheap to
- * read before any decoding, and it only decides the order, never what the
- * request may do (identity.c decides that).  So one user who queues 200
- * runs delays another user's request by at most one run per worker, not
- * 200.
+ * the uid counts too: on a connection whose claims are believed it is the
+ * uid the request's body claims -- cheap to read before any decoding, and
+ * it only decides the order, never what the request may do (identity.c
+ * decides that); elsewhere the connection's own identity (flow_uid).  So
+ * one user who queues 200 runs delays another user's request by at most
+ * one run per worker, not 200.
  *
  * Within a flow the order is kept; across flows and across lanes it is
  * not (as with NFS, requests in flight together carry no order).
@@ -152,6 +153,30 @@ static void job_free(struct arfd_job *j)
 	free(j);
 }
 
+/*
+ * The uid part of a request's flow.  Where the connection's claims are
+ * believed (root proven: arf-fuse, carrying every local user; an insecure
+ * export), the uid its body claims, first in every body: read before any
+ * decoding, it orders and never grants.  Elsewhere a connection is one
+ * identity whatever it claims, so claiming many uids must not buy it many
+ * turns: its own pinned uid, or none.
+ */
+static uint32_t flow_uid(const struct arfd_conn *ac, const uint8_t *body, size_t len)
+{
+	if (!ac)
+		return 0;
+	switch (ac->trust) {
+	case ARFD_TRUST_ROOT:
+	case ARFD_TRUST_CLAIMED:
+		return len >= 4 ? (uint32_t)body[0] | (uint32_t)body[1] << 8 |
+				  (uint32_t)body[2] << 16 | (uint32_t)body[3] << 24 : 0;
+	case ARFD_TRUST_PINNED:
+		return ac->id.uid;
+	default:
+		return UINT32_MAX;
+	}
+}
+
 void arfd_on_request(void *ctx, struct arf_net_sconn *c, const struct arf_net_hdr *h,
 		     const uint8_t *body, size_t len)
 {
@@ -169,10 +194,7 @@ void arfd_on_request(void *ctx, struct arf_net_sconn *c, const struct arf_net_hd
 		j->op = h->op;
 		j->len = len;
 		memcpy(j->body, body, len);
-		/* the claimed uid, first in every body: it orders, never grants */
-		if (len >= 4)
-			uid = (uint32_t)body[0] | (uint32_t)body[1] << 8 | (uint32_t)body[2] << 16 |
-			      (uint32_t)body[3] << 24;
+		uid = flow_uid(arf_net_sconn_udata(c), body, len);
 		pthread_mutex_lock(&l->lock);
 		rc = lane_put(l, j, uid);
 		if (!rc)
