@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * arfd — the server: one export's regions, its RocksDB store, the transport
- * server (soft-NIC) and the request workers, put together.
+ * server (soft-NIC) and the workers, put together.
  *
  * Threads: the soft-NIC thread(s) of net/ serve one-sided operations and
- * queue requests; `workers` threads take requests, run ops/ hooks under the
- * filesystem lock and write each mutation's objects to RocksDB inside that
- * lock (so batches land in commit order); the committer thread syncs the
- * write-ahead log for every group of waiting mutations (group commit), seals
- * the objects they changed (on sync exports they stay invisible to one-sided
- * readers until then) and sends their replies.
+ * queue requests in two lanes (lanes.c); [server] workers threads take
+ * plain requests, run ops/ hooks under the filesystem lock and write each
+ * mutation's objects to RocksDB inside that lock (so batches land in commit
+ * order); [programs] workers threads, at a lower priority, load and run
+ * programs (progs.c), never holding up the request workers; the committer
+ * thread syncs the write-ahead log for every group of waiting mutations
+ * (group commit), seals the objects they changed (on sync exports they stay
+ * invisible to one-sided readers until then) and sends their replies.
  */
 #ifndef ARFD_H
 #define ARFD_H
