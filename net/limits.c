@@ -215,11 +215,14 @@ void arf_net_srv_resume_pending(struct arf_net_server *s)
 	pthread_mutex_lock(&s->resume_lock);
 	struct arf_net_sconn *c = s->resumeq;
 	s->resumeq = NULL;
-	for (struct arf_net_sconn *x = c; x; x = x->resume_next)
-		x->resume_queued = 0;
 	pthread_mutex_unlock(&s->resume_lock);
 	while (c) {
+		/* while queued, no reply links c again: take the link, then
+		 * let replies queue it anew (they find it read after them) */
+		pthread_mutex_lock(&s->resume_lock);
 		struct arf_net_sconn *next = c->resume_next;
+		c->resume_queued = 0;
+		pthread_mutex_unlock(&s->resume_lock);
 		if (c->state != SCONN_CLOSED)
 			arf_net_srv_conn_readable(s, c);
 		arf_net_sconn_unref(c); /* closed ones stay on s->dead until the batch ends */

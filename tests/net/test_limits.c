@@ -92,10 +92,10 @@ static void on_request(void *ctx, struct arf_net_sconn *c, const struct arf_net_
 	it->id = h->id;
 	it->op = h->op;
 	it->len = len;
-	S.received++;
-	uint64_t out = S.received - __atomic_load_n(&S.answered, __ATOMIC_ACQUIRE);
-	if (out > S.max_outstanding)
-		S.max_outstanding = out;
+	uint64_t got = __atomic_add_fetch(&S.received, 1, __ATOMIC_RELAXED);
+	uint64_t out = got - __atomic_load_n(&S.answered, __ATOMIC_ACQUIRE);
+	if (out > __atomic_load_n(&S.max_outstanding, __ATOMIC_RELAXED))
+		__atomic_store_n(&S.max_outstanding, out, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&S.lock);
 	if (S.tail)
 		S.tail->next = it;
@@ -383,6 +383,16 @@ static int wait_for(int (*cond)(void), int ms)
 	return cond();
 }
 
+static uint64_t received(void)
+{
+	return __atomic_load_n(&S.received, __ATOMIC_RELAXED);
+}
+
+static uint64_t max_outstanding(void)
+{
+	return __atomic_load_n(&S.max_outstanding, __ATOMIC_RELAXED);
+}
+
 static uint64_t want_received;
 static int received_reached(void)
 {
@@ -463,7 +473,7 @@ static void test_request_cap(void **state)
 	assert_true(wait_for(received_reached, 3000));
 	usleep(300000); /* the server had time to take more, were it willing */
 	struct arf_net_server_counters c = counters();
-	assert_int_equal(S.received, CAP_REQS);
+	assert_int_equal(received(), CAP_REQS);
 	assert_true(c.stalls >= 1);
 	assert_int_equal(c.conns_stalled, 1);
 
@@ -473,12 +483,12 @@ static void test_request_cap(void **state)
 	expect_replies(fd, 100);
 	double took = now_s() - t;
 	c = counters();
-	assert_int_equal(S.received, 100);
-	assert_true(S.max_outstanding <= CAP_REQS);
+	assert_int_equal(received(), 100);
+	assert_true(max_outstanding() <= CAP_REQS);
 	assert_int_equal(c.conns_stalled, 0);
 	printf("request cap: 100 pipelined requests, at most %llu in flight (cap %u), %llu stalls, "
 	       "all answered %.0f ms after the worker opened\n",
-	       (unsigned long long)S.max_outstanding, CAP_REQS, (unsigned long long)c.stalls,
+	       (unsigned long long)max_outstanding(), CAP_REQS, (unsigned long long)c.stalls,
 	       took * 1000);
 	close(fd);
 }
@@ -497,25 +507,25 @@ static void test_byte_cap(void **state)
 	want_received = 2;
 	assert_true(wait_for(received_reached, 3000));
 	usleep(300000);
-	assert_int_equal(S.received, 2);
+	assert_int_equal(received(), 2);
 	gate(1);
 	expect_replies(fd, 10);
 	pthread_join(sd.thr, NULL);
-	assert_true(S.max_outstanding <= 2);
+	assert_true(max_outstanding() <= 2);
 
 	/* one request bigger than the whole byte cap still goes, alone */
 	gate(0);
-	uint64_t before = S.received;
+	uint64_t before = received();
 	pipeline_async(&sd, fd, 2, 3u << 20);
 	want_received = before + 1;
 	assert_true(wait_for(received_reached, 3000));
 	usleep(300000);
-	assert_int_equal(S.received, before + 1);
+	assert_int_equal(received(), before + 1);
 	gate(1);
 	expect_replies(fd, 2);
 	pthread_join(sd.thr, NULL);
 	printf("byte cap: 10 x 400 KiB pipelined, at most %llu in flight (cap 1 MiB); "
-	       "a 3 MiB request passes alone\n", (unsigned long long)S.max_outstanding);
+	       "a 3 MiB request passes alone\n", (unsigned long long)max_outstanding());
 	close(fd);
 }
 
