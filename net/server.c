@@ -12,8 +12,9 @@
  * handshake.c) checks the protocol version, asks the embedder's on_hello,
  * and answers with the region table and the info blob; on the UNIX socket
  * the reply also carries one descriptor per region.  Connections come from
- * listen.c.  This file holds the server's life (create, regions, start,
- * destroy) and the soft-NIC thread's loop.
+ * listen.c; what one client may hold, and the timers, are in limits.c.
+ * This file holds the server's life (create, regions, start, destroy) and
+ * the soft-NIC thread's loop.
  *
  * Waiting is adaptive: after any event the thread polls epoll without
  * sleeping for spin_us, then sleeps in epoll_wait.

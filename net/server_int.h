@@ -5,7 +5,7 @@
  * installed; nothing outside net/ includes it.
  *
  *   server.c     create, regions, start, destroy, the soft-NIC thread's
- *                epoll loop and its timers
+ *                epoll loop
  *   sconn.c      one connection: state, reading and dispatching frames,
  *                the send queue, replies, close
  *   handshake.c  HELLO: version, shared-secret challenge, the embedder's
@@ -13,6 +13,9 @@
  *   softnic.c    one-sided READ, WRITE, CAS and FAA on registered regions
  *   listen.c     tcp, UNIX and rdma listeners, accept, connections adopted
  *                from rdma
+ *   limits.c     what one client may hold: connections (per client, root's
+ *                reserved slots), requests in flight (back-pressure), the
+ *                timers (handshake, idle, mid-frame), buffers shrinking
  *
  * Threads: the soft-NIC thread owns the connection list, every receive
  * buffer and every state change; any thread may send (under the
