@@ -361,6 +361,28 @@ int arfd_config_check(const struct arfd_config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+/* A help text as '#' lines of at most 78 columns: libinih reads lines of
+ * up to 200 bytes, and a longer comment would come back as a key. */
+static void dump_comment(FILE *out, const char *text)
+{
+	const char *p = text;
+
+	while (*p) {
+		size_t n = strlen(p), cut = n;
+		if (n > 76) {
+			cut = 76;
+			while (cut > 0 && p[cut] != ' ')
+				cut--;
+			if (!cut)
+				cut = 76;
+		}
+		fprintf(out, "# %.*s\n", (int)cut, p);
+		p += cut;
+		while (*p == ' ')
+			p++;
+	}
+}
+
 void arfd_config_dump(const struct arfd_config *cfg, FILE *out)
 {
 	static const char *const levels[] = { "error", "warn", "info", "debug" };
@@ -373,7 +395,7 @@ void arfd_config_dump(const struct arfd_config *cfg, FILE *out)
 			fprintf(out, "%s[%s]\n", i ? "\n" : "", e->section);
 			section = e->section;
 		}
-		fprintf(out, "# %s\n", e->help);
+		dump_comment(out, e->help);
 		switch (e->type) {
 		case C_STR:
 		case C_CLIENTS:
