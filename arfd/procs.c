@@ -28,18 +28,7 @@ static void put_attr(struct arf_proto_wr *w, const struct arf_ops_attr *a)
 {
 	struct arf_proto_attr p;
 
-	p.ino = a->ino;
-	p.gen = a->gen;
-	p.mode = a->mode;
-	p.nlink = a->nlink;
-	p.uid = a->uid;
-	p.gid = a->gid;
-	p.size = a->size;
-	p.blocks = a->blocks;
-	p.atime_ns = a->atime_ns;
-	p.mtime_ns = a->mtime_ns;
-	p.ctime_ns = a->ctime_ns;
-	p.rdev = a->rdev;
+	ARF_META_ATTR_COPY(&p, a);
 	arf_proto_put_attr(w, &p);
 }
 

@@ -12,6 +12,19 @@
 
 #include "arf_fuse.h"
 
+/* Nanoseconds since 1970 as a timespec; a time before 1970 keeps a
+ * non-negative nanosecond part, as the kernel wants. */
+static struct timespec ns_timespec(int64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
+
+	if (ts.tv_nsec < 0) {
+		ts.tv_nsec += 1000000000;
+		ts.tv_sec--;
+	}
+	return ts;
+}
+
 void arf_fuse_stat(const struct arf_stat *a, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -24,25 +37,9 @@ void arf_fuse_stat(const struct arf_stat *a, struct stat *st)
 	st->st_blocks = (blkcnt_t)a->blocks;
 	st->st_blksize = ARF_FUSE_BLKSIZE;
 	st->st_rdev = (dev_t)a->rdev;
-	st->st_atim.tv_sec = (time_t)(a->atime_ns / 1000000000);
-	st->st_atim.tv_nsec = (long)(a->atime_ns % 1000000000);
-	st->st_mtim.tv_sec = (time_t)(a->mtime_ns / 1000000000);
-	st->st_mtim.tv_nsec = (long)(a->mtime_ns % 1000000000);
-	st->st_ctim.tv_sec = (time_t)(a->ctime_ns / 1000000000);
-	st->st_ctim.tv_nsec = (long)(a->ctime_ns % 1000000000);
-	/* times before 1970 keep a non-negative nanosecond part */
-	if (st->st_atim.tv_nsec < 0) {
-		st->st_atim.tv_nsec += 1000000000;
-		st->st_atim.tv_sec--;
-	}
-	if (st->st_mtim.tv_nsec < 0) {
-		st->st_mtim.tv_nsec += 1000000000;
-		st->st_mtim.tv_sec--;
-	}
-	if (st->st_ctim.tv_nsec < 0) {
-		st->st_ctim.tv_nsec += 1000000000;
-		st->st_ctim.tv_sec--;
-	}
+	st->st_atim = ns_timespec(a->atime_ns);
+	st->st_mtim = ns_timespec(a->mtime_ns);
+	st->st_ctim = ns_timespec(a->ctime_ns);
 }
 
 double arf_fuse_attr_timeout(const struct arf_fuse *fs, const struct arf_stat *a)

@@ -116,6 +116,37 @@ struct arf_meta_inode {
 	uint64_t parent;     /* directories: parent directory inode (root: itself) */
 };
 
+/*
+ * The twelve attributes stat(2) shows, copied between two records that
+ * name them as the inode record does: the server's (struct arf_ops_attr),
+ * the wire's (struct arf_proto_attr), the programs' (struct arf_prog_attr)
+ * and libarf's (struct arf_stat).  The list is written once, here, so each
+ * conversion is one line and a field added to the forms is copied by all
+ * of them; the wire codec (net/proto.c) writes it field by field as it
+ * must.  ARF_META_ATTR_FROM_INODE reads an inode record, whose blocks
+ * count data blocks, into a form that counts 512-byte units as stat(2)
+ * does.  Macros, not functions: the forms are distinct types that share
+ * field names, and the compiler checks every field of every pair.
+ */
+#define ARF_META_ATTR_COPY(dst, src) do { \
+		(dst)->ino = (src)->ino;           \
+		(dst)->gen = (src)->gen;           \
+		(dst)->mode = (src)->mode;         \
+		(dst)->nlink = (src)->nlink;       \
+		(dst)->uid = (src)->uid;           \
+		(dst)->gid = (src)->gid;           \
+		(dst)->size = (src)->size;         \
+		(dst)->blocks = (src)->blocks;     \
+		(dst)->atime_ns = (src)->atime_ns; \
+		(dst)->mtime_ns = (src)->mtime_ns; \
+		(dst)->ctime_ns = (src)->ctime_ns; \
+		(dst)->rdev = (src)->rdev;         \
+	} while (0)
+#define ARF_META_ATTR_FROM_INODE(dst, in) do {                          \
+		ARF_META_ATTR_COPY(dst, in);                             \
+		(dst)->blocks = (in)->blocks * (ARF_BLOCK_SIZE / 512);   \
+	} while (0)
+
 /* A directory entry slot.  Slots [0, n_buckets) are the hash buckets' heads;
  * the rest are overflow entries linked through next.  A head slot may be
  * empty (parent == 0) while still carrying a chain in next.  */

@@ -28,18 +28,7 @@ void ops_attr(const struct arf_meta_inode *in, struct arf_ops_attr *out)
 	if (!out)
 		return;
 	memset(out, 0, sizeof(*out));
-	out->ino = in->ino;
-	out->gen = in->gen;
-	out->mode = in->mode;
-	out->nlink = in->nlink;
-	out->uid = in->uid;
-	out->gid = in->gid;
-	out->size = in->size;
-	out->blocks = in->blocks * (ARF_BLOCK_SIZE / 512);
-	out->atime_ns = in->atime_ns;
-	out->mtime_ns = in->mtime_ns;
-	out->ctime_ns = in->ctime_ns;
-	out->rdev = in->rdev;
+	ARF_META_ATTR_FROM_INODE(out, in);
 }
 
 int ops_name_check(const char *name, size_t len)

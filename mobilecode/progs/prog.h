@@ -59,19 +59,8 @@ HOT uint64_t prog_inode_addr(uint64_t ino)
 
 HOT void prog_attr(const struct arf_meta_inode *in, struct arf_prog_attr *a)
 {
-	a->ino = in->ino;
-	a->gen = in->gen;
-	a->mode = in->mode;
-	a->nlink = in->nlink;
-	a->uid = in->uid;
-	a->gid = in->gid;
+	ARF_META_ATTR_FROM_INODE(a, in); /* the list arfd and libarf copy too */
 	a->pad0 = 0;
-	a->size = in->size;
-	a->blocks = in->blocks * (ARF_BLOCK_SIZE / 512);
-	a->atime_ns = in->atime_ns;
-	a->mtime_ns = in->mtime_ns;
-	a->ctime_ns = in->ctime_ns;
-	a->rdev = in->rdev;
 }
 
 /*
