@@ -9,7 +9,8 @@
  * `retries` times; a chain longer than `max_hops`, or objects that keep
  * changing, are answered by a request instead, and the counters say why.
  * The thresholds come from c->pol: the options, with those left to libarf
- * set for the transport at connect (client.c, policy_resolve).
+ * set for the transport at connect (client.c, policy_resolve).  Each
+ * fallback is counted by reason (arf_fallback).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -19,6 +20,12 @@
 #include <sys/stat.h>
 
 #include "client_int.h"
+
+void arf_fallback(arf_client *c, int reason)
+{
+	ARF_CTR_ADD(c, fallbacks, 1);
+	ARF_CTR_ADD(c, fallbacks_by_reason[reason], 1);
+}
 
 static int use_os(arf_client *c)
 {

@@ -6,9 +6,35 @@
  * tables under one lock: small, and never a correctness risk, since a stale
  * inode's block map is caught by the data blocks' tags.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "client_int.h"
+
+int arf_cache_init(arf_client *c)
+{
+	c->icache = calloc(ARF_ICACHE_SIZE, sizeof(*c->icache));
+	c->ecache = calloc(ARF_ECACHE_SIZE, sizeof(*c->ecache));
+	return c->icache && c->ecache ? 0 : -ENOMEM;
+}
+
+void arf_cache_free(arf_client *c)
+{
+	free(c->icache);
+	free(c->ecache);
+	c->icache = NULL;
+	c->ecache = NULL;
+}
+
+/* The server restarted: whatever it had may have changed meanwhile. */
+void arf_cache_clear(arf_client *c)
+{
+	pthread_mutex_lock(&c->cache_lock);
+	memset(c->icache, 0, ARF_ICACHE_SIZE * sizeof(*c->icache));
+	memset(c->ecache, 0, ARF_ECACHE_SIZE * sizeof(*c->ecache));
+	pthread_mutex_unlock(&c->cache_lock);
+}
 
 static size_t islot(uint64_t ino)
 {

@@ -1,8 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libarf internals: the client structure, the caches and the helpers shared
- * by the one-sided readers (onesided.c), the requests (requests.c) and the
- * caches (cache.c).  Not installed.
+ * libarf internals: the client structure, the caches and what the
+ * library's files lend each other.  Not installed.
+ *
+ * The files form layers, and calls go only downwards (no file calls one
+ * above it, so there is no circle to hide a lock-order bug in):
+ *
+ *   client.c                 arf_connect/arf_close/arf_stats, the policy
+ *   api.c                    the read path: one-sided or shipped or request
+ *   progs.c                  mobile code: arf_exec and the standard programs
+ *   requests.c  onesided.c   requests (mutations, fallbacks); one-sided reads
+ *   conn.c                   the connection and its reconnection
+ *   cache.c                  inode and entry caches
+ *   url.c attr.c errors.c util.c   parsing, conversions, texts, clock and log
  */
 #ifndef ARF_CLIENT_INT_H
 #define ARF_CLIENT_INT_H
@@ -73,14 +83,18 @@ struct arf_client {
 
 #define ARF_CTR_ADD(c, field, n) __atomic_add_fetch(&(c)->field, (n), __ATOMIC_RELAXED)
 
+/* util.c: the monotonic clock in milliseconds, and the embedder's log sink
+ * (nothing when none was set). */
 uint64_t arf_now_ms(void);
 void arf_log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Conversions */
+/* attr.c: each form attributes arrive in, to the API's struct arf_stat. */
+struct arf_prog_attr;
 void arf_stat_from_inode(const struct arf_meta_inode *in, struct arf_stat *st);
 void arf_stat_from_proto(const struct arf_proto_attr *a, struct arf_stat *st);
+void arf_stat_from_prog(const struct arf_prog_attr *a, struct arf_stat *st);
 
-/* The connection, with reconnection (client.c): a one-sided batch, and a
+/* conn.c: the connection, with reconnection: a one-sided batch, and a
  * request/response exchange.  On a broken connection they reconnect and
  * retry for up to opts.reconnect_ms, then return -EIO.  *resent (may be
  * NULL) becomes 1 when the request had to be sent again on a new
@@ -88,6 +102,11 @@ void arf_stat_from_proto(const struct arf_proto_attr *a, struct arf_stat *st);
 int arf_cl_read(arf_client *c, struct arf_net_read_op *ops, size_t n);
 int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 		struct arf_net_buf *resp, int *resent);
+/* The first connection, from c's URL, options, key and hello: 0, or the
+ * transport's or handshake's error with the reason in err. */
+int arf_cl_dial(arf_client *c, char *err, size_t errlen);
+/* Transport counters of this connection and those it replaced. */
+void arf_cl_counters(arf_client *c, struct arf_net_counters *nc);
 
 /* progs.c: the shipped standard programs and their policy hooks (api.c).
  * Each returns 0 when the program answered, 1 when it did not apply or
@@ -117,7 +136,6 @@ int arf_req_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name,
 		   struct arf_stat *out);
 int arf_req_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
 ssize_t arf_req_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len);
-void arf_fallback(arf_client *c, int reason);
 int arf_req_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap);
 
 /* onesided.c */
@@ -136,7 +154,14 @@ ssize_t arf_os_read(arf_client *c, const struct arf_meta_inode *in, uint64_t off
 int arf_os_readdir(arf_client *c, const struct arf_meta_inode *dir, uint64_t cookie,
 		   struct arf_dirent *ents, size_t max, size_t *n, int *eof);
 
-/* cache.c */
+/* api.c: count a fallback to a request, by ARF_FALLBACK_* reason. */
+void arf_fallback(arf_client *c, int reason);
+
+/* cache.c.  init allocates the tables (-ENOMEM), free releases them,
+ * clear forgets everything (a restarted server). */
+int arf_cache_init(arf_client *c);
+void arf_cache_free(arf_client *c);
+void arf_cache_clear(arf_client *c);
 int arf_icache_get(arf_client *c, uint64_t ino, uint32_t gen, struct arf_meta_inode *out);
 void arf_icache_put(arf_client *c, const struct arf_meta_inode *in);
 void arf_icache_drop(arf_client *c, uint64_t ino);

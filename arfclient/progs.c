@@ -39,13 +39,6 @@ struct arf_progstate {
 	uint64_t by_reason[ARF_EXEC_NREASONS];
 };
 
-static const char *const reason_names[ARF_EXEC_NREASONS] = { "user", "hops", "path", "readdir" };
-
-const char *arf_exec_reason_name(int reason)
-{
-	return reason >= 0 && reason < ARF_EXEC_NREASONS ? reason_names[reason] : "unknown";
-}
-
 static struct arf_progstate *state(arf_client *c)
 {
 	struct arf_progstate *p = __atomic_load_n(&c->progs, __ATOMIC_ACQUIRE), *none = NULL;
@@ -300,8 +293,6 @@ struct lookup_reply {
 	struct arf_prog_attr attr;
 };
 
-static void stat_from_attr(const struct arf_prog_attr *a, struct arf_stat *st);
-
 int arf_prog_lookup(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t *child,
 		    uint32_t *child_gen, uint8_t *type, struct arf_stat *st, int *have_st)
 {
@@ -330,29 +321,13 @@ int arf_prog_lookup(arf_client *c, uint64_t dir, const char *name, size_t len, u
 	*child_gen = o.ent.gen;
 	*type = (uint8_t)o.ent.type;
 	if (res.out_len == sizeof(o) && o.attr.ino == o.ent.child && o.attr.gen == o.ent.gen) {
-		stat_from_attr(&o.attr, st);
+		arf_stat_from_prog(&o.attr, st);
 		*have_st = 1;
 	}
 	return 0;
 }
 
 /* ---- whole-path resolution ------------------------------------------------- */
-
-static void stat_from_attr(const struct arf_prog_attr *a, struct arf_stat *st)
-{
-	st->ino = a->ino;
-	st->gen = a->gen;
-	st->mode = a->mode;
-	st->nlink = a->nlink;
-	st->uid = a->uid;
-	st->gid = a->gid;
-	st->size = a->size;
-	st->blocks = a->blocks;
-	st->atime_ns = a->atime_ns;
-	st->mtime_ns = a->mtime_ns;
-	st->ctime_ns = a->ctime_ns;
-	st->rdev = a->rdev;
-}
 
 /* The next component of path at *pos: its start and length (0 at the end). */
 static size_t next_comp(const char *path, size_t *pos, const char **start)
@@ -444,7 +419,7 @@ int arf_prog_resolve(arf_client *c, const char *path, struct arf_stat *out)
 	if (res.r0 == 0) {
 		struct arf_prog_attr at = { 0 };
 		memcpy(&at, o + ents * sizeof(struct arf_prog_ent), sizeof(at));
-		stat_from_attr(&at, out);
+		arf_stat_from_prog(&at, out);
 		rc = 0;
 	}
 out:
@@ -516,7 +491,7 @@ int arf_prog_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie
 		off += padded;
 		if (st) {
 			if (d.has_attr)
-				stat_from_attr(&at, &st[*n]);
+				arf_stat_from_prog(&at, &st[*n]);
 			else
 				memset(&st[*n], 0, sizeof(st[*n]));
 		}

@@ -498,3 +498,26 @@ int arf_req_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_
 	arf_net_buf_free(&resp);
 	return rc;
 }
+
+int arf_cred_token(arf_client *c, uint8_t token[ARF_TOKEN_SIZE], uint32_t *ttl_s)
+{
+	struct arf_net_buf resp;
+	struct arf_proto_rd r;
+	uint32_t n = 0;
+	int rc = arf_req(c, ARF_OP_CRED_MINT, NULL, &resp);
+
+	if (!rc) {
+		arf_proto_rd_init(&r, resp.data, resp.len);
+		const uint8_t *t = arf_proto_get_bytes(&r, ARF_TOKEN_SIZE, &n);
+		uint32_t ttl = arf_proto_get_u32(&r);
+		if (!arf_proto_rd_done(&r) || n != ARF_TOKEN_SIZE) {
+			rc = ARF_EPROTO;
+		} else {
+			memcpy(token, t, ARF_TOKEN_SIZE);
+			if (ttl_s)
+				*ttl_s = ttl;
+		}
+	}
+	arf_net_buf_free(&resp);
+	return rc;
+}
