@@ -153,6 +153,22 @@ ssize_t arf_os_read(arf_client *c, const struct arf_meta_inode *in, uint64_t off
 /* Directory listing from the listing pages: 0, or ARF_ERETRY. */
 int arf_os_readdir(arf_client *c, const struct arf_meta_inode *dir, uint64_t cookie,
 		   struct arf_dirent *ents, size_t max, size_t *n, int *eof);
+/* The listing walk of arf_os_readdir apart from the connection (tests feed
+ * it hostile pages): read performs one round of one-sided reads (0 or a
+ * transport error), sb is the export's superblock, retries the torn copies
+ * of a page tolerated; retried counts the retries taken. */
+struct arf_os_src {
+	int (*read)(void *ctx, struct arf_net_read_op *ops, size_t n);
+	void *ctx;
+	const struct arf_meta_super *sb;
+	uint32_t retries;
+	uint64_t retried;
+};
+int arf_os_listing(struct arf_os_src *src, const struct arf_meta_inode *dir, uint64_t cookie,
+		   struct arf_dirent *ents, size_t max, size_t *n, int *eof);
+/* A validated listing page of dir, checked before any field is trusted:
+ * its kind, owner and generation, and count within the page.  0 or ARF_ERETRY. */
+int arf_os_dir_page_check(const struct arf_meta_page *pg, const struct arf_meta_inode *dir);
 
 /* api.c: count a fallback to a request, by ARF_FALLBACK_* reason. */
 void arf_fallback(arf_client *c, int reason);

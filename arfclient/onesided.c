@@ -210,7 +210,48 @@ out:
 	return rc ? rc : (ssize_t)len;
 }
 
-int arf_os_readdir(arf_client *c, const struct arf_meta_inode *dir, uint64_t cookie,
+/*
+ * The listing.  Every byte of it is untrusted: a page may be torn, stale
+ * (freed and reused while we walk) or, from a hostile server or a damaged
+ * region, anything at all with a valid checksum.  So each page is checked
+ * before any of its fields is used (arf_os_dir_page_check), the walk
+ * follows strictly increasing ordinals and at most dir_pages + 1 pages (a
+ * cycle, or a chain longer than the inode says, ends it), and whatever
+ * fails counts as torn: ARF_ERETRY, after which api.c reads the inode
+ * again, retries, and then asks the server (READDIR).
+ */
+int arf_os_dir_page_check(const struct arf_meta_page *pg, const struct arf_meta_inode *dir)
+{
+	if (pg->kind != ARF_META_PAGE_DIR || pg->owner != dir->ino || pg->owner_gen != dir->gen ||
+	    pg->count > ARF_META_DIR_SLOTS)
+		return ARF_ERETRY;
+	return 0;
+}
+
+/* Read page pidx of the listing into pg, validated and checked.  0 or ARF_ERETRY
+ * (or a transport error). */
+static int listing_page(struct arf_os_src *src, const struct arf_meta_inode *dir,
+			uint32_t pidx, struct arf_meta_page *pg)
+{
+	struct arf_net_read_op op = { .region = ARF_REGION_META, .len = sizeof(*pg),
+				      .off = 0, .dst = pg };
+
+	if (pidx >= src->sb->n_pages)
+		return ARF_ERETRY; /* a link we cannot trust */
+	op.off = arf_meta_page_off(src->sb, pidx);
+	for (uint32_t attempt = 0;; attempt++) {
+		int rc = src->read(src->ctx, &op, 1);
+		if (rc)
+			return rc;
+		if (!arf_meta_obj_validate(pg, sizeof(*pg)))
+			return arf_os_dir_page_check(pg, dir);
+		if (attempt >= src->retries)
+			return ARF_ERETRY;
+		src->retried++;
+	}
+}
+
+int arf_os_listing(struct arf_os_src *src, const struct arf_meta_inode *dir, uint64_t cookie,
 		   struct arf_dirent *ents, size_t max, size_t *n, int *eof)
 {
 	struct arf_meta_page *pg = malloc(sizeof(*pg));
@@ -219,7 +260,9 @@ int arf_os_readdir(arf_client *c, const struct arf_meta_inode *dir, uint64_t coo
 	uint64_t want_ord = cookie / ARF_META_DIR_SLOTS;
 	uint32_t slot = (uint32_t)(cookie % ARF_META_DIR_SLOTS);
 	uint32_t pidx = dir->dir_first;
-	int rc = 0;
+	/* pages the walk may visit: the inode's count, one more appended since */
+	uint64_t hops_left = (uint64_t)dir->dir_pages + 1, last_ord = 0;
+	int rc = 0, first = 1;
 
 	*n = 0;
 	*eof = 0;
@@ -231,18 +274,18 @@ int arf_os_readdir(arf_client *c, const struct arf_meta_inode *dir, uint64_t coo
 			*eof = 1;
 			goto out;
 		}
-		if (pidx >= c->sb.n_pages) {
-			rc = ARF_ERETRY;
+		if (!hops_left--) {
+			rc = ARF_ERETRY; /* longer than the inode says, or a cycle */
 			goto out;
 		}
-		if ((rc = arf_os_read_obj(c, ARF_REGION_META, arf_meta_page_off(&c->sb, pidx), pg,
-					  sizeof(*pg))))
+		if ((rc = listing_page(src, dir, pidx, pg)))
 			goto out;
-		if (pg->kind != ARF_META_PAGE_DIR || pg->owner != dir->ino ||
-		    pg->owner_gen != dir->gen || pg->count > ARF_META_DIR_SLOTS) {
-			rc = ARF_ERETRY; /* the listing changed under us */
+		if (!first && pg->ordinal <= last_ord) {
+			rc = ARF_ERETRY; /* ordinals only grow along the chain */
 			goto out;
 		}
+		first = 0;
+		last_ord = pg->ordinal;
 		if (pg->ordinal >= want_ord)
 			break;
 		pidx = pg->next;
@@ -261,24 +304,24 @@ int arf_os_readdir(arf_client *c, const struct arf_meta_inode *dir, uint64_t coo
 			uint32_t ei = pg->u.slot[s];
 			if (ei == ARF_META_NONE)
 				continue;
-			if (ei >= c->sb.n_entries) {
+			if (ei >= src->sb->n_entries) {
 				rc = ARF_ERETRY;
 				goto out;
 			}
 			ops[k] = (struct arf_net_read_op){ .region = ARF_REGION_META,
 							   .len = sizeof(*des),
-							   .off = arf_meta_entry_off(&c->sb, ei),
+							   .off = arf_meta_entry_off(src->sb, ei),
 							   .dst = &des[k] };
 			k++;
 			slot = s + 1;
 		}
-		if (k && (rc = arf_cl_read(c, ops, k)))
+		if (k && (rc = src->read(src->ctx, ops, k)))
 			goto out;
 		for (size_t i = 0; i < k; i++) {
 			struct arf_meta_dirent *e = &des[i];
 			if (arf_meta_obj_validate(e, sizeof(*e)) || e->parent != dir->ino ||
 			    e->namelen == 0) {
-				ARF_CTR_ADD(c, retries, 1);
+				src->retried++;
 				rc = ARF_ERETRY;
 				goto out;
 			}
@@ -298,17 +341,17 @@ int arf_os_readdir(arf_client *c, const struct arf_meta_inode *dir, uint64_t coo
 			break;
 		}
 		pidx = pg->next;
-		if (pidx >= c->sb.n_pages) {
+		if (!hops_left--) {
 			rc = ARF_ERETRY;
 			goto out;
 		}
-		if ((rc = arf_os_read_obj(c, ARF_REGION_META, arf_meta_page_off(&c->sb, pidx), pg,
-					  sizeof(*pg))))
+		if ((rc = listing_page(src, dir, pidx, pg)))
 			goto out;
-		if (pg->kind != ARF_META_PAGE_DIR || pg->owner != dir->ino) {
+		if (pg->ordinal <= last_ord) {
 			rc = ARF_ERETRY;
 			goto out;
 		}
+		last_ord = pg->ordinal;
 		slot = 0;
 	}
 	/* exactly at the end of the last page counts as eof too */
@@ -318,5 +361,22 @@ out:
 	free(pg);
 	free(des);
 	free(ops);
+	return rc;
+}
+
+static int read_round(void *ctx, struct arf_net_read_op *ops, size_t n)
+{
+	return arf_cl_read(ctx, ops, n);
+}
+
+int arf_os_readdir(arf_client *c, const struct arf_meta_inode *dir, uint64_t cookie,
+		   struct arf_dirent *ents, size_t max, size_t *n, int *eof)
+{
+	struct arf_os_src src = { .read = read_round, .ctx = c, .sb = &c->sb,
+				  .retries = c->opts.retries };
+	int rc = arf_os_listing(&src, dir, cookie, ents, max, n, eof);
+
+	if (src.retried)
+		ARF_CTR_ADD(c, retries, src.retried);
 	return rc;
 }
