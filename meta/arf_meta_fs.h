@@ -46,6 +46,7 @@ struct arf_meta_fs {
 
 	/* current transaction */
 	int in_txn;
+	int txn_err;             /* 0, or -ENOMEM: a touch could not be recorded */
 	struct arf_meta_dirty *dirty;
 	size_t ndirty, dirty_cap;
 	uint64_t *dirty_set;     /* open-addressing set of (region<<63|off) to dedupe */
@@ -75,9 +76,15 @@ void arf_meta_txn_begin(struct arf_meta_fs *fs);
 /* Mark the object at (region, off, len) as about to change: makes its version
  * odd and records it (once) in the transaction.  Returns the live object. */
 void *arf_meta_touch(struct arf_meta_fs *fs, int region, uint64_t off, uint32_t len);
-/* End the transaction: seals every touched object unless fs->defer_seal.
- * *list points into fs (valid until the next txn_begin). Returns the count. */
+/* End the transaction: seals every touched object unless fs->defer_seal or
+ * the transaction is broken (arf_meta_txn_error).  *list points into fs
+ * (valid until the next txn_begin).  Returns the count. */
 size_t arf_meta_txn_end(struct arf_meta_fs *fs, const struct arf_meta_dirty **list);
+/* After txn_end: 0, or -ENOMEM when a touch could not be recorded -- the
+ * regions hold a change that the list lacks (its object is left odd and
+ * nothing of the transaction is sealed); the embedder must not serve on as
+ * if the list were the whole change.  Reset by txn_begin. */
+int arf_meta_txn_error(const struct arf_meta_fs *fs);
 
 /* Live (server-side, unvalidated) pointers.  Read-only use unless touched. */
 struct arf_meta_inode *arf_meta_inode_ptr(struct arf_meta_fs *fs, uint64_t ino);
@@ -121,9 +128,10 @@ void arf_meta_page_unreserve(struct arf_meta_fs *fs, uint32_t idx);
 void arf_meta_blocks_unreserve(struct arf_meta_fs *fs, uint32_t pblk, uint32_t n);
 
 /* Make room in the transaction for n more touched objects, so a mutation can
- * fail with -ENOMEM before its first change.  arf_meta_touch() grows the list
- * itself when needed, and aborts the process if it cannot (a change that is
- * not recorded would silently never reach RocksDB).  0 or -ENOMEM. */
+ * fail with -ENOMEM before its first change: every mutation reserves what it
+ * will touch before touching anything.  arf_meta_touch() grows the list
+ * itself past the reservation; if it cannot, the transaction is broken (see
+ * arf_meta_txn_error), never silently short.  0 or -ENOMEM. */
 int arf_meta_txn_reserve(struct arf_meta_fs *fs, size_t n);
 
 /* ---- directories: hash chains + listing pages (meta/dir.c) ---- */

@@ -93,6 +93,9 @@ int arf_meta_fs_format(struct arf_meta_fs *fs, void *meta, uint64_t meta_size,
 	root->dir_first = root->dir_last = ARF_META_NONE;
 	root->parent = ARF_ROOT_INO;
 	arf_meta_txn_end(fs, NULL);
+	rc = arf_meta_txn_error(fs); /* reserved above: 0 */
+	if (rc)
+		goto fail;
 	return 0;
 fail:
 	arf_meta_fs_detach(fs);

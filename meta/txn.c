@@ -7,6 +7,16 @@
  * fs->dirty once, deduplicated through fs->dirty_set, an open-addressing
  * set of keys.  arfd persists the list and then seals (or lets txn_end seal).
  *
+ * Callers reserve room for what they will touch (arf_meta_txn_reserve)
+ * before their first change, so that running out of memory is an error
+ * they return while nothing has changed.  A touch past the reservation
+ * grows the list itself; if that fails the change cannot be recorded, and
+ * the caller -- which returns nothing -- goes on to make it: the object is
+ * still made odd, and the transaction is marked broken (fs->txn_err), so
+ * that txn_end seals nothing of it and the embedder, asking
+ * arf_meta_txn_error, knows that the regions hold a change the list lacks
+ * (arfd stops serving the export).  Never a silent loss, never an abort.
+ *
  * The set is cleared at txn_begin by zeroing only the clusters the previous
  * transaction used, so a huge transaction (format) does not make every later
  * one pay for clearing a huge table.
@@ -90,6 +100,7 @@ void arf_meta_txn_begin(struct arf_meta_fs *fs)
 		}
 	}
 	fs->ndirty = 0;
+	fs->txn_err = 0;
 	fs->in_txn = 1;
 }
 
@@ -107,9 +118,11 @@ void *arf_meta_touch(struct arf_meta_fs *fs, int region, uint64_t off, uint32_t 
 		}
 	}
 	/* Callers reserve (arf_meta_txn_reserve) before their first touch; a
-	 * list that cannot grow here would lose a change silently, so stop. */
-	if (grow(fs, 1))
-		abort();
+	 * list that cannot grow here cannot record the change: say so. */
+	if (grow(fs, 1)) {
+		fs->txn_err = -ENOMEM;
+		goto found;
+	}
 	set_put(fs->dirty_set, fs->dirty_set_cap, key);
 	fs->dirty[fs->ndirty++] = (struct arf_meta_dirty){
 		.region = (uint8_t)region, .len = len, .off = off };
@@ -119,9 +132,14 @@ found:
 	return base + off;
 }
 
+int arf_meta_txn_error(const struct arf_meta_fs *fs)
+{
+	return fs->txn_err;
+}
+
 size_t arf_meta_txn_end(struct arf_meta_fs *fs, const struct arf_meta_dirty **list)
 {
-	if (!fs->defer_seal)
+	if (!fs->defer_seal && !fs->txn_err) /* a broken one stays unseen */
 		for (size_t i = 0; i < fs->ndirty; i++)
 			if (fs->dirty[i].region == ARF_REGION_META)
 				arf_meta_obj_seal(fs->meta + fs->dirty[i].off, fs->dirty[i].len);
