@@ -180,6 +180,22 @@ static int name_ok(const char *name, size_t *len)
 	return *len == 0 ? -ENOENT : 0;
 }
 
+/* Start w, a request that changes name in (dir, dgen): the handle and the
+ * name, and the directory's cached inode dropped (the change alters it).
+ * -ENOENT for an empty name, w then untouched. */
+static int dir_name_begin(arf_client *c, struct arf_proto_wr *w, uint64_t dir, uint32_t dgen,
+			  const char *name, size_t *len)
+{
+	int rc = name_ok(name, len);
+	if (rc)
+		return rc;
+	arf_proto_wr_init(w);
+	put_fh(w, dir, dgen);
+	arf_proto_put_bytes(w, name, (uint32_t)*len);
+	arf_icache_drop(c, dir);
+	return 0;
+}
+
 int arf_req_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
 {
 	struct arf_proto_wr w;
@@ -271,15 +287,11 @@ int arf_create(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uin
 {
 	struct arf_proto_wr w;
 	size_t len;
-	int rc = name_ok(name, &len);
+	int rc = dir_name_begin(c, &w, dir, dgen, name, &len);
 	if (rc)
 		return rc;
-	arf_proto_wr_init(&w);
-	put_fh(&w, dir, dgen);
-	arf_proto_put_bytes(&w, name, (uint32_t)len);
 	arf_proto_put_u32(&w, mode);
 	arf_proto_put_u32(&w, exclusive ? 1 : 0);
-	arf_icache_drop(c, dir);
 	struct replay_name rn = { dir, dgen, name, S_IFREG, 0 };
 	return req_attr_rn(c, ARF_OP_CREATE, &w, out, exclusive ? &rn : NULL);
 }
@@ -289,14 +301,10 @@ int arf_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 {
 	struct arf_proto_wr w;
 	size_t len;
-	int rc = name_ok(name, &len);
+	int rc = dir_name_begin(c, &w, dir, dgen, name, &len);
 	if (rc)
 		return rc;
-	arf_proto_wr_init(&w);
-	put_fh(&w, dir, dgen);
-	arf_proto_put_bytes(&w, name, (uint32_t)len);
 	arf_proto_put_u32(&w, mode);
-	arf_icache_drop(c, dir);
 	struct replay_name rn = { dir, dgen, name, S_IFDIR, 0 };
 	return req_attr_rn(c, ARF_OP_MKDIR, &w, out, &rn);
 }
@@ -306,15 +314,11 @@ int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 {
 	struct arf_proto_wr w;
 	size_t len;
-	int rc = name_ok(name, &len);
+	int rc = dir_name_begin(c, &w, dir, dgen, name, &len);
 	if (rc)
 		return rc;
-	arf_proto_wr_init(&w);
-	put_fh(&w, dir, dgen);
-	arf_proto_put_bytes(&w, name, (uint32_t)len);
 	arf_proto_put_u32(&w, mode);
 	arf_proto_put_u64(&w, rdev);
-	arf_icache_drop(c, dir);
 	struct replay_name rn = { dir, dgen, name, mode & S_IFMT, 0 };
 	return req_attr_rn(c, ARF_OP_MKNOD, &w, out, &rn);
 }
@@ -323,13 +327,9 @@ static int req_dir_name(arf_client *c, uint16_t op, uint64_t dir, uint32_t dgen,
 {
 	struct arf_proto_wr w;
 	size_t len;
-	int rc = name_ok(name, &len);
+	int rc = dir_name_begin(c, &w, dir, dgen, name, &len);
 	if (rc)
 		return rc;
-	arf_proto_wr_init(&w);
-	put_fh(&w, dir, dgen);
-	arf_proto_put_bytes(&w, name, (uint32_t)len);
-	arf_icache_drop(c, dir);
 	arf_ecache_drop(c, dir, name, len);
 	return req_attr(c, op, &w, NULL);
 }
@@ -393,14 +393,10 @@ int arf_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, co
 {
 	struct arf_proto_wr w;
 	size_t len;
-	int rc = name_ok(name, &len);
+	int rc = dir_name_begin(c, &w, dir, dgen, name, &len);
 	if (rc)
 		return rc;
-	arf_proto_wr_init(&w);
-	put_fh(&w, dir, dgen);
-	arf_proto_put_bytes(&w, name, (uint32_t)len);
 	arf_proto_put_bytes(&w, target, (uint32_t)strlen(target));
-	arf_icache_drop(c, dir);
 	struct replay_name rn = { dir, dgen, name, S_IFLNK, 0 };
 	return req_attr_rn(c, ARF_OP_SYMLINK, &w, out, &rn);
 }

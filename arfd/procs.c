@@ -245,7 +245,8 @@ static int p_mknod(struct arfd_req *q)
 					      rdev, &a), &a);
 }
 
-static int p_unlink(struct arfd_req *q)
+/* unlink and rmdir: (directory, name); no reply body. */
+static int remove_name(struct arfd_req *q, int dir)
 {
 	struct arf_proto_fh fh;
 	uint32_t nlen = 0;
@@ -254,19 +255,17 @@ static int p_unlink(struct arfd_req *q)
 	const char *name = arf_proto_get_name(q->r, &nlen);
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
-	return arf_ops_unlink(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen);
+	return (dir ? arf_ops_rmdir : arf_ops_unlink)(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen);
+}
+
+static int p_unlink(struct arfd_req *q)
+{
+	return remove_name(q, 0);
 }
 
 static int p_rmdir(struct arfd_req *q)
 {
-	struct arf_proto_fh fh;
-	uint32_t nlen = 0;
-
-	arf_proto_get_fh(q->r, &fh);
-	const char *name = arf_proto_get_name(q->r, &nlen);
-	if (!arf_proto_rd_done(q->r))
-		return ARF_EPROTO;
-	return arf_ops_rmdir(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen);
+	return remove_name(q, 1);
 }
 
 static int p_rename(struct arfd_req *q)

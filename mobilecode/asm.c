@@ -147,44 +147,49 @@ static int parse_num(const char *s, int *neg, uint64_t *mag, int *hex)
 	return 0;
 }
 
-/* A 32-bit immediate: decimal as int32, hex as its 32 bits. */
-static int parse_imm32(struct asmst *a, const char *s, int32_t *v)
+/* A number (what: "immediate", "offset") of a bits-wide field: its
+ * magnitude at most neg_max when negative, else dec_max (hex_max when
+ * written in hex); *v its 64-bit two's complement. */
+static int parse_ranged(struct asmst *a, const char *s, const char *what, int bits,
+			uint64_t neg_max, uint64_t dec_max, uint64_t hex_max, uint64_t *v)
 {
 	int neg, hex;
 	uint64_t m;
 
 	if (parse_num(s, &neg, &m, &hex))
-		return ERR(a, "invalid immediate '%s'", s);
-	if (neg ? m > UINT64_C(0x80000000) : m > (hex ? UINT64_C(0xffffffff) : INT32_MAX))
-		return ERR(a, "immediate %s out of 32-bit range", s);
-	*v = neg ? (int32_t)(0u - (uint32_t)m) : (int32_t)(uint32_t)m;
-	return 0;
-}
-
-static int parse_imm64(struct asmst *a, const char *s, uint64_t *v)
-{
-	int neg, hex;
-	uint64_t m;
-
-	if (parse_num(s, &neg, &m, &hex))
-		return ERR(a, "invalid immediate '%s'", s);
-	if (neg && m > UINT64_C(0x8000000000000000))
-		return ERR(a, "immediate %s out of 64-bit range", s);
+		return ERR(a, "invalid %s '%s'", what, s);
+	if (m > (neg ? neg_max : hex ? hex_max : dec_max))
+		return ERR(a, "%s %s out of %d-bit range", what, s, bits);
 	*v = neg ? 0 - m : m;
 	return 0;
 }
 
+/* A 32-bit immediate: decimal as int32, hex as its 32 bits. */
+static int parse_imm32(struct asmst *a, const char *s, int32_t *v)
+{
+	uint64_t u;
+	int rc = parse_ranged(a, s, "immediate", 32, UINT64_C(0x80000000), INT32_MAX,
+			      UINT64_C(0xffffffff), &u);
+
+	if (!rc)
+		*v = (int32_t)(uint32_t)u;
+	return rc;
+}
+
+static int parse_imm64(struct asmst *a, const char *s, uint64_t *v)
+{
+	return parse_ranged(a, s, "immediate", 64, UINT64_C(0x8000000000000000), UINT64_MAX,
+			    UINT64_MAX, v);
+}
+
 static int parse_off16(struct asmst *a, const char *s, int16_t *v)
 {
-	int neg, hex;
-	uint64_t m;
+	uint64_t u;
+	int rc = parse_ranged(a, s, "offset", 16, 32768, 32767, 32767, &u);
 
-	if (parse_num(s, &neg, &m, &hex))
-		return ERR(a, "invalid offset '%s'", s);
-	if (neg ? m > 32768 : m > 32767)
-		return ERR(a, "offset %s out of 16-bit range", s);
-	*v = (int16_t)(neg ? -(int64_t)m : (int64_t)m);
-	return 0;
+	if (!rc)
+		*v = (int16_t)(int64_t)u;
+	return rc;
 }
 
 /* [%rN], [%rN+off], [%rN-off] */
@@ -284,6 +289,28 @@ static int find_name(const char *const *tab, const char *s, size_t len)
 	return -1;
 }
 
+/* ops[0] the destination register, ops[1] the source: a register (the
+ * BPF_X form) or a 32-bit immediate; reg_only (the mnemonic) when only a
+ * register will do. */
+static int dst_src(struct asmst *a, char **ops, struct arf_mc_insn *in, const char *reg_only)
+{
+	int rc = reg_dst(a, ops[0], in);
+
+	if (rc)
+		return rc;
+	if (is_reg(ops[1])) {
+		uint8_t src;
+
+		rc = parse_reg(a, ops[1], &src);
+		in->src = src & 0xf;
+		in->opcode |= MC_X;
+		return rc;
+	}
+	if (reg_only)
+		return ERR(a, "%s needs a register source", reg_only);
+	return parse_imm32(a, ops[1], &in->imm);
+}
+
 static int asm_alu(struct asmst *a, const char *mn, char **ops, int nops, int op, int is32,
 		   int16_t off)
 {
@@ -300,20 +327,7 @@ static int asm_alu(struct asmst *a, const char *mn, char **ops, int nops, int op
 	}
 	rc = want(a, mn, nops, 2);
 	if (!rc)
-		rc = reg_dst(a, ops[0], &in);
-	if (rc)
-		return rc;
-	if (is_reg(ops[1])) {
-		uint8_t src;
-
-		rc = parse_reg(a, ops[1], &src);
-		in.src = src & 0xf;
-		in.opcode |= MC_X;
-	} else {
-		if (op == MC_MOV && off)
-			return ERR(a, "%s needs a register source", mn);
-		rc = parse_imm32(a, ops[1], &in.imm);
-	}
+		rc = dst_src(a, ops, &in, op == MC_MOV && off ? mn : NULL);
 	return rc ? rc : emit(a, in);
 }
 
@@ -325,18 +339,7 @@ static int asm_jmp(struct asmst *a, const char *mn, char **ops, int nops, int op
 	in.opcode = (uint8_t)((is32 ? MC_JMP32 : MC_JMP) | op);
 	rc = want(a, mn, nops, 3);
 	if (!rc)
-		rc = reg_dst(a, ops[0], &in);
-	if (rc)
-		return rc;
-	if (is_reg(ops[1])) {
-		uint8_t src;
-
-		rc = parse_reg(a, ops[1], &src);
-		in.src = src & 0xf;
-		in.opcode |= MC_X;
-	} else {
-		rc = parse_imm32(a, ops[1], &in.imm);
-	}
+		rc = dst_src(a, ops, &in, NULL);
 	if (!rc)
 		rc = parse_target(a, ops[2], 0, &in);
 	return rc ? rc : emit(a, in);

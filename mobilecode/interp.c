@@ -91,22 +91,16 @@ static inline uint64_t smod64(uint64_t a, uint64_t b)
 	return (uint64_t)(S64(a) % S64(b));
 }
 
+/* The 32-bit forms: sign-extended to 64 bits, the rules above give the
+ * same low 32 bits (INT32_MIN / -1 included: 0 - a, truncated). */
 static inline uint32_t sdiv32(uint32_t a, uint32_t b)
 {
-	if (b == 0)
-		return 0;
-	if (S32(b) == -1)
-		return 0u - a;
-	return (uint32_t)(S32(a) / S32(b));
+	return (uint32_t)sdiv64((uint64_t)(int64_t)S32(a), (uint64_t)(int64_t)S32(b));
 }
 
 static inline uint32_t smod32(uint32_t a, uint32_t b)
 {
-	if (b == 0)
-		return a;
-	if (S32(b) == -1)
-		return 0;
-	return (uint32_t)(S32(a) % S32(b));
+	return (uint32_t)smod64((uint64_t)(int64_t)S32(a), (uint64_t)(int64_t)S32(b));
 }
 
 static inline uint64_t swap(uint64_t v, int32_t width)

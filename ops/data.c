@@ -336,21 +336,33 @@ void ops_data_truncate(struct arf_meta_fs *fs, struct arf_meta_inode *in, uint64
 
 /* ---- hooks ---- */
 
-int arf_ops_write(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t ino, uint32_t gen,
-		  uint64_t off, const void *buf, size_t len, size_t *written)
+/* The regular file (ino, gen) in *inp, if cr may read or write it (mask):
+ * -ESTALE, -EISDIR, -EINVAL (not a regular file), or the permission
+ * check's error.  As at an NFS server, the owner may (permission was
+ * checked at open). */
+static int data_file(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t ino,
+		     uint32_t gen, int mask, const struct arf_meta_inode **inp)
 {
 	const struct arf_meta_inode *in = ops_inode(fs, ino, gen);
-	int rc;
 
-	*written = 0;
 	if (!in)
 		return -ESTALE;
 	if (S_ISDIR(in->mode))
 		return -EISDIR;
 	if (!S_ISREG(in->mode))
 		return -EINVAL;
-	/* as an NFS server: the owner may write (permission was checked at open) */
-	if (cr->uid != in->uid && (rc = arf_ops_permitted(in, cr, W_OK)))
+	*inp = in;
+	return cr->uid == in->uid ? 0 : arf_ops_permitted(in, cr, mask);
+}
+
+int arf_ops_write(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t ino, uint32_t gen,
+		  uint64_t off, const void *buf, size_t len, size_t *written)
+{
+	const struct arf_meta_inode *in = NULL;
+	int rc;
+
+	*written = 0;
+	if ((rc = data_file(fs, cr, ino, gen, W_OK, &in)))
 		return rc;
 	rc = ops_data_write(fs, ino, off, buf, len, written, ops_now());
 	if (!rc && *written && cr->uid != 0 && (in->mode & (S_ISUID | S_ISGID)))
@@ -361,17 +373,11 @@ int arf_ops_write(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t in
 int arf_ops_read(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t ino, uint32_t gen,
 		 uint64_t off, void *buf, size_t len, size_t *nread)
 {
-	const struct arf_meta_inode *in = ops_inode(fs, ino, gen);
+	const struct arf_meta_inode *in = NULL;
 	int rc;
 
 	*nread = 0;
-	if (!in)
-		return -ESTALE;
-	if (S_ISDIR(in->mode))
-		return -EISDIR;
-	if (!S_ISREG(in->mode))
-		return -EINVAL;
-	if (cr->uid != in->uid && (rc = arf_ops_permitted(in, cr, R_OK)))
+	if ((rc = data_file(fs, cr, ino, gen, R_OK, &in)))
 		return rc;
 	return ops_data_read(fs, in, off, buf, len, nread);
 }

@@ -172,6 +172,17 @@ void cg_nul_stop(struct cg *g)
 	cg_save_and_return(g, GREP_RET_NUL);
 }
 
+void cg_slice_exits(struct cg *g, int nul, int slice_end, int consumed)
+{
+	cg_here(g, nul);
+	cg_nul_stop(g);
+	cg_here(g, slice_end);
+	cg_put(g, LDXDW, R1, R10, SLOT_BUFEND, 0);
+	cg_jmp(g, JGE_X, R6, R1, 0, consumed);
+	cg_save_and_return(g, GREP_RET_MORE);
+	cg_here(g, consumed);
+}
+
 int grep_codegen(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
 		 char *err, size_t errlen)
 {

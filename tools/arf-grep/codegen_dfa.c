@@ -165,15 +165,7 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	cg_here(&g, unsel_eol);
 	cg_next_line(&g, loop);
 
-	cg_here(&g, nul);
-	cg_nul_stop(&g);
-
-	/* the end of this slice */
-	cg_here(&g, slice_end);
-	cg_put(&g, LDXDW, R1, R10, SLOT_BUFEND, 0);
-	cg_jmp(&g, JGE_X, R6, R1, 0, consumed);
-	cg_save_and_return(&g, GREP_RET_MORE);
-	cg_here(&g, consumed);
+	cg_slice_exits(&g, nul, slice_end, consumed);
 	cg_ldctx(&g, R1, CTX(flags));
 	cg_put(&g, AND_K, R1, 0, 0, GREP_CTX_EOF);
 	cg_jmp(&g, JEQ_K, R1, 0, 0, done);

@@ -209,14 +209,7 @@ int cg_gen_fixed(struct matcher *m, const struct grep_gen_opts *o, struct grep_p
 	cg_here(&g, after);
 	cg_next_line(&g, loop);
 
-	cg_here(&g, nul);
-	cg_nul_stop(&g);
-
-	cg_here(&g, slice_end);
-	cg_put(&g, LDXDW, R1, R10, SLOT_BUFEND, 0);
-	cg_jmp(&g, JGE_X, R6, R1, 0, consumed);
-	cg_save_and_return(&g, GREP_RET_MORE);
-	cg_here(&g, consumed);
+	cg_slice_exits(&g, nul, slice_end, consumed);
 	cg_return_done(&g);
 
 	r = cg_resolve(&g);

@@ -96,6 +96,10 @@ void cg_next_line(struct cg *g, int loop);
 void cg_return_done(struct cg *g);
 /* A NUL at r6 - 1 stopped the scan. */
 void cg_nul_stop(struct cg *g);
+/* The exits both shapes place after their loop: at nul, cg_nul_stop();
+ * at slice_end, the cursor saved and GREP_RET_MORE unless the slice is
+ * consumed; code placed next runs at consumed (the whole buffer scanned). */
+void cg_slice_exits(struct cg *g, int nul, int slice_end, int consumed);
 
 /* ---- the two shapes: grep_codegen()'s contract ---- */
 

@@ -399,6 +399,9 @@ long long grep_file(struct grep_run *run, struct grep_src *src, const char *name
  * grep does with the options of run (-H, -n, -b, -o). */
 void grep_print_line(struct grep_run *run, const char *name, const unsigned char *p, size_t n,
 		     uint64_t off, uint64_t lineno);
+/* After grep_file's n (nothing when it failed): the count with -c, the
+ * name with -l (n > 0) or -L (n == 0). */
+void grep_report(struct grep_run *run, const char *name, long long n);
 /* Prints "grep: NAME: strerror" (unless -s) and marks the run failed. */
 void grep_error(struct grep_run *run, const char *name, int err);
 /* Exits as -q does at the first selected line. */

@@ -215,17 +215,7 @@ static ssize_t fd_read(void *arg, void *buf, size_t len)
 static void search_fd(struct grep_run *run, int fd, const char *name, const struct stat *st)
 {
 	struct grep_src src = { fd_read, &fd, S_ISREG(st->st_mode) ? (int64_t)st->st_size : -1 };
-	long long n = grep_file(run, &src, name);
-
-	if (n < 0)
-		return;
-	if (run->o.count) {
-		if (run->out_file)
-			fprintf(run->out, "%s:", name);
-		fprintf(run->out, "%lld\n", n);
-	}
-	if ((run->o.list == 1 && n > 0) || (run->o.list == 2 && n == 0))
-		fprintf(run->out, "%s\n", name);
+	grep_report(run, name, grep_file(run, &src, name));
 }
 
 static void search_path(struct grep_run *run, const char *path, const char *name, int cmdline);

@@ -43,21 +43,34 @@ static int fail(struct parser *p, int rc, const char *msg)
 	return -1;
 }
 
+/* Array v of n elements of size bytes, with room for one more (its
+ * capacity *cap doubling from 64); NULL when memory ran out (the parse
+ * failed: fail() says so), v then unchanged. */
+static void *grow(struct parser *p, void *v, int n, int *cap, size_t size)
+{
+	if (n < *cap)
+		return v;
+	int c = *cap ? *cap * 2 : 64;
+	void *nv = realloc(v, (size_t)c * size);
+
+	if (!nv) {
+		fail(p, -ENOMEM, "memory exhausted");
+		return NULL;
+	}
+	*cap = c;
+	return nv;
+}
+
 static int new_node(struct parser *p, int kind)
 {
 	struct rx *rx = p->rx;
+	struct rx_node *nn;
 
 	if (p->rc)
 		return -1;
-	if (rx->nnodes == rx->capnodes) {
-		int cap = rx->capnodes ? rx->capnodes * 2 : 64;
-		struct rx_node *nn = realloc(rx->nodes, (size_t)cap * sizeof(*nn));
-
-		if (!nn)
-			return fail(p, -ENOMEM, "memory exhausted");
-		rx->nodes = nn;
-		rx->capnodes = cap;
-	}
+	if (!(nn = grow(p, rx->nodes, rx->nnodes, &rx->capnodes, sizeof(*nn))))
+		return -1;
+	rx->nodes = nn;
 	memset(&rx->nodes[rx->nnodes], 0, sizeof(rx->nodes[0]));
 	rx->nodes[rx->nnodes].kind = (uint8_t)kind;
 	rx->nodes[rx->nnodes].a = rx->nodes[rx->nnodes].b = -1;
@@ -86,17 +99,12 @@ static int set_node(struct parser *p, struct cset s, int negate)
 		for (int j = 0; j < 4; j++)
 			s.w[j] = ~s.w[j];
 	s.w['\n' >> 6] &= ~(UINT64_C(1) << ('\n' & 63)); /* lines never hold one */
+	struct cset *ns;
 	if ((k = new_node(p, RX_SET)) < 0)
 		return -1;
-	if (rx->nsets == rx->capsets) {
-		int cap = rx->capsets ? rx->capsets * 2 : 64;
-		struct cset *ns = realloc(rx->sets, (size_t)cap * sizeof(*ns));
-
-		if (!ns)
-			return fail(p, -ENOMEM, "memory exhausted");
-		rx->sets = ns;
-		rx->capsets = cap;
-	}
+	if (!(ns = grow(p, rx->sets, rx->nsets, &rx->capsets, sizeof(*ns))))
+		return -1;
+	rx->sets = ns;
 	rx->sets[rx->nsets] = s;
 	rx->nodes[k].set = rx->nsets++;
 	return k;

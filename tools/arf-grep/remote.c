@@ -144,19 +144,6 @@ static ssize_t arf_src_read(void *arg, void *buf, size_t len)
 	return n;
 }
 
-static void report(struct grep_run *run, const char *name, long long n)
-{
-	if (n < 0)
-		return;
-	if (run->o.count) {
-		if (run->out_file)
-			fprintf(run->out, "%s:", name);
-		fprintf(run->out, "%lld\n", n);
-	}
-	if ((run->o.list == 1 && n > 0) || (run->o.list == 2 && n == 0))
-		fprintf(run->out, "%s\n", name);
-}
-
 static long long read_file(struct grep_run *run, arf_client *c, uint64_t ino, uint32_t gen,
 			   int64_t size, const char *name)
 {
@@ -451,7 +438,7 @@ static long long remote_file(struct grep_run *run, arf_client *c, uint64_t ino, 
 		n = read_file(run, c, ino, gen, size, name);
 		run->printed_below = 0;
 	}
-	report(run, name, n);
+	grep_report(run, name, n);
 	return n;
 }
 

@@ -319,3 +319,16 @@ ioerr:
 	grep_error(run, name, r);
 	return r;
 }
+
+void grep_report(struct grep_run *run, const char *name, long long n)
+{
+	if (n < 0)
+		return;
+	if (run->o.count) {
+		if (run->out_file)
+			fprintf(run->out, "%s:", name);
+		fprintf(run->out, "%lld\n", n);
+	}
+	if ((run->o.list == 1 && n > 0) || (run->o.list == 2 && n == 0))
+		fprintf(run->out, "%s\n", name);
+}

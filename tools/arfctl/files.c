@@ -83,6 +83,19 @@ int arfctl_cmd_stat(arf_client *c, const struct arf_url *u)
 	return 0;
 }
 
+/* One line of ls: the name, or with --json an entry object (after a comma
+ * unless first). */
+static void ls_entry(const char *name, uint64_t ino, uint32_t mode, int first)
+{
+	if (arfctl_opt.json) {
+		printf("%s{\"name\":", first ? "" : ",");
+		arfctl_json_str(stdout, name);
+		printf(",\"ino\":%" PRIu64 ",\"type\":\"%s\"}", ino, arfctl_type_name(mode));
+	} else {
+		printf("%s\n", name);
+	}
+}
+
 int arfctl_cmd_ls(arf_client *c, const struct arf_url *u)
 {
 	struct arf_stat st;
@@ -97,14 +110,10 @@ int arfctl_cmd_ls(arf_client *c, const struct arf_url *u)
 	}
 	if (!S_ISDIR(st.mode)) {
 		const char *slash = strrchr(u->path, '/');
-		const char *name = slash ? slash + 1 : u->path;
+		ls_entry(slash ? slash + 1 : u->path, st.ino, st.mode, 1);
 		if (arfctl_opt.json) {
-			printf("{\"name\":");
-			arfctl_json_str(stdout, name);
-			printf(",\"ino\":%" PRIu64 ",\"type\":\"%s\"}]", st.ino, arfctl_type_name(st.mode));
+			printf("]");
 			arfctl_json_end(c);
-		} else {
-			printf("%s\n", name);
 		}
 		return 0;
 	}
@@ -123,19 +132,7 @@ int arfctl_cmd_ls(arf_client *c, const struct arf_url *u)
 			return arfctl_fail("ls", u->path, rc);
 		}
 		for (size_t i = 0; i < n; i++) {
-			static const char *const dt[] = { [DT_REG] = "file", [DT_DIR] = "directory",
-							  [DT_LNK] = "symlink", [DT_FIFO] = "fifo",
-							  [DT_SOCK] = "socket", [DT_CHR] = "char",
-							  [DT_BLK] = "block" };
-			const char *t = ents[i].type < sizeof(dt) / sizeof(dt[0]) && dt[ents[i].type]
-						? dt[ents[i].type] : "unknown";
-			if (arfctl_opt.json) {
-				printf("%s{\"name\":", first ? "" : ",");
-				arfctl_json_str(stdout, ents[i].name);
-				printf(",\"ino\":%" PRIu64 ",\"type\":\"%s\"}", ents[i].ino, t);
-			} else {
-				printf("%s\n", ents[i].name);
-			}
+			ls_entry(ents[i].name, ents[i].ino, DTTOIF(ents[i].type), first);
 			first = 0;
 			cookie = ents[i].cookie;
 		}
@@ -306,19 +303,25 @@ static int mkdir_one(arf_client *c, const char *path, int parents)
 	return rc;
 }
 
-int arfctl_cmd_mkdir(arf_client *c, const struct arf_url *u, int parents)
+/* A command that changed path succeeded: {"path": ...} with --json. */
+static int path_done(arf_client *c, const char *path)
 {
-	int rc = mkdir_one(c, u->path, parents);
-	if (rc)
-		return arfctl_fail("mkdir", u->path, rc);
 	if (arfctl_opt.json) {
 		printf("{\"path\":");
-		arfctl_json_str(stdout, u->path);
+		arfctl_json_str(stdout, path);
 		arfctl_json_end(c);
 	} else {
 		arfctl_text_end(c);
 	}
 	return 0;
+}
+
+int arfctl_cmd_mkdir(arf_client *c, const struct arf_url *u, int parents)
+{
+	int rc = mkdir_one(c, u->path, parents);
+	if (rc)
+		return arfctl_fail("mkdir", u->path, rc);
+	return path_done(c, u->path);
 }
 
 int arfctl_cmd_rm(arf_client *c, const struct arf_url *u)
@@ -336,14 +339,7 @@ int arfctl_cmd_rm(arf_client *c, const struct arf_url *u)
 			      : arf_unlink(c, dir.ino, dir.gen, name);
 	if (rc)
 		return arfctl_fail("rm", u->path, rc);
-	if (arfctl_opt.json) {
-		printf("{\"path\":");
-		arfctl_json_str(stdout, u->path);
-		arfctl_json_end(c);
-	} else {
-		arfctl_text_end(c);
-	}
-	return 0;
+	return path_done(c, u->path);
 }
 
 /* The path the second URL of mv or ln names, in target: on the server of
