@@ -79,8 +79,15 @@ void arf_net_srv_arm_locked(struct arf_net_sconn *c)
 	if (c->closed || ev == c->events)
 		return;
 	struct epoll_event e = { .events = ev, .data.ptr = c };
-	if (epoll_ctl(c->s->ep, EPOLL_CTL_MOD, c->fd, &e) == 0)
+	if (epoll_ctl(c->s->ep, EPOLL_CTL_MOD, c->fd, &e) == 0) {
 		c->events = ev;
+		return;
+	}
+	/* Unwatched for what it needs now (ENOMEM), the connection could wait
+	 * forever for a write or a read: end it.  The shut-down socket hangs
+	 * up, which epoll reports whatever the events it was armed for, and
+	 * the soft-NIC closes it; the client reconnects. */
+	conn_fail_locked(c);
 }
 
 /* Queue the bytes of v after the first `skip` (caller holds send_lock). */
@@ -231,7 +238,9 @@ void arf_net_srv_conn_close(struct arf_net_server *s, struct arf_net_sconn *c)
 	if (c->state == SCONN_NEW)
 		s->nnew--;
 	c->state = SCONN_CLOSED;
-	epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	/* may fail only if it was never added; closing the fd below removes it
+	 * from the set in any case */
+	(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, c->fd, NULL);
 	pthread_mutex_lock(&c->send_lock);
 	c->closed = 1;
 	shutdown(c->fd, SHUT_RDWR);

@@ -265,16 +265,20 @@ int arf_net_server_start(struct arf_net_server *s, char *err, size_t errlen)
 		return rc;
 	if (s->has_rdma && (rc = arf_net_srv_listen_rdma(s, err, errlen)))
 		return rc;
+	/* A listener epoll does not watch would never accept: fail the start. */
 	struct epoll_event ev = { .events = EPOLLIN };
 	ev.data.ptr = &tag_ev;
-	epoll_ctl(s->ep, EPOLL_CTL_ADD, s->evfd, &ev);
+	if (epoll_ctl(s->ep, EPOLL_CTL_ADD, s->evfd, &ev) < 0)
+		goto epoll_fail;
 	if (s->tcp_fd >= 0) {
 		ev.data.ptr = &tag_tcp;
-		epoll_ctl(s->ep, EPOLL_CTL_ADD, s->tcp_fd, &ev);
+		if (epoll_ctl(s->ep, EPOLL_CTL_ADD, s->tcp_fd, &ev) < 0)
+			goto epoll_fail;
 	}
 	if (s->unix_fd >= 0) {
 		ev.data.ptr = &tag_unix;
-		epoll_ctl(s->ep, EPOLL_CTL_ADD, s->unix_fd, &ev);
+		if (epoll_ctl(s->ep, EPOLL_CTL_ADD, s->unix_fd, &ev) < 0)
+			goto epoll_fail;
 	}
 	if ((rc = -pthread_create(&s->thr, NULL, snic_main, s))) {
 		snprintf(err, errlen, "soft-NIC thread: %s", strerror(-rc));
@@ -282,6 +286,10 @@ int arf_net_server_start(struct arf_net_server *s, char *err, size_t errlen)
 	}
 	s->started = 1;
 	return 0;
+epoll_fail:
+	rc = -errno;
+	snprintf(err, errlen, "epoll: watch the listeners: %s", strerror(-rc));
+	return rc;
 }
 
 void arf_net_server_destroy(struct arf_net_server *s)
