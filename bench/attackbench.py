@@ -30,7 +30,8 @@ over tcp from an ordinary port (and the UNIX socket where it says so):
               user can get
   forge       GETATTRs of guessed handles (ino of 8 files in root's 0700
               directory, generation 1, 2, 3, ...), 32 in flight, as fast as
-              arfd answers; every 500th names a real handle
+              arfd answers; every 500th names a real handle; from 127.0.0.1,
+              the victim's address (forge2: from 127.0.0.2)
   malformed   GETATTRs too short to decode, 64 in flight, as fast as arfd
               answers
 
@@ -41,14 +42,17 @@ tree's libarf, arfctl and this file) speak to both: the wire protocol is
 the same, a hello token being optional.  For each attack and server: the
 victim's p50/p99/max (and whether it connected), arfd's peak RSS and the
 bytes its log grew, SIGTERM-to-exit time, and what the attacker saw.
-Writes attack.csv and attack.md into --out.  With --quick (1 s a case, the
-after server only unless --before) the rows are checked against bounds
-that only a broken defence misses; exit 1 if one is missed."""
+Writes attack.json (everything measured), attack.csv and attack.md into
+--out (--render JSON writes the last two again from the first).  With
+--quick (1 s a case, the after server only unless --before) the rows are
+checked against bounds that only a broken defence misses; exit 1 if one
+is missed."""
 import argparse
 import csv
 import json
 import os
 import select
+import shlex
 import shutil
 import signal
 import socket
@@ -339,8 +343,8 @@ def attack_hoard(port, sock, addrs):
     return dict(held=len(held), by_source=got, still_open=alive)
 
 
-def attack_forge(port, inos, true_ino, true_gen, depth):
-    c = Conn(port, timeout=30)
+def attack_forge(port, inos, true_ino, true_gen, depth, src=None):
+    c = Conn(port, src, timeout=30)
     assert c.hello(), "handshake refused"
     what, sts, found = {}, {}, {}
     guesses, flight, answered, true_sent, true_ok = 0, 0, 0, 0, 0
@@ -359,11 +363,23 @@ def attack_forge(port, inos, true_ino, true_gen, depth):
         return inos[i % len(inos)], 1 + i // len(inos), False
     t0 = time.monotonic()
     first = True
-    while not STOP.is_set() and not c.closed:
-        while flight < depth:
-            ino, g, real = next_handle()
-            what[c.send(OP_GETATTR, cred() + fh(ino, g))] = (ino, g, real, guesses)
-            flight += 1
+    closed_at = []  # when arfd hung up on us (we come back at once)
+    while not STOP.is_set():
+        if c.closed:
+            closed_at.append(round(time.monotonic() - t0, 2))
+            c = Conn(port, src, timeout=30)
+            flight = 0
+            what.clear()
+            if not c.hello():
+                break
+        try:
+            while flight < depth:
+                ino, g, real = next_handle()
+                what[c.send(OP_GETATTR, cred() + fh(ino, g))] = (ino, g, real, guesses)
+                flight += 1
+        except OSError:
+            c.closed = True
+            continue
         if first:
             ready()
             first = False
@@ -380,7 +396,7 @@ def attack_forge(port, inos, true_ino, true_gen, depth):
     return dict(answered=answered, per_s=round(answered / took), statuses=sts,
                 revealed=len(found), of=len(inos), highest_gen_tried=1 + tried[0] // len(inos),
                 first_hit_after=min(found.values()) if found else None,
-                true_sent=true_sent, true_accepted=true_ok)
+                true_sent=true_sent, true_accepted=true_ok, closed_at=closed_at)
 
 
 def attack_malformed(port, depth):
@@ -397,9 +413,13 @@ def attack_malformed(port, depth):
             flight = 0
             if not c.hello():
                 break
-        while flight < depth:
-            c.send(OP_GETATTR, junk)
-            flight += 1
+        try:
+            while flight < depth:
+                c.send(OP_GETATTR, junk)
+                flight += 1
+        except OSError:
+            c.closed = True
+            continue
         if first:
             ready()
             first = False
@@ -428,7 +448,8 @@ def attacker_main(argv):
             resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
             res = attack_hoard(a["port"], a.get("sock"), a["addrs"])
         elif mode == "forge":
-            res = attack_forge(a["port"], a["inos"], a["true_ino"], a["true_gen"], a["depth"])
+            res = attack_forge(a["port"], a["inos"], a["true_ino"], a["true_gen"], a["depth"],
+                               a.get("src"))
         elif mode == "malformed":
             res = attack_malformed(a["port"], a["depth"])
         else:
@@ -530,10 +551,11 @@ class Case:
         if a == "connflood":
             return dict(port=d.port, sock=d.socket,
                         addrs=["127.0.0.%d" % i for i in range(2, 10)])
-        if a == "forge":
+        if a in ("forge", "forge2"):
             secrets = [self.files["/private/s%d" % i] for i in range(8)]
             return dict(port=d.port, inos=[s["ino"] for s in secrets],
-                        true_ino=secrets[0]["ino"], true_gen=secrets[0]["gen"], depth=32)
+                        true_ino=secrets[0]["ino"], true_gen=secrets[0]["gen"], depth=32,
+                        src="127.0.0.2" if a == "forge2" else None)
         if a == "malformed":
             return dict(port=d.port, depth=64)
         raise ValueError(a)
@@ -565,8 +587,7 @@ class Case:
             if self.attack != "none":
                 att = subprocess.Popen(
                     as_user(ATTACKER_UID) + [PY, os.path.abspath(__file__), "--attacker",
-                                             self.attack.replace("connflood1", "hoard")
-                                             .replace("connflood", "hoard"),
+                                             MODES.get(self.attack, self.attack),
                                              json.dumps(self.attacker_args(d))],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                 r, _, _ = select.select([att.stdout], [], [], 120)
@@ -607,6 +628,7 @@ class Case:
             row["rss_peak_mib"] = round(watch.peak / 1024, 1)
             row["rss_killed"] = watch.killed
             row["log_bytes"] = os.path.getsize(d.log_path) - log_before
+            row["log_tail"] = arfproc.tail(d.log_path, 400).splitlines()[-3:]
             t = time.monotonic()
             rc = arfproc.stop_proc(d.proc, timeout=o.term_wait)
             row["sigterm_s"] = round(time.monotonic() - t, 2)
@@ -623,14 +645,16 @@ class Case:
                 att.wait()
             arfproc.stop_proc(d.proc, timeout=3)
             d._close_log()
-            shutil.rmtree(work, ignore_errors=True)
+            if not o.keep_work:
+                shutil.rmtree(work, ignore_errors=True)
         return row
 
 
 # ---------------------------------------------------------------- the results
 
 ATTACKS = ["none", "progflood", "helper", "queueflood", "connflood1", "connflood", "forge",
-           "malformed"]
+           "forge2", "malformed"]
+MODES = {"connflood1": "hoard", "connflood": "hoard", "forge2": "forge"}  # the attacker's
 # Settings an attack needs beyond the defaults, the same for both servers:
 # the helper-heavy run is bound by the wall clock alone (an instruction
 # budget as large as the report's "larger count"), which is what max_wall_ms
@@ -645,7 +669,9 @@ TITLES = {
     "queueflood": "(4) request-queue flood: 1 MiB WRITEs pipelined on one connection",
     "connflood1": "(5a) connection flood from one address (127.0.0.2)",
     "connflood": "(5b) connection flood: 127.0.0.2-9 and the UNIX socket, one user",
-    "forge": "(6) forged-handle guessing (GETATTR, 32 in flight)",
+    "forge": "(6a) forged-handle guessing (GETATTR, 32 in flight), from the victim's "
+             "address (127.0.0.1)",
+    "forge2": "(6b) the same from another address (127.0.0.2)",
     "malformed": "(7) malformed-frame flood (GETATTR of 1 byte, 64 in flight)",
 }
 
@@ -661,8 +687,9 @@ def victim_cell(row):
     if not v.get("connected"):
         return "**could not connect** (%s)" % v.get("connect_error", "?").split(":")[0]
     if v.get("timeouts"):
-        return "**no answer in %.0f s** (%d stats answered before)" % (
-            v["timeout_ms"] / 1000, v["count"] - v["timeouts"])
+        n = v["count"] - v["timeouts"]
+        return "**no answer in %.0f s** (%d stat%s answered before)" % (
+            v["timeout_ms"] / 1000, n, "" if n == 1 else "s")
     refused = ""
     if v.get("errors"):
         refused = "; **%d of %d stats refused: %s**" % (v["errors"], v["errors"] + v["count"],
@@ -682,12 +709,16 @@ def specific(row):
     if row.get("rss_killed"):
         rss += " (killed at the limit)"
     term = "SIGTERM: %s" % ("exit in %.2f s" % row["sigterm_s"] if row.get("sigterm_exit") == 0
-                            else "still running after %.0f s, SIGKILL" % row.get("sigterm_s", 0))
+                            else "still running after %.1f s, SIGKILL" % row.get("sigterm_s", 0))
+    if row.get("sigterm_exit") not in (0, None) and a not in ("progflood", "helper",
+                                                               "queueflood"):
+        rss += "; " + term  # arfd did not stop when asked: always worth saying
     if a == "none":
         return rss
     if a == "progflood":
-        return "one run %s ms; %s runs done in %s s (%s/s)" % (
-            at.get("one_run_ms"), at.get("runs_done"), at.get("seconds"), at.get("runs_per_s"))
+        return "one run %s ms; %s runs done in %s s (%s/s); %s" % (
+            at.get("one_run_ms"), at.get("runs_done"), at.get("seconds"), at.get("runs_per_s"),
+            term)
     if a == "helper":
         if at.get("unfinished_run_s"):
             runs = "a run still going after %s s (%d finished)" % (at["unfinished_run_s"],
@@ -696,48 +727,59 @@ def specific(row):
             runs = "%s runs, longest %s ms" % (at.get("runs"), at.get("max_run_ms"))
         return "%s; %s" % (runs, term)
     if a == "queueflood":
-        return "%s MiB of WRITEs taken%s; %s" % (
-            at.get("mib_sent"), " (the cap)" if at.get("capped_after_s") else "", rss)
+        return "%s MiB of WRITEs taken%s; %s; %s" % (
+            at.get("mib_sent"), " (the cap)" if at.get("capped_after_s") else "", rss, term)
     if a.startswith("connflood"):
         root = "root tcp %s, shm %s" % tuple(
             ("ok %.0f ms" % r[1]) if r[0] else "**refused**"
             for r in (row.get("root_tcp", (0, 0)), row.get("root_shm", (0, 0))))
         return "%s connections held; %s" % (at.get("held"), root)
-    if a == "forge":
-        return "%s answers/s; %s of %s inodes revealed; real handle accepted %s of %s" % (
+    if a.startswith("forge"):
+        return "%s answers/s; %s of %s inodes revealed; real handle accepted %s of %s%s" % (
             at.get("per_s"), at.get("revealed"), at.get("of"), at.get("true_accepted"),
-            at.get("true_sent"))
+            at.get("true_sent"), "; **arfd closed the connection at %s s**" % ", ".join(
+                map(str, at["closed_at"])) if at.get("closed_at") else "")
     if a == "malformed":
-        return "%s answers/s; log +%.2f MB" % (at.get("per_s"), row.get("log_bytes", 0) / 1e6)
+        lb = row.get("log_bytes", 0)
+        return "%s answers/s; log +%s%s" % (
+            at.get("per_s"), "%.1f MB" % (lb / 1e6) if lb >= 100000 else "%d bytes" % lb,
+            "; reconnected %d times" % at["reconnects"] if at.get("reconnects") else "")
     return ""
 
 
 CSV_FIELDS = ["attack", "server", "connected", "count", "errors", "timeouts", "p50_us",
               "p99_us", "max_us", "mean_us", "cp50_us", "cp99_us", "requests", "connect_us",
               "rss_base_mib", "rss_peak_mib", "log_bytes", "sigterm_s", "sigterm_exit",
-              "root_tcp", "root_shm", "attacker", "error"]
+              "root_tcp", "root_shm", "attacker", "log_tail", "error"]
 
 
 def write_results(out, rows, meta):
     os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "attack.json"), "w") as f:
+        json.dump(dict(meta=meta, rows=rows), f, indent=1)
+        f.write("\n")
     with open(os.path.join(out, "attack.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, CSV_FIELDS)
         w.writeheader()
         for r in rows:
             v = r.get("victim", {})
-            w.writerow({k: (json.dumps(r[k]) if k in ("attacker", "root_tcp", "root_shm") and
+            w.writerow({k: (json.dumps(r[k]) if k in ("attacker", "root_tcp", "root_shm",
+                                                       "log_tail") and
                             k in r else r.get(k, v.get(k, ""))) for k in CSV_FIELDS})
     by = {(r["attack"], r["server"]): r for r in rows}
     servers = [s for s in ("before", "after") if any(r["server"] == s for r in rows)]
     lines = ["# The load figure of issue 14: a victim's stat under attack", "",
              "Taken %s on %d cores (%s s of the victim per case; the run took %s s)." % (
                  meta["date"], meta["cpus"], meta["seconds"], meta["took_s"]),
-             "Load average before the run: %s; after: %s (the machine is shared: other "
-             "engineers' builds were running)." % (" ".join(meta["loadavg_before"]),
-                                                  " ".join(meta["loadavg_after"])),
-             "", "Command: `%s`" % meta["command"], ""]
+             "Load average before the run: %s; after: %s (the machine's 2 cores are shared "
+             "with other engineers' builds and tests)." % (" ".join(meta["loadavg_before"]),
+                                                          " ".join(meta["loadavg_after"])),
+             "", "Command: `%s`" % meta["command"],
+             "", "Data: attack.json (every number measured; attack.csv and this file are "
+             "made from it: `bench/attackbench.py --render attack.json --out DIR`).", ""]
     for s in servers:
-        lines.append("* %s: `%s`" % (s, next(r["arfd"] for r in rows if r["server"] == s)))
+        lines.append("* %s: `%s`%s" % (s, next(r["arfd"] for r in rows if r["server"] == s),
+                                       meta["labels"].get(s) and " -- " + meta["labels"][s]))
     lines += ["", "Victim: uid 65534, libarf over tcp, `stat` as a GETATTR request (one_sided "
               "0, caches off), one every 5 ms; milliseconds, p50 / p99 (max; stats answered). "
               "Attacker: uid 65533, hand-made frames over tcp from an ordinary port.", ""]
@@ -815,7 +857,7 @@ def check_quick(rows):
             fail("rss", "arfd grew %.0f MiB" % (r["rss_peak_mib"] - r["rss_base_mib"]))
         if a == "connflood1" and not (r["root_tcp"][0] and r["root_shm"][0]):
             fail("root", "root locked out")
-        if a == "forge" and at.get("revealed"):
+        if a.startswith("forge") and at.get("revealed"):
             fail("revealed", "guessed handles revealed %d inodes" % at["revealed"])
         if a == "malformed" and r["log_bytes"] > 256 * 1024:
             fail("log", "the log grew %d bytes" % r["log_bytes"])
@@ -845,17 +887,29 @@ def judge_quick(rows):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--probe", required=True, help="bench/statprobe.c, built")
-    ap.add_argument("--arfctl", required=True, help="this tree's arfctl (sets the files up)")
-    ap.add_argument("--after", required=True, help="arfd with the security work")
+    ap.add_argument("--render", metavar="JSON", help="only write attack.csv and attack.md "
+                    "again from a run's attack.json (into --out)")
+    ap.add_argument("--probe", help="bench/statprobe.c, built")
+    ap.add_argument("--arfctl", help="this tree's arfctl (sets the files up)")
+    ap.add_argument("--after", help="arfd with the security work")
     ap.add_argument("--before", help="arfd from before it (05be7b2)")
+    ap.add_argument("--before-label", default="", help="what the before arfd is, for attack.md")
+    ap.add_argument("--after-label", default="", help="what the after arfd is, for attack.md")
     ap.add_argument("--out", default=None, help="attack.csv and attack.md here")
     ap.add_argument("--seconds", type=float, default=5.0, help="the victim's time per case")
     ap.add_argument("--attacks", default=",".join(ATTACKS))
     ap.add_argument("--quick", action="store_true", help="1 s a case; check the rows")
     ap.add_argument("--work", default="/dev/shm", help="where arfd's data and log go")
     ap.add_argument("--command", default=None, help="the command line to record")
+    ap.add_argument("--keep-work", action="store_true", help="keep each case's data and log")
     o = ap.parse_args()
+    if o.render:
+        with open(o.render) as f:
+            data = json.load(f)
+        write_results(o.out or os.path.dirname(o.render), data["rows"], data["meta"])
+        return 0
+    if not (o.probe and o.arfctl and o.after):
+        ap.error("--probe, --arfctl and --after are needed for a run")
     if os.geteuid() != 0 or not SETPRIV:
         print("attackbench: needs root and setpriv (victim and attacker are other uids)",
               file=sys.stderr)
@@ -887,13 +941,14 @@ def main():
     meta = dict(date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(started)),
                 seconds=o.seconds, took_s=round(time.time() - started),
                 loadavg_before=loadavg_before,
-                command=o.command or " ".join(sys.argv), quick=o.quick)
+                command=o.command or shlex.join(["python3"] + sys.argv), quick=o.quick,
+                labels=dict(before=o.before_label, after=o.after_label))
     with open("/proc/loadavg") as f:
         meta["loadavg_after"] = f.read().split()[:3]
     meta["cpus"] = os.cpu_count()
     if o.out:
         write_results(o.out, rows, meta)
-        log("wrote %s/attack.csv and attack.md" % o.out)
+        log("wrote %s/attack.json, attack.csv and attack.md" % o.out)
     else:
         print(json.dumps(dict(meta=meta, rows=rows), indent=1))
     return judge_quick(rows) if o.quick else 0
