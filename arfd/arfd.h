@@ -82,6 +82,10 @@ struct arfd {
 	struct arfd_pending *pending;        /* deferred seals and waiting replies */
 	pthread_cond_t commit_cond;          /* wakes the committer */
 	pthread_t committer;
+	int failed;                          /* fail-stop (commit.c): set once, under fs_lock
+					      * (read atomically outside it) */
+	char failure[256];                   /* why, once failed (log, arfctl status) */
+	int pid_file_written;                /* ours to remove at stop (it holds our pid) */
 
 	struct arfd_counters ctr;            /* under fs_lock */
 	uint64_t clients;                    /* connections open (atomic) */
@@ -151,17 +155,38 @@ unsigned arfd_lane_queued(struct arfd *d, enum arfd_lane_id lane);
 /* Serve one request of the request lane (dispatch.c): decode, run, count, reply. */
 void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
 		  const uint8_t *body, size_t len);
-void *arfd_committer_main(void *arg);
 
 /*
- * With fs_lock held, after an ops/ hook ran between arf_meta_txn_begin and
- * here: end the transaction, write it to RocksDB (in the lock, so batches
- * land in commit order) and, on a sync export, queue its seals for the
- * group commit.  Returns its sequence number (0: nothing changed; the
- * reply must wait for durable_seq >= it on a sync export); *rc becomes
- * -EIO when RocksDB refused it.  Requests and programs' hooks alike.
+ * Transactions, the group commit and fail-stop (commit.c).  Requests and
+ * programs' hooks alike, with fs_lock held: arfd_txn_begin, an ops/ hook,
+ * arfd_txn_commit.
+ */
+/* Start a transaction: 0, or -EIO on an export that has failed (nothing
+ * may change then: the caller answers EIO). */
+int arfd_txn_begin(struct arfd *d);
+/*
+ * End the transaction, write it to RocksDB (in the lock, so batches land in
+ * commit order) and make it visible: sealed at once on an async export,
+ * queued for the group commit on a sync one.  Returns its sequence number
+ * (0: nothing changed, or it failed; on a sync export the reply must wait
+ * for durable_seq >= it).  When RocksDB refuses the write, or the change
+ * could not be recorded (out of memory), the export fails (arfd_fail) and
+ * *rc becomes -EIO.
  */
 uint64_t arfd_txn_commit(struct arfd *d, int *rc);
+/* The committer thread: group commits (WAL sync, seals, waiting replies). */
+void *arfd_committer_main(void *arg);
+/* Fail-stop (fs_lock held): mark the export failed for the reason why
+ * (once; later calls keep the first reason), log it, seal nothing more and
+ * wake the committer to answer the replies waiting for a sync. */
+void arfd_fail(struct arfd *d, const char *why);
+/* Has the export failed?  Without fs_lock: a request that looked before
+ * taking the lock must look again in it. */
+static inline int arfd_failed(const struct arfd *d)
+{
+	return __atomic_load_n(&d->failed, __ATOMIC_ACQUIRE);
+}
+
 /* Mobile code (progs.c): the program cache, start to stop. */
 int arfd_progs_start(struct arfd *d, char *err, size_t errlen);
 void arfd_progs_stop(struct arfd *d);
@@ -241,6 +266,11 @@ int arfd_pending_add_reply(struct arfd_pending *p, uint64_t seq, struct arf_net_
 /* seq is durable: seal the objects whose last change is <= seq (caller holds
  * fs_lock) and detach the replies to send (send them after unlocking). */
 struct arfd_reply *arfd_pending_commit(struct arfd_pending *p, struct arf_meta_fs *fs, uint64_t seq);
+/* The export failed: later commits detach replies but seal nothing. */
+void arfd_pending_freeze(struct arfd_pending *p);
+/* Nothing will become durable: drop the waiting transactions unsealed and
+ * detach every waiting reply, turned into an EIO without a body. */
+struct arfd_reply *arfd_pending_fail(struct arfd_pending *p);
 void arfd_pending_send(struct arfd_reply *r);
 
 #endif

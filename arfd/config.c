@@ -57,6 +57,12 @@ static const struct centry table[] = {
 	  "group allowed on the management socket besides root (empty = root only)" },
 	{ "server", "test_hooks", C_BOOL, S(test_hooks), 0, 1, "false",
 	  "test only: let the management socket damage the live regions (for fsck tests)" },
+	{ "server", "test_fail_write", C_INT, S(test_fail_write), 0, 1LL << 40, "0",
+	  "test only: the Nth RocksDB transaction write after start, and every later one, fails "
+	  "(0 = never)" },
+	{ "server", "test_fail_sync", C_INT, S(test_fail_sync), 0, 1LL << 40, "0",
+	  "test only: the Nth RocksDB WAL sync after start, and every later one, fails "
+	  "(0 = never)" },
 	{ "server", "max_conns", C_INT, S(max_conns), 1, 65536, "1024",
 	  "client connections open at once, all transports together" },
 	{ "server", "max_conns_per_client", C_INT, S(max_conns_per_client), 0, 65536, "256",

@@ -23,10 +23,27 @@
 #include "arfd.h"
 #include "log.h"
 
+/* s as the inside of a JSON string, cut to fit out (cap >= 1). */
+static void json_escape(const char *s, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	for (; *s && o + 7 < cap; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			o += (size_t)snprintf(out + o, cap - o, "\\%c", ch);
+		else if (ch < 0x20)
+			o += (size_t)snprintf(out + o, cap - o, "\\u%04x", ch);
+		else
+			out[o++] = (char)ch;
+	}
+	out[o] = 0;
+}
+
 /* Server status as a JSON object (ARF_OP_STATUS). */
 void arfd_status_json(struct arfd *d, struct arf_proto_wr *w)
 {
-	char buf[2048];
+	char buf[3072], failure[2 * sizeof(d->failure) + 40] = "";
 	struct timespec now;
 	struct arf_ops_statfs sf;
 	struct arf_net_server_counters nc;
@@ -37,8 +54,14 @@ void arfd_status_json(struct arfd *d, struct arf_proto_wr *w)
 	uint64_t reqs = 0;
 	for (int i = 0; i < ARF_PROTO_NKINDS; i++)
 		reqs += d->ctr.requests[i];
+	if (d->failed) { /* commit.c: RocksDB refused a write or a sync */
+		char why[2 * sizeof(d->failure)];
+		json_escape(d->failure, why, sizeof(why));
+		snprintf(failure, sizeof(failure), ",\"failure\":\"%s\"", why);
+	}
 	int n = snprintf(buf, sizeof(buf),
 		"{\"version\":\"%s\",\"incarnation\":%llu,\"uptime_s\":%lld,"
+		"\"state\":\"%s\"%s,"
 		"\"export\":{\"name\":\"%s\",\"sync\":%s,\"read_only\":%s,\"root_squash\":%s},"
 		"\"regions\":{\"meta_bytes\":%llu,\"data_bytes\":%llu,\"scratch_bytes\":%llu},"
 		"\"inodes\":{\"total\":%llu,\"free\":%llu},"
@@ -46,7 +69,8 @@ void arfd_status_json(struct arfd *d, struct arf_proto_wr *w)
 		"\"clients\":%llu,\"requests\":%llu,\"mutations\":%llu,\"syncs\":%llu,"
 		"\"one_sided_reads\":%llu,\"one_sided_bytes\":%llu}",
 		ARF_VERSION, (unsigned long long)d->incarnation,
-		(long long)(now.tv_sec - d->started.tv_sec), d->cfg.export_name,
+		(long long)(now.tv_sec - d->started.tv_sec), d->failed ? "failed" : "serving",
+		failure, d->cfg.export_name,
 		d->cfg.sync ? "true" : "false", d->cfg.read_only ? "true" : "false",
 		d->cfg.root_squash ? "true" : "false", (unsigned long long)d->meta_size,
 		(unsigned long long)d->data_size, (unsigned long long)d->scratch_size,
@@ -58,28 +82,6 @@ void arfd_status_json(struct arfd *d, struct arf_proto_wr *w)
 		(unsigned long long)d->ctr.syncs, (unsigned long long)nc.one_sided_reads,
 		(unsigned long long)nc.one_sided_bytes);
 	arf_proto_put(w, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
-}
-
-uint64_t arfd_txn_commit(struct arfd *d, int *rc)
-{
-	const struct arf_meta_dirty *list;
-	char err[256];
-	size_t n = arf_meta_txn_end(&d->fs, &list);
-
-	if (!n)
-		return 0;
-	uint64_t seq = ++d->applied_seq;
-	if (arfd_store_put_txn(d->store, &d->fs, list, n, err, sizeof(err))) {
-		/* The change is in memory but not in RocksDB: say so loudly; the
-		 * client gets EIO and must not assume durability. */
-		arfd_log(ARFD_LOG_ERROR, "%s", err);
-		*rc = -EIO;
-	}
-	d->ctr.mutations++;
-	d->ctr.objects_written += n;
-	if (d->cfg.sync)
-		arfd_pending_add_txn(d->pending, seq, list, n);
-	return seq;
 }
 
 void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
@@ -106,14 +108,17 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 	d->ctr.requests[idx < 0 ? ARF_PROTO_NKINDS - 1 : idx]++;
 	if (r.err) {
 		rc = ARF_EPROTO;
+	} else if (d->failed && op != ARF_OP_STATUS) {
+		rc = -EIO; /* the regions may hold a change RocksDB refused (commit.c) */
+		arfd_log_limited(ARFD_LOG_WARN, "%s from %s: EIO: export failed: %s",
+				 arf_proto_op_name(op), arf_net_sconn_peer(c)->addr, d->failure);
 	} else if (guarded && arfd_identity_stale_check(d, ac)) {
 		rc = -ESTALE; /* too many stale handles: a guesser; not looked at */
 		guarded = 0;
 	} else if (proc->flags & ARFD_PROC_MUTATES) {
 		if (d->cfg.read_only) {
 			rc = -EROFS;
-		} else {
-			arf_meta_txn_begin(&d->fs);
+		} else if (!(rc = arfd_txn_begin(d))) {
 			rc = proc->run(&q);
 			if (arfd_txn_commit(d, &rc) && d->cfg.sync)
 				deferred = 1;
@@ -155,40 +160,4 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 		arf_net_reply(c, id, op, arf_net_status_from_err(rc), &iov, rc || !w.len ? 0 : 1);
 	}
 	arf_proto_wr_free(&w);
-}
-
-void *arfd_committer_main(void *arg)
-{
-	struct arfd *d = arg;
-	char err[256];
-
-	pthread_mutex_lock(&d->fs_lock);
-	for (;;) {
-		while (d->sync_wanted <= d->durable_seq && !__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE))
-			pthread_cond_wait(&d->commit_cond, &d->fs_lock);
-		if (d->sync_wanted <= d->durable_seq && __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE))
-			break;
-		uint64_t target = d->applied_seq; /* everything written so far */
-		pthread_mutex_unlock(&d->fs_lock);
-		int rc = arfd_store_sync(d->store, err, sizeof(err));
-		pthread_mutex_lock(&d->fs_lock);
-		if (rc) {
-			arfd_log(ARFD_LOG_ERROR, "%s", err);
-			/* keep trying: acknowledging without durability is not an option */
-			pthread_mutex_unlock(&d->fs_lock);
-			struct timespec ts = { 0, 10 * 1000 * 1000 };
-			nanosleep(&ts, NULL);
-			pthread_mutex_lock(&d->fs_lock);
-			continue;
-		}
-		d->ctr.syncs++;
-		d->ctr.synced_txns += target - d->durable_seq;
-		d->durable_seq = target;
-		struct arfd_reply *rep = arfd_pending_commit(d->pending, &d->fs, target);
-		pthread_mutex_unlock(&d->fs_lock);
-		arfd_pending_send(rep);
-		pthread_mutex_lock(&d->fs_lock);
-	}
-	pthread_mutex_unlock(&d->fs_lock);
-	return NULL;
 }

@@ -139,8 +139,7 @@ static int h_make(struct arf_mc_call *c, uint64_t *ret)
 	pthread_mutex_lock(&d->fs_lock);
 	if (d->cfg.read_only) {
 		rc = -EROFS;
-	} else {
-		arf_meta_txn_begin(&d->fs);
+	} else if (!(rc = arfd_txn_begin(d))) { /* -EIO once the export failed */
 		if ((uintptr_t)c->ctx == ARF_PH_MKDIR)
 			rc = arf_ops_mkdir(&d->fs, &ex->cr, pa->ino, pa->gen, name, nlen, mode, &a);
 		else
@@ -174,7 +173,8 @@ static int h_lookup(struct arf_mc_call *c, uint64_t *ret)
 	if ((rc = arf_mc_call_charge(c, COST_LOOKUP + nlen / ARF_MC_BYTES_PER_INSN)))
 		return rc;
 	pthread_mutex_lock(&d->fs_lock);
-	rc = arf_ops_lookup(&d->fs, &ex->cr, pa->ino, pa->gen, c->ptr[2], nlen, &a);
+	rc = arfd_failed(d) ? -EIO /* commit.c */
+			    : arf_ops_lookup(&d->fs, &ex->cr, pa->ino, pa->gen, c->ptr[2], nlen, &a);
 	pthread_mutex_unlock(&d->fs_lock);
 	if (!rc)
 		to_prog_attr(&a, pa);
@@ -261,7 +261,7 @@ static int h_file_view(struct arf_mc_call *c, uint64_t *ret)
 	/* One state of the file: the whole copy under one hold of the lock,
 	 * a MiB at a time, paying for each and stopping at the deadline. */
 	pthread_mutex_lock(&d->fs_lock);
-	rc = arf_ops_getattr(&d->fs, v->ino, v->gen, &a);
+	rc = arfd_failed(d) ? -EIO /* commit.c */ : arf_ops_getattr(&d->fs, v->ino, v->gen, &a);
 	if (!rc) {
 		do { /* at least once: an empty view is permission-checked too */
 			size_t n = len - got < ARF_MC_CHUNK ? len - got : ARF_MC_CHUNK, g = 0;

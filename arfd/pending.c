@@ -6,6 +6,10 @@
  * transactions.  An object changed again by a later transaction is sealed
  * only when that later one is durable: a map from object to the last
  * transaction that touched it decides.
+ *
+ * Once the export has failed (commit.c) nothing is sealed any more
+ * (arfd_pending_freeze): a durable transaction's replies still go out, but
+ * an object it shares with the failed one would show the failed change.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -37,6 +41,7 @@ struct arfd_pending {
 	size_t cap, used;
 	struct ptxn *txn_head, *txn_tail;
 	struct arfd_reply *rep_head, *rep_tail;
+	int frozen;                /* the export failed: seal nothing more */
 };
 
 static uint64_t okey(const struct arf_meta_dirty *d)
@@ -218,7 +223,7 @@ struct arfd_reply *arfd_pending_commit(struct arfd_pending *p, struct arf_meta_f
 			size_t s = map_find(p, okey(d));
 			if (s == SIZE_MAX || p->seqs[s] > seq)
 				continue; /* a later, not yet durable transaction changed it */
-			if (d->region == ARF_REGION_META)
+			if (d->region == ARF_REGION_META && !p->frozen)
 				arf_meta_obj_seal(fs->meta + d->off, d->len);
 			map_del(p, s);
 		}
@@ -237,6 +242,32 @@ struct arfd_reply *arfd_pending_commit(struct arfd_pending *p, struct arf_meta_f
 		*tail = r;
 		tail = &r->next;
 	}
+	return out;
+}
+
+void arfd_pending_freeze(struct arfd_pending *p)
+{
+	p->frozen = 1;
+}
+
+struct arfd_reply *arfd_pending_fail(struct arfd_pending *p)
+{
+	while (p->txn_head) { /* never sealed: their objects stay odd */
+		struct ptxn *t = p->txn_head;
+		p->txn_head = t->next;
+		free(t);
+	}
+	p->txn_tail = NULL;
+	memset(p->seqs, 0, p->cap * sizeof(*p->seqs));
+	p->used = 0;
+	struct arfd_reply *out = p->rep_head;
+	for (struct arfd_reply *r = out; r; r = r->next) {
+		r->status = arf_net_status_from_err(-EIO);
+		free(r->body); /* an error carries no body */
+		r->body = NULL;
+		r->len = 0;
+	}
+	p->rep_head = p->rep_tail = NULL;
 	return out;
 }
 

@@ -608,6 +608,9 @@ void arfd_prog_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uin
 	if (r.err) {
 		errmsg(&pe, 0, 0, "malformed credentials");
 		rc = ARF_EPROTO;
+	} else if (arfd_failed(d)) { /* helpers look again under fs_lock */
+		errmsg(&pe, 0, 0, "this export has failed (arfctl status says why)");
+		rc = -EIO;
 	} else if (!d->cfg.prog_enable) {
 		errmsg(&pe, 0, 0, "mobile code is disabled on this server ([programs] enable)");
 		rc = -ENOSYS;

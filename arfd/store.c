@@ -17,6 +17,9 @@ struct arfd_store {
 	rocksdb_writeoptions_t *wo_sync;
 	rocksdb_readoptions_t *ro;
 	uint8_t *scratch;             /* sealed copy of one object */
+	/* fault injection (tests): the put_txn / sync call numbers (1 = the
+	 * next) from which on each fails; 0 = never */
+	uint64_t fail_write_at, fail_sync_at, writes, syncs;
 };
 
 static int fail(char *err, size_t errlen, const char *what, char *rerr, int code)
@@ -66,7 +69,16 @@ int arfd_store_open(const char *dir, struct arfd_store **out, char *err, size_t 
 	rocksdb_writeoptions_set_sync(st->wo_sync, 1);
 	st->db = rocksdb_open(st->opts, dir, &rerr);
 	if (!st->db) {
-		rc = fail(err, errlen, dir, rerr, -EIO);
+		if (rerr && strstr(rerr, "LOCK")) {
+			/* "IO error: While lock file: DIR/LOCK: Resource temporarily
+			 * unavailable": another process has the database open */
+			snprintf(err, errlen, "data directory %s is in use by another arfd "
+				 "(RocksDB: %s)", dir, rerr);
+			free(rerr);
+			rc = -EBUSY;
+		} else {
+			rc = fail(err, errlen, dir, rerr, -EIO);
+		}
 		goto fail;
 	}
 
@@ -219,6 +231,10 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 
 	if (!n)
 		return 0;
+	if (st->fail_write_at && ++st->writes >= st->fail_write_at) {
+		snprintf(err, errlen, "rocksdb: write: injected failure (server.test_fail_write)");
+		return -EIO;
+	}
 	wb = rocksdb_writebatch_create();
 	for (size_t i = 0; i < n; i++) {
 		const struct arf_meta_dirty *d = &list[i];
@@ -249,10 +265,21 @@ int arfd_store_sync(struct arfd_store *st, char *err, size_t errlen)
 {
 	char *rerr = NULL;
 
+	if (st->fail_sync_at && ++st->syncs >= st->fail_sync_at) {
+		snprintf(err, errlen, "rocksdb: sync: injected failure (server.test_fail_sync)");
+		return -EIO;
+	}
 	rocksdb_flush_wal(st->db, 1, &rerr);
 	if (rerr)
 		return fail(err, errlen, "sync", rerr, -EIO);
 	return 0;
+}
+
+void arfd_store_inject_faults(struct arfd_store *st, uint64_t fail_write, uint64_t fail_sync)
+{
+	st->fail_write_at = fail_write;
+	st->fail_sync_at = fail_sync;
+	st->writes = st->syncs = 0;
 }
 
 void arfd_store_compact(struct arfd_store *st)

@@ -21,7 +21,8 @@
 struct arfd_store;
 
 /* Open (creating if missing) the database in dir.  Refuses a database of
- * another store format with a message.  Returns 0, ARF_EVERSION or -EIO. */
+ * another store format with a message.  Returns 0, ARF_EVERSION, -EBUSY
+ * (another process has it open: RocksDB's lock) or -EIO. */
 int arfd_store_open(const char *dir, struct arfd_store **out, char *err, size_t errlen);
 void arfd_store_close(struct arfd_store *st); /* NULL ok */
 
@@ -43,6 +44,12 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 
 /* Make everything written so far durable (fsync of the write-ahead log). */
 int arfd_store_sync(struct arfd_store *st, char *err, size_t errlen);
+
+/* Test only (arfd's server.test_fail_write and test_fail_sync): from the
+ * fail_write-th put_txn with objects and the fail_sync-th sync after this
+ * call on, each fails with -EIO without touching RocksDB, as on a failing
+ * disk (0 = never). */
+void arfd_store_inject_faults(struct arfd_store *st, uint64_t fail_write, uint64_t fail_sync);
 
 /* Compact the whole key range. */
 void arfd_store_compact(struct arfd_store *st);

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arfd/commit — a mutation's way to RocksDB, the group commit, and what
+ * happens when RocksDB refuses: fail-stop.
+ *
+ * Requests (dispatch.c) and programs' hooks (helpers.c) alike run an ops/
+ * hook between arfd_txn_begin and arfd_txn_commit, under fs_lock.  The
+ * commit writes the transaction's objects to RocksDB in that lock (so
+ * batches land in commit order) and only then lets one-sided readers see
+ * them: on an async export it seals them at once, on a sync export the
+ * committer thread seals them after the write-ahead log holding them is
+ * synced (pending.c), and sends the replies that waited for it.
+ *
+ * Fail-stop.  The exported regions are changed in place before the write,
+ * and nothing can take a change back out of them; so when RocksDB refuses
+ * a write or a WAL sync (a full or failing disk), or a change could not
+ * even be recorded (meta/txn.c out of memory), the regions hold something
+ * that may never be durable.  arfd then stops serving the export rather
+ * than let anyone rely on it: arfd_fail marks it failed (once, with the
+ * reason, which `arfctl status` shows), logs it, and from then on
+ *   - nothing is sealed any more: the objects of the failed transaction
+ *     stay odd, so one-sided readers never accept them (they retry, then
+ *     ask the server, which says EIO); objects sealed before stay as they
+ *     were, and they are what RocksDB holds;
+ *   - every request and program run answers EIO (arfd_failed), since the
+ *     server's own reads would see the change;
+ *   - replies waiting for a sync that failed are sent as EIO, never as
+ *     success; the WAL sync is not retried (after a failed fsync the kernel
+ *     may have dropped the pages: a retry that succeeds proves nothing).
+ * What was acknowledged before is in RocksDB; restarting arfd rebuilds the
+ * regions from it and clients carry on (async writes not yet committed are
+ * re-sent by clients on the new incarnation, as after a crash).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "arfd.h"
+#include "log.h"
+
+void arfd_fail(struct arfd *d, const char *why)
+{
+	if (d->failed)
+		return;
+	snprintf(d->failure, sizeof(d->failure), "%s", why);
+	__atomic_store_n(&d->failed, 1, __ATOMIC_RELEASE);
+	arfd_pending_freeze(d->pending);
+	arfd_log(ARFD_LOG_ERROR,
+		 "export '%s' failed: %s; it serves no more: every request answers EIO and "
+		 "nothing more is acknowledged (what was acknowledged is in RocksDB); restart "
+		 "arfd once the cause is fixed", d->cfg.export_name, why);
+	/* the committer answers the replies that wait for a sync */
+	pthread_cond_signal(&d->commit_cond);
+}
+
+int arfd_txn_begin(struct arfd *d)
+{
+	if (d->failed)
+		return -EIO;
+	arf_meta_txn_begin(&d->fs);
+	return 0;
+}
+
+uint64_t arfd_txn_commit(struct arfd *d, int *rc)
+{
+	const struct arf_meta_dirty *list;
+	char err[256];
+	size_t n = arf_meta_txn_end(&d->fs, &list);
+
+	if (arf_meta_txn_error(&d->fs)) {
+		/* a change is in the regions that the list does not hold */
+		arfd_fail(d, "out of memory recording a transaction");
+		*rc = -EIO;
+		return 0;
+	}
+	if (!n)
+		return 0;
+	if (arfd_store_put_txn(d->store, &d->fs, list, n, err, sizeof(err))) {
+		arfd_fail(d, err);
+		*rc = -EIO;
+		return 0;
+	}
+	uint64_t seq = ++d->applied_seq;
+	d->ctr.mutations++;
+	d->ctr.objects_written += n;
+	if (!d->cfg.sync) {
+		/* written (not synced: async, as NFS's unstable writes): visible now */
+		for (size_t i = 0; i < n; i++)
+			if (list[i].region == ARF_REGION_META)
+				arf_meta_obj_seal(d->fs.meta + list[i].off, list[i].len);
+	} else if (arfd_pending_add_txn(d->pending, seq, list, n)) {
+		/* its objects stay odd until a later transaction's commit seals
+		 * them: one-sided readers ask the server meanwhile; nothing lost */
+		arfd_log_limited(ARFD_LOG_WARN, "out of memory queueing seals: %zu objects stay "
+				 "invisible to one-sided readers", n);
+	}
+	return seq;
+}
+
+void *arfd_committer_main(void *arg)
+{
+	struct arfd *d = arg;
+	char err[256];
+	int sync_failed = 0;
+
+	pthread_mutex_lock(&d->fs_lock);
+	for (;;) {
+		while (d->sync_wanted <= d->durable_seq && !__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE))
+			pthread_cond_wait(&d->commit_cond, &d->fs_lock);
+		if (d->sync_wanted <= d->durable_seq)
+			break; /* stopping, and nobody waits */
+		struct arfd_reply *rep;
+		if (sync_failed) {
+			/* nothing becomes durable any more: whoever waits hears EIO */
+			rep = arfd_pending_fail(d->pending);
+			d->sync_wanted = d->durable_seq;
+		} else {
+			uint64_t target = d->applied_seq; /* everything written so far */
+			pthread_mutex_unlock(&d->fs_lock);
+			int rc = arfd_store_sync(d->store, err, sizeof(err));
+			pthread_mutex_lock(&d->fs_lock);
+			if (rc) {
+				sync_failed = 1;
+				arfd_fail(d, err);
+				continue;
+			}
+			d->ctr.syncs++;
+			d->ctr.synced_txns += target - d->durable_seq;
+			d->durable_seq = target;
+			rep = arfd_pending_commit(d->pending, &d->fs, target);
+		}
+		pthread_mutex_unlock(&d->fs_lock);
+		arfd_pending_send(rep);
+		pthread_mutex_lock(&d->fs_lock);
+	}
+	pthread_mutex_unlock(&d->fs_lock);
+	return NULL;
+}
