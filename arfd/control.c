@@ -839,6 +839,10 @@ int arfd_control_start(struct arfd *d, char *err, size_t errlen)
 	if (ctl->fd < 0 || ctl->evfd < 0 || brc < 0 || listen(ctl->fd, 16) < 0) {
 		int e = errno;
 		snprintf(err, errlen, "control socket %s: %s", ctl->path, strerror(e));
+		if (ctl->fd >= 0 && brc < 0) { /* the path is not ours: stop leaves it */
+			close(ctl->fd);
+			ctl->fd = -1;
+		}
 		return -e;
 	}
 	if (ctl->gid != (gid_t)-1 &&
@@ -850,6 +854,7 @@ int arfd_control_start(struct arfd *d, char *err, size_t errlen)
 	}
 	int rc = pthread_create(&ctl->thr, NULL, control_main, d);
 	if (rc) {
+		ctl->thr = 0; /* glibc may have stored a descriptor it freed: stop joins none */
 		snprintf(err, errlen, "control thread: %s", strerror(rc));
 		return -rc;
 	}

@@ -246,7 +246,8 @@ static int open_fs(struct arfd *d, char *err, size_t errlen)
 		arfd_log(ARFD_LOG_INFO, "rebuilt the regions from %s: %llu objects", cfg->data_dir,
 			 (unsigned long long)nobj);
 	}
-	d->fs.defer_seal = cfg->sync;
+	/* every export: objects are sealed once RocksDB has them (commit.c) */
+	d->fs.defer_seal = 1;
 	return 0;
 }
 
@@ -270,6 +271,46 @@ static int split_listen(const char *listen, char *addr, size_t alen, uint16_t *p
 	}
 	*port = (uint16_t)p;
 	return 0;
+}
+
+/* The pid a pid file holds (0: none, unreadable or not a number). */
+static long pid_file_read(const char *path)
+{
+	char buf[32];
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	char *end;
+	long pid = strtol(buf, &end, 10);
+	return end != buf && (*end == '\n' || !*end) && pid > 0 ? pid : 0;
+}
+
+/* A pid file naming another arfd that runs belongs to that daemon: refuse
+ * to start on it (a second start of the same configuration), rather than
+ * take the file over.  A file left by a daemon that died, or naming a pid
+ * that some other program has since been given, is stale. */
+static int pid_file_check(const char *path, char *err, size_t errlen)
+{
+	long pid = pid_file_read(path);
+	char comm[64], proc[64];
+
+	if (!pid || pid == (long)getpid())
+		return 0;
+	snprintf(proc, sizeof(proc), "/proc/%ld/comm", pid);
+	FILE *f = fopen(proc, "r");
+	if (!f)
+		return 0; /* no such process */
+	int is_arfd = fgets(comm, sizeof(comm), f) && !strcmp(comm, "arfd\n");
+	fclose(f);
+	if (!is_arfd)
+		return 0;
+	snprintf(err, errlen, "pid file %s: arfd %ld is running with it (is this configuration "
+		 "already served?)", path, pid);
+	return -EEXIST;
 }
 
 static int write_file(const char *path, const char *text)
@@ -353,6 +394,8 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 			}
 		}
 	}
+	if (d->cfg.pid_file[0] && (rc = pid_file_check(d->cfg.pid_file, err, errlen)))
+		return rc;
 	if ((rc = arfd_access_parse(d->cfg.clients, &d->nets, err, errlen)))
 		return rc;
 	if (d->cfg.secret_file[0] && (rc = load_secret(d, err, errlen)))
@@ -367,6 +410,9 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 		return rc;
 	if ((rc = open_fs(d, err, errlen)))
 		return rc;
+	/* test only: RocksDB failing from here on (commit.c's fail-stop) */
+	arfd_store_inject_faults(d->store, (uint64_t)d->cfg.test_fail_write,
+				 (uint64_t)d->cfg.test_fail_sync);
 
 	memset(&so, 0, sizeof(so));
 	so.listen_addr = d->cfg.listen[0] ? addr : NULL;
@@ -428,6 +474,7 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 			snprintf(err, errlen, "pid file %s: %s", d->cfg.pid_file, strerror(-rc));
 			return rc;
 		}
+		d->pid_file_written = 1;
 	}
 	char where[400] = "";
 	if (d->cfg.listen[0])
@@ -487,8 +534,12 @@ void arfd_stop(struct arfd *d)
 		close(d->data_fd);
 	if (d->scratch_fd >= 0)
 		close(d->scratch_fd);
-	if (d->cfg.pid_file[0])
+	/* Only what this process made: a start that failed because another
+	 * arfd holds the socket, the port or the data directory must leave
+	 * that daemon's files alone.  The UNIX socket is net/'s, removed by
+	 * arf_net_server_destroy when it bound it; the control socket is
+	 * control.c's; the pid file is ours while it holds our pid. */
+	if (d->pid_file_written && pid_file_read(d->cfg.pid_file) == (long)getpid())
 		unlink(d->cfg.pid_file);
-	if (d->cfg.socket[0])
-		unlink(d->cfg.socket);
+	d->pid_file_written = 0;
 }
