@@ -46,7 +46,7 @@ struct arf_ecache_ent {
 };
 
 struct arf_client {
-	/* The connection, replaced by arf_reconnect (write lock) while
+	/* The connection, replaced by conn.c's reconnect (write lock) while
 	 * operations use it under the read lock. */
 	pthread_rwlock_t conn_lock;
 	struct arf_net_conn *conn;
