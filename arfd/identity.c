@@ -40,10 +40,13 @@
  *
  * Handles (ino, gen) carry a random 32-bit generation (ops/create.c).  An
  * unproven client naming handles that do not exist is guessing them; each
- * identity (kernel uid, or the peer's address -- its /64 for IPv6) may see
- * STALE_BURST such answers and then STALE_RATE a second, past which its
- * handle-bearing requests are refused unexamined.  At that rate one guess
- * in 2^32 succeeds in about eight years.  (A MAC in the handle would be
+ * principal (the uid the kernel or a token names; for clients that proved
+ * nothing, their host: loopback as one, an IPv6 peer's /64) may see
+ * STALE_BURST such answers and then STALE_RATE a second.  Past that, the
+ * connections that took part (named a stale handle in the last SUSPECT_MS,
+ * or connected while the allowance was spent) have their handle-bearing
+ * requests refused unexamined; the principal's other connections are served
+ * as ever.  At that rate one guess in 2^32 succeeds in about eight years.  (A MAC in the handle would be
  * stronger still; it needs a wider handle on the wire, which the cell's
  * (volume, ino, gen) handles will bring.)
  */
@@ -63,6 +66,7 @@
 #define STALE_SLOTS 256
 #define STALE_BURST 64.0
 #define STALE_RATE  16.0 /* per second */
+#define SUSPECT_MS  10000 /* a connection that named a stale handle is watched this long */
 
 /* The token on the wire (ARF_PROTO_TOKEN_SIZE bytes, little-endian). */
 struct token {
@@ -89,6 +93,8 @@ struct arfd_identity {
 	struct stale_slot stale[STALE_SLOTS];
 	unsigned next;           /* slot to reuse once full */
 };
+
+static int stale_exhausted(struct arfd_identity *id, const char *key);
 
 static uint64_t mono_ms(void)
 {
@@ -136,19 +142,30 @@ static void peer_addr16(const struct arf_net_peer *peer, uint8_t out[16])
 	}
 }
 
-/* The key stale handles are counted under: the kernel's uid, or the
- * address (an IPv6 peer's /64, which one host commonly holds whole). */
-static void from_key(const struct arf_net_peer *peer, char *out, size_t cap)
+/* The principal stale handles are counted under: the uid the kernel or a
+ * token names, or, for a client that proved nothing, its address -- all of
+ * loopback being one host, an IPv6 peer's /64 (which one host commonly
+ * holds whole) another.  Clients that proved nothing are, to arfd, the
+ * anonymous user of their host: one principal. */
+static void from_key(const struct arf_net_peer *peer, const struct arfd_conn *ac, char *out,
+		     size_t cap)
 {
 	uint8_t a[16];
 	int fam;
 
+	if (ac->trust == ARFD_TRUST_PINNED) {
+		snprintf(out, cap, "uid:%u", ac->id.uid);
+		return;
+	}
 	if (!strcmp(peer->transport, "shm")) {
 		snprintf(out, cap, "uid:%u", peer->has_cred ? peer->uid : 65534u);
 		return;
 	}
 	fam = arfd_access_peer_addr(peer, a);
-	if (fam == 4)
+	if ((fam == 4 && a[0] == 127) ||
+	    (fam == 6 && !memcmp(a, "\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\1", 16)))
+		snprintf(out, cap, "addr:loopback");
+	else if (fam == 4)
 		snprintf(out, cap, "addr:%u.%u.%u.%u", a[0], a[1], a[2], a[3]);
 	else if (fam == 6)
 		snprintf(out, cap, "addr:%02x%02x:%02x%02x:%02x%02x:%02x%02x::/64", a[0], a[1], a[2],
@@ -225,8 +242,10 @@ int arfd_identity_hello(struct arfd *d, const struct arf_net_peer *peer,
 		ac->trust = ARFD_TRUST_CLAIMED;
 	}
 	ac->grant = policy == 'a' || (policy == 'r' && ac->trust == ARFD_TRUST_ROOT && !squash);
-	from_key(peer, ac->from, sizeof(ac->from));
+	from_key(peer, ac, ac->from, sizeof(ac->from));
 	peer_addr16(peer, ac->addr);
+	if (ac->trust != ARFD_TRUST_ROOT && stale_exhausted(d->identity, ac->from))
+		ac->suspect_until_ms = mono_ms() + SUSPECT_MS; /* a guesser coming back */
 	return 0;
 }
 
@@ -328,7 +347,20 @@ static struct stale_slot *stale_slot(struct arfd_identity *id, const char *key, 
 	return s;
 }
 
-int arfd_identity_stale_check(struct arfd *d, const struct arfd_conn *ac)
+/* Has key's principal spent its allowance?  (A slot not there has not.) */
+static int stale_exhausted(struct arfd_identity *id, const char *key)
+{
+	int out = 0;
+
+	pthread_mutex_lock(&id->lock);
+	for (unsigned i = 0; i < STALE_SLOTS; i++)
+		if (id->stale[i].from[0] && !strcmp(id->stale[i].from, key))
+			out = stale_slot(id, key, mono_ms())->tokens < 1.0;
+	pthread_mutex_unlock(&id->lock);
+	return out;
+}
+
+int arfd_identity_stale_check(struct arfd *d, struct arfd_conn *ac)
 {
 	struct arfd_identity *id = d->identity;
 	int rc = 0;
@@ -336,6 +368,10 @@ int arfd_identity_stale_check(struct arfd *d, const struct arfd_conn *ac)
 	if (!ac || ac->trust == ARFD_TRUST_ROOT)
 		return 0;
 	uint64_t now = mono_ms();
+	/* Only the connections that took part: another user's connection from
+	 * the same host, which named no stale handle, is served as ever. */
+	if (now >= __atomic_load_n(&ac->suspect_until_ms, __ATOMIC_RELAXED))
+		return 0;
 	pthread_mutex_lock(&id->lock);
 	struct stale_slot *s = stale_slot(id, ac->from, now);
 	if (s->tokens < 1.0) {
@@ -350,14 +386,17 @@ int arfd_identity_stale_check(struct arfd *d, const struct arfd_conn *ac)
 	return rc;
 }
 
-void arfd_identity_stale(struct arfd *d, const struct arfd_conn *ac)
+void arfd_identity_stale(struct arfd *d, struct arfd_conn *ac)
 {
 	struct arfd_identity *id = d->identity;
 
 	if (!ac || ac->trust == ARFD_TRUST_ROOT)
 		return;
+	uint64_t now = mono_ms();
+	__atomic_store_n(&ac->suspect_until_ms, now + SUSPECT_MS, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&id->lock);
-	struct stale_slot *s = stale_slot(id, ac->from, mono_ms());
-	s->tokens -= 1.0;
+	struct stale_slot *s = stale_slot(id, ac->from, now);
+	if (s->tokens > -STALE_BURST)
+		s->tokens -= 1.0; /* in debt: a flood pays for itself before more is looked at */
 	pthread_mutex_unlock(&id->lock);
 }

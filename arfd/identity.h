@@ -34,6 +34,7 @@ struct arfd_conn {
 	struct arf_cred id;      /* PINNED: who it is (groups from SO_PEERGROUPS or the token) */
 	char from[48];           /* "uid:N" or "addr:HOST": the key stale handles count under */
 	uint8_t addr[16];        /* the peer's address (IPv4 mapped; zeros for shm) */
+	uint64_t suspect_until_ms; /* named a stale handle lately: watched until then (atomic) */
 };
 
 /* "root", "pinned", "claimed" or "anonymous" (arfctl clients). */
@@ -82,12 +83,12 @@ int arfd_identity_mint(struct arfd *d, const struct arfd_conn *ac, const struct 
  * Handles are (ino, gen) with a random 32-bit generation; an unproven
  * client that keeps naming handles that do not exist is guessing.  Call
  * before serving a request that names a handle: 0 to go on, -ESTALE when
- * its identity spent its allowance of stale handles (the request is not
- * looked at).  Call arfd_identity_stale() when a request answered ESTALE.
+ * its principal spent its allowance of stale handles and this connection
+ * took part (the request is not looked at).  Call arfd_identity_stale() when a request answered ESTALE.
  * Root-proven connections are not counted: they can read every handle
  * one-sidedly anyway.
  */
-int arfd_identity_stale_check(struct arfd *d, const struct arfd_conn *ac);
-void arfd_identity_stale(struct arfd *d, const struct arfd_conn *ac);
+int arfd_identity_stale_check(struct arfd *d, struct arfd_conn *ac);
+void arfd_identity_stale(struct arfd *d, struct arfd_conn *ac);
 
 #endif

@@ -9,9 +9,12 @@ before the security work and the one after, on one machine in one run.
                        [--attacks a,b,...]
 
 The victim is bench/statprobe.c run as uid 65534 (setpriv): a libarf client
-over tcp that sends its stat as a GETATTR *request* (a one-sided stat never
-waits behind arfd's workers and would prove nothing), one every 5 ms for
---seconds, and reports p50 and p99.  The attacker is this file run as uid
+over the UNIX socket, where the kernel names it (so it is a user of its
+own, as a client from another host is; anonymous tcp clients from one host
+are one principal to arfd, which cannot tell them apart), that sends its
+stat as a GETATTR *request* (a one-sided stat never waits behind arfd's
+workers and would prove nothing), one every 5 ms for --seconds, and
+reports p50 and p99.  The attacker is this file run as uid
 65533 (`attackbench.py --attacker MODE ...`), speaking the wire by hand
 over tcp from an ordinary port (and the UNIX socket where it says so):
 
@@ -604,7 +607,7 @@ class Case:
                 time.sleep(o.settle)
             timeout_ms = int((o.seconds + o.grace) * 1000)
             f = self.files["/pub/f"]
-            p = arfproc.run(as_user(VICTIM_UID) + [o.probe, d.url("/pub/f"), str(o.seconds),
+            p = arfproc.run(as_user(VICTIM_UID) + [o.probe, d.url("/pub/f", "shm"), str(o.seconds),
                                                     "--timeout-ms", str(timeout_ms),
                                                     "--ino", str(f["ino"]), "--gen",
                                                     str(f["gen"])],
@@ -809,9 +812,6 @@ def write_results(out, rows, meta):
 # why: --quick reports them as XFAIL, and fails when one no longer happens
 # (XPASS), so that this list is kept true.
 KNOWN = {
-    ("forge", "refused"): "the stale-handle allowance is keyed by the peer's address "
-                          "(arfd/identity.c from_key), so a guesser spends it for every "
-                          "client on its host: the victim's real handle is refused ESTALE",
 }
 
 

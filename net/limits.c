@@ -5,7 +5,8 @@
  *
  *   - connections, at accept: max_conns in all; max_conns_per_client per
  *     uid (the UNIX socket's SO_PEERCRED) or per address (tcp, rdma; IPv6
- *     by its /64, which one host usually owns whole); the last
+ *     by its /64, which one host usually owns whole; all of loopback as
+ *     one, since any local user may bind any 127.x address); the last
  *     reserved_root_conns slots only for root-evident peers (shm uid 0,
  *     tcp from a reserved port), who are not counted per client either.
  *     A refused connection is closed before it costs anything more.
@@ -96,18 +97,28 @@ static void client_key_of(const struct arf_net_peer *p, struct client_key *k)
 	memcpy(host, a, n);
 	host[n] = 0;
 	uint8_t b[16];
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t v6lo[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
 	if (inet_pton(AF_INET, host, b) == 1) {
 		k->kind = CKEY_V4;
 		memcpy(k->b, b, 4);
 	} else if (inet_pton(AF_INET6, host, b) == 1) {
-		static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 		if (!memcmp(b, mapped, sizeof(mapped))) {
 			k->kind = CKEY_V4;
 			memcpy(k->b, b + 12, 4);
+		} else if (!memcmp(b, v6lo, sizeof(v6lo))) {
+			k->kind = CKEY_LOOPBACK;
 		} else {
 			k->kind = CKEY_V6;
 			memcpy(k->b, b, 8); /* the /64 */
 		}
+	}
+	/* Every loopback address is this host, and any local user may bind
+	 * any of 127.0.0.0/8: they are one client, or one user could take a
+	 * slot per address. */
+	if (k->kind == CKEY_V4 && k->b[0] == 127) {
+		k->kind = CKEY_LOOPBACK;
+		memset(k->b, 0, sizeof(k->b));
 	}
 }
 

@@ -58,7 +58,7 @@ struct client_key {
 	uint8_t kind;              /* CKEY_* */
 	uint8_t b[8];
 };
-enum { CKEY_NONE, CKEY_UID, CKEY_V4, CKEY_V6 };
+enum { CKEY_NONE, CKEY_UID, CKEY_V4, CKEY_V6, CKEY_LOOPBACK };
 
 /* A request handed to the embedder and not yet answered. */
 struct inflight {
