@@ -167,7 +167,7 @@ static int parse_ranged(struct asmst *a, const char *s, const char *what, int bi
 /* A 32-bit immediate: decimal as int32, hex as its 32 bits. */
 static int parse_imm32(struct asmst *a, const char *s, int32_t *v)
 {
-	uint64_t u;
+	uint64_t u = 0;
 	int rc = parse_ranged(a, s, "immediate", 32, UINT64_C(0x80000000), INT32_MAX,
 			      UINT64_C(0xffffffff), &u);
 
@@ -184,7 +184,7 @@ static int parse_imm64(struct asmst *a, const char *s, uint64_t *v)
 
 static int parse_off16(struct asmst *a, const char *s, int16_t *v)
 {
-	uint64_t u;
+	uint64_t u = 0;
 	int rc = parse_ranged(a, s, "offset", 16, 32768, 32767, 32767, &u);
 
 	if (!rc)
