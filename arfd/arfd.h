@@ -245,6 +245,10 @@ int arfd_progs_unload(struct arfd *d, const char *prefix, struct arfd_prog_info 
 
 /* The server's status as a JSON object, appended to w (caller holds fs_lock). */
 void arfd_status_json(struct arfd *d, struct arf_proto_wr *w);
+/* The same summary as a json-c object, NULL when out of memory; the caller
+ * owns it (json_object_put).  Caller holds fs_lock (status.c). */
+struct json_object;
+struct json_object *arfd_status_object(struct arfd *d);
 
 /* The management socket (control.c): start after the transport, stop
  * first.  Returns 0 or -errno with the reason in err. */

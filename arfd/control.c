@@ -102,22 +102,14 @@ static int peer_allowed(struct arfd_control *ctl, int fd, char *who, size_t wlen
 		return 0;
 	if (cr.gid == ctl->gid)
 		return 1;
-	/* supplementary groups of the peer, from /proc */
-	char path[64], line[4096];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)cr.pid);
-	FILE *f = fopen(path, "r");
+	/* supplementary groups as the kernel has them for the socket, not
+	 * /proc/PID (which races with the pid's reuse) */
+	gid_t g[256];
+	socklen_t gl = sizeof(g);
 	int ok = 0;
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "Groups:", 7))
-			continue;
-		char *save = NULL;
-		for (char *t = strtok_r(line + 7, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save))
-			if ((gid_t)strtoul(t, NULL, 10) == ctl->gid)
-				ok = 1;
-	}
-	fclose(f);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &gl) == 0)
+		for (size_t i = 0; i < gl / sizeof(g[0]); i++)
+			ok |= g[i] == ctl->gid;
 	return ok;
 }
 
@@ -125,23 +117,9 @@ static int peer_allowed(struct arfd_control *ctl, int fd, char *who, size_t wlen
 
 static json_object *cmd_status(struct arfd *d)
 {
-	struct arf_proto_wr w;
-	json_object *r = NULL;
-
-	arf_proto_wr_init(&w);
 	pthread_mutex_lock(&d->fs_lock);
-	arfd_status_json(d, &w);
+	json_object *r = arfd_status_object(d); /* what a data connection's STATUS says */
 	pthread_mutex_unlock(&d->fs_lock);
-	/* the same summary the data connection's STATUS answers, as an object */
-	if (!w.err) {
-		struct json_tokener *tok = json_tokener_new();
-		if (tok)
-			r = json_tokener_parse_ex(tok, (const char *)w.buf, (int)w.len);
-		json_tokener_free(tok);
-	}
-	arf_proto_wr_free(&w);
-	if (!r && !w.err)
-		return error_reply("status: the summary is not JSON");
 	reply_oom |= !r;
 	return r;
 }

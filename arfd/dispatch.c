@@ -23,67 +23,6 @@
 #include "arfd.h"
 #include "log.h"
 
-/* s as the inside of a JSON string, cut to fit out (cap >= 1). */
-static void json_escape(const char *s, char *out, size_t cap)
-{
-	size_t o = 0;
-
-	for (; *s && o + 7 < cap; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			o += (size_t)snprintf(out + o, cap - o, "\\%c", ch);
-		else if (ch < 0x20)
-			o += (size_t)snprintf(out + o, cap - o, "\\u%04x", ch);
-		else
-			out[o++] = (char)ch;
-	}
-	out[o] = 0;
-}
-
-/* Server status as a JSON object (ARF_OP_STATUS). */
-void arfd_status_json(struct arfd *d, struct arf_proto_wr *w)
-{
-	char buf[3072], failure[2 * sizeof(d->failure) + 40] = "";
-	struct timespec now;
-	struct arf_ops_statfs sf;
-	struct arf_net_server_counters nc;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	arf_ops_statfs(&d->fs, &sf);
-	arf_net_server_counters(d->net, &nc);
-	uint64_t reqs = 0;
-	for (int i = 0; i < ARF_PROTO_NKINDS; i++)
-		reqs += d->ctr.requests[i];
-	if (d->failed) { /* commit.c: RocksDB refused a write or a sync */
-		char why[2 * sizeof(d->failure)];
-		json_escape(d->failure, why, sizeof(why));
-		snprintf(failure, sizeof(failure), ",\"failure\":\"%s\"", why);
-	}
-	int n = snprintf(buf, sizeof(buf),
-		"{\"version\":\"%s\",\"incarnation\":%llu,\"uptime_s\":%lld,"
-		"\"state\":\"%s\"%s,"
-		"\"export\":{\"name\":\"%s\",\"sync\":%s,\"read_only\":%s,\"root_squash\":%s},"
-		"\"regions\":{\"meta_bytes\":%llu,\"data_bytes\":%llu,\"scratch_bytes\":%llu},"
-		"\"inodes\":{\"total\":%llu,\"free\":%llu},"
-		"\"blocks\":{\"size\":%llu,\"total\":%llu,\"free\":%llu},"
-		"\"clients\":%llu,\"requests\":%llu,\"mutations\":%llu,\"syncs\":%llu,"
-		"\"one_sided_reads\":%llu,\"one_sided_bytes\":%llu}",
-		ARF_VERSION, (unsigned long long)d->incarnation,
-		(long long)(now.tv_sec - d->started.tv_sec), d->failed ? "failed" : "serving",
-		failure, d->cfg.export_name,
-		d->cfg.sync ? "true" : "false", d->cfg.read_only ? "true" : "false",
-		d->cfg.root_squash ? "true" : "false", (unsigned long long)d->meta_size,
-		(unsigned long long)d->data_size, (unsigned long long)d->scratch_size,
-		(unsigned long long)sf.files, (unsigned long long)sf.ffree,
-		(unsigned long long)sf.bsize, (unsigned long long)sf.blocks,
-		(unsigned long long)sf.bfree,
-		(unsigned long long)__atomic_load_n(&d->clients, __ATOMIC_RELAXED),
-		(unsigned long long)reqs, (unsigned long long)d->ctr.mutations,
-		(unsigned long long)d->ctr.syncs, (unsigned long long)nc.one_sided_reads,
-		(unsigned long long)nc.one_sided_bytes);
-	arf_proto_put(w, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
-}
-
 void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
 		  const uint8_t *body, size_t len)
 {

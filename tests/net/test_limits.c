@@ -539,7 +539,7 @@ struct other_user {
 	int kept;               /* handshakes the server accepted */
 };
 
-static void other_user_connect(struct other_user *u, int n)
+static void other_user_connect(struct other_user *u, uid_t uid, int n)
 {
 	int res[2], hold[2];
 	assert_int_equal(pipe(res), 0);
@@ -549,7 +549,7 @@ static void other_user_connect(struct other_user *u, int n)
 	if (u->pid == 0) {
 		close(res[0]);
 		close(hold[1]);
-		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+		if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
 			_exit(2);
 		int kept = 0;
 		for (int i = 0; i < n; i++) {
@@ -622,20 +622,22 @@ static void test_conn_limits(void **state)
 	assert_true(closed_within(x, 2000));
 	close(x);
 
-	/* another uid on the UNIX socket is another client: three of its own */
-	struct other_user u;
-	other_user_connect(&u, 5);
-	assert_int_equal(u.kept, 3);
-
-	/* 6 open of 10, 3 reserved: one more ordinary client gets the 7th, and
-	 * the 8th, from yet another port, is refused: the rest is root's */
-	int y = raw_tcp_other_addr();
-	assert_true(y >= 0);
-	assert_int_equal(raw_hello(y), 0);
+	/* another loopback address is the same host, so the same client: any
+	 * local user may bind 127.0.0.2 */
 	int z = raw_tcp_other_addr();
 	assert_true(z >= 0);
 	assert_true(raw_hello(z) != 0);
 	close(z);
+
+	/* another uid on the UNIX socket is another client: three of its own */
+	struct other_user u, v;
+	other_user_connect(&u, 65534, 5);
+	assert_int_equal(u.kept, 3);
+
+	/* 6 open of 10, 3 reserved: one more ordinary client gets the 7th, and
+	 * its 8th is refused: the rest is root's */
+	other_user_connect(&v, 65533, 2);
+	assert_int_equal(v.kept, 1);
 
 	/* root (a reserved source port) takes the three reserved slots */
 	int roots = 0;
@@ -655,10 +657,10 @@ static void test_conn_limits(void **state)
 	struct arf_net_server_counters c = counters();
 	assert_int_equal(c.conns_open, 10);
 	assert_true(c.conns_refused_limit >= 4);
-	printf("connection limits: 3 per address, 3 for uid 65534 (of 5 tried), the last 3 of 10 "
-	       "slots to root only; %llu refused by a limit\n",
+	printf("connection limits: 3 for loopback (127.0.0.2 too), 3 for uid 65534 (of 5 tried), "
+	       "1 for uid 65533: the last 3 of 10 slots to root only; %llu refused by a limit\n",
 	       (unsigned long long)c.conns_refused_limit);
-	close(y);
+	other_user_release(&v);
 	other_user_release(&u);
 	while (nf)
 		close(fds[--nf]);
