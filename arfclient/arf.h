@@ -284,6 +284,12 @@ struct arf_setattr {
 };
 int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_setattr *sa,
 		struct arf_stat *out);
+/** The umask the calling thread's creates carry (arf_create, arf_mkdir,
+ * arf_mknod), or -1 (default) to carry none: the mode is then used as
+ * given.  arfd applies it unless the directory has a default ACL, in which
+ * case the new file inherits that ACL instead, as a local filesystem
+ * does (arf-fuse passes the caller's umask this way). */
+void arf_set_thread_umask(int umask);
 /** Make the file's acknowledged writes durable (as NFS COMMIT). */
 int arf_fsync(arf_client *c, uint64_t ino, uint32_t gen);
 /** access(2) check on the server: mask of R_OK|W_OK|X_OK. */
@@ -293,6 +299,97 @@ struct arf_statfs {
 	uint64_t bsize, blocks, bfree, files, ffree, namemax;
 };
 int arf_statfs(arf_client *c, struct arf_statfs *out);
+
+/**
+ * Extended attributes, kept by arfd: user.* (regular files and
+ * directories; read and write permission as for the data), trusted.*
+ * (root proven on its host only) and the POSIX ACLs
+ * system.posix_acl_access and system.posix_acl_default (Linux's xattr
+ * form; anyone reads them, the owner or root sets them; setting an access
+ * ACL sets the mode's rwx bits, and the server's permission checks follow
+ * the ACL).  security.* and other system.* names: -EOPNOTSUPP.  Limits: a
+ * name of at most 255 bytes (-ERANGE), a value of at most 64 KiB (-E2BIG),
+ * 256 KiB of names and values and 64 KiB of names per file (-ENOSPC).
+ *
+ * arf_getxattr copies the value to buf and returns its length; with size 0
+ * it only returns the length; -ERANGE when size is too small, -ENODATA
+ * when there is no such attribute.  arf_listxattr does the same with the
+ * names, each NUL-terminated (trusted.* only to root).  arf_setxattr sets
+ * (flags ARF_XATTR_CREATE: -EEXIST if it exists; ARF_XATTR_REPLACE:
+ * -ENODATA unless it does) and arf_removexattr removes (-ENODATA if
+ * missing); both give the file's new attributes in *out (may be NULL):
+ * ctime, and the mode an access ACL set.  Errors besides: -EACCES, -EPERM,
+ * -EINVAL (a malformed ACL, an empty name), -ENOSPC, -ESTALE.
+ */
+#define ARF_XATTR_CREATE    0x1u
+#define ARF_XATTR_REPLACE   0x2u
+ssize_t arf_getxattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name, void *buf,
+		     size_t size);
+ssize_t arf_listxattr(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t size);
+int arf_setxattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name, const void *value,
+		 size_t size, int flags, struct arf_stat *out);
+int arf_removexattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name,
+		    struct arf_stat *out);
+
+/**
+ * Advisory locks, held by arfd so that they exclude every client of the
+ * export: fcntl byte-range locks (ARF_LK_FCNTL, owner: a process) and
+ * flock locks (ARF_LK_FLOCK, owner: an open file, always the whole file).
+ * The two kinds do not conflict with each other, as on a local Linux
+ * filesystem.  owner is the caller's own name for the holder; locks of
+ * one owner never conflict with each other, and a new fcntl lock replaces
+ * what the owner held in its range.  Ranges are inclusive; end ARF_LK_EOF
+ * reaches past any end of file.
+ *
+ * The client's locks live as long as its lease: libarf renews it while
+ * it holds locks, and a client silent for the server's lease time
+ * ([locks] lease_s) loses them all.  arf_lock_lost() then says, for each
+ * file it held locks on, that they are gone, until arf_lock_forget_lost():
+ * the caller should fail I/O on that file with EIO meanwhile, as NFS does.
+ * After arfd restarts, libarf reclaims what it held in the server's grace
+ * period, before anything else; during that period new locks wait.
+ */
+#define ARF_LK_FCNTL 1u
+#define ARF_LK_FLOCK 2u
+#define ARF_LK_UN    0u          /**< arf_getlk: nothing conflicts */
+#define ARF_LK_RD    1u          /**< shared */
+#define ARF_LK_WR    2u          /**< exclusive */
+#define ARF_LK_EOF   UINT64_MAX
+struct arf_lock {
+	uint32_t kind;           /**< ARF_LK_FCNTL or ARF_LK_FLOCK */
+	uint32_t type;           /**< ARF_LK_RD or ARF_LK_WR (arf_getlk: also ARF_LK_UN) */
+	uint64_t owner;          /**< the caller's name for the holder */
+	uint64_t start, end;     /**< first and last byte (flock: ignored) */
+	uint32_t pid;            /**< the locking process, as F_GETLK shows it */
+};
+/** Take a lock.  wait 0: -EAGAIN at once if another owner's lock
+ * conflicts; wait 1: wait until it can be had (the server holds the
+ * request; no thread of the server waits), -EDEADLK when waiting would
+ * close a cycle of fcntl owners, -EINTR when arf_lock_cancel(wait_id)
+ * ended the wait first.  wait_id: 0, or an id from arf_lock_wait_id() to
+ * cancel by.  Errors besides: -ENOLCK (too many ranges), -EACCES (no
+ * access to the file at all), -ESTALE, transport errors. */
+int arf_lock(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_lock *lk, int wait,
+	     uint64_t wait_id);
+/** A fresh id for arf_lock's wait_id. */
+uint64_t arf_lock_wait_id(arf_client *c);
+/** End a waiting arf_lock (another thread's) with -EINTR, unless it was
+ * granted first; an arf_lock with that id that has not begun yet ends with
+ * -EINTR as soon as it does.  0 or a transport error. */
+int arf_lock_cancel(arf_client *c, uint64_t wait_id);
+/** Let go of lk->owner's lock (flock) or of its fcntl locks in
+ * [start, end] (lk->type is ignored).  Asks nothing when the client holds
+ * nothing of that owner on that file. */
+int arf_unlock(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_lock *lk);
+/** F_GETLK: would *lk be granted?  lk->type becomes ARF_LK_UN if so, or
+ * describes a conflicting lock (type, start, end, pid). */
+int arf_getlk(arf_client *c, uint64_t ino, uint32_t gen, struct arf_lock *lk);
+/** 1 when this client's locks on the file were lost (its lease ran out, or
+ * a reclaim after a restart failed), else 0.  Renews the lease first when
+ * it is due, so that an answer of 0 holds. */
+int arf_lock_lost(arf_client *c, uint64_t ino, uint32_t gen);
+/** Forget that the file's locks were lost (the caller closed the file). */
+void arf_lock_forget_lost(arf_client *c, uint64_t ino, uint32_t gen);
 
 /** The server's status as a JSON object; *json is malloc'd (free it). */
 int arf_server_status(arf_client *c, char **json);
@@ -399,7 +496,7 @@ enum arf_fallback_reason {
 };
 const char *arf_fallback_reason_name(int reason);
 
-#define ARF_NKINDS 23
+#define ARF_NKINDS 31
 /** Name of request kind i (0 <= i < ARF_NKINDS), as counted below. */
 const char *arf_request_kind_name(int i);
 

@@ -147,7 +147,7 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 	if ((rc = arf_url_parse(url, &c->url, err, errlen)))
 		goto fail;
 	policy_resolve(&c->opts, c->url.transport, &c->pol);
-	if ((rc = arf_cache_init(c))) {
+	if ((rc = arf_cache_init(c)) || (rc = arf_locks_init(c))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -203,6 +203,7 @@ void arf_close(arf_client *c)
 {
 	if (!c)
 		return;
+	arf_locks_free(c); /* its renewer uses the connection */
 	arf_net_close(c->conn);
 	pthread_rwlock_destroy(&c->conn_lock);
 	pthread_mutex_destroy(&c->cache_lock);

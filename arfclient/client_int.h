@@ -9,6 +9,7 @@
  *   client.c                 arf_connect/arf_close/arf_stats, the policy
  *   api.c                    the read path: one-sided or shipped or request
  *   progs.c                  mobile code: arf_exec and the standard programs
+ *   locks.c  xattr.c         advisory locks (lease, reclaim); extended attributes
  *   requests.c  onesided.c   requests (mutations, fallbacks); one-sided reads
  *   conn.c                   the connection and its reconnection
  *   cache.c                  inode and entry caches
@@ -59,6 +60,7 @@ struct arf_client {
 	struct arf_net_counters base; /* counters of the connections before this one */
 	uint64_t reconnects;
 	struct arf_progstate *progs;  /* mobile code (progs.c), made on first use */
+	struct arf_lockstate *locks;  /* advisory locks and the lease (locks.c) */
 	struct arf_client_opts opts;
 	struct arf_client_policy pol; /* opts' thresholds, ARF_OPT_AUTO resolved by transport */
 	struct arf_proto_info info;
@@ -169,6 +171,11 @@ int arf_os_listing(struct arf_os_src *src, const struct arf_meta_inode *dir, uin
 /* A validated listing page of dir, checked before any field is trusted:
  * its kind, owner and generation, and count within the page.  0 or ARF_ERETRY. */
 int arf_os_dir_page_check(const struct arf_meta_page *pg, const struct arf_meta_inode *dir);
+
+/* locks.c: the lock client (id, lease, what is held) of a client: made at
+ * connect (-ENOMEM), freed at close (its renewer stopped first). */
+int arf_locks_init(arf_client *c);
+void arf_locks_free(arf_client *c);
 
 /* api.c: count a fallback to a request, by ARF_FALLBACK_* reason. */
 void arf_fallback(arf_client *c, int reason);

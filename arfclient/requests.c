@@ -14,6 +14,20 @@
 
 static __thread int tls_cred_set;
 static __thread struct arf_cred tls_cred;
+static __thread int tls_umask = -1;
+
+void arf_set_thread_umask(int umask)
+{
+	tls_umask = umask < 0 ? -1 : umask & 0777;
+}
+
+/* A create's optional last field: the umask the server applies unless the
+ * directory has a default ACL (the file inherits that instead). */
+static void put_umask(struct arf_proto_wr *w)
+{
+	if (tls_umask >= 0)
+		arf_proto_put_u32(w, (uint32_t)tls_umask);
+}
 
 void arf_set_thread_cred(const struct arf_cred *cred)
 {
@@ -292,6 +306,7 @@ int arf_create(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uin
 		return rc;
 	arf_proto_put_u32(&w, mode);
 	arf_proto_put_u32(&w, exclusive ? 1 : 0);
+	put_umask(&w);
 	struct replay_name rn = { dir, dgen, name, S_IFREG, 0 };
 	return req_attr_rn(c, ARF_OP_CREATE, &w, out, exclusive ? &rn : NULL);
 }
@@ -305,6 +320,7 @@ int arf_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 	if (rc)
 		return rc;
 	arf_proto_put_u32(&w, mode);
+	put_umask(&w);
 	struct replay_name rn = { dir, dgen, name, S_IFDIR, 0 };
 	return req_attr_rn(c, ARF_OP_MKDIR, &w, out, &rn);
 }
@@ -319,6 +335,7 @@ int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 		return rc;
 	arf_proto_put_u32(&w, mode);
 	arf_proto_put_u64(&w, rdev);
+	put_umask(&w);
 	struct replay_name rn = { dir, dgen, name, mode & S_IFMT, 0 };
 	return req_attr_rn(c, ARF_OP_MKNOD, &w, out, &rn);
 }

@@ -29,6 +29,8 @@
 #include "store.h"
 
 struct arfd_lane;
+struct arfd_locks;
+struct arfd_xattrs;
 struct arfd_progs;
 struct arfd_pending;
 struct arf_cred;
@@ -93,6 +95,8 @@ struct arfd {
 	struct arfd_progs *progs;            /* program cache and helpers (progs.c) */
 	struct arfd_nets nets;               /* [export] clients, parsed (under fs_lock) */
 	struct arfd_identity *identity;      /* token key, stale-handle counts (identity.c) */
+	struct arfd_locks *locks;            /* advisory locks, leases, grace (locks.c) */
+	struct arfd_xattrs *xattrs;          /* extended attributes and ACLs (xattr.c) */
 	uint8_t auth_key[ARF_NET_AUTH_KEY_BYTES]; /* from secret_file */
 	int has_auth_key;
 };
@@ -115,6 +119,8 @@ enum arfd_lane_id {
 #define ARFD_PROC_HANDLE  2u    /* may name a file handle: stale-handle limits apply */
 #define ARFD_PROC_DURABLE 4u    /* replies once everything applied before it is durable */
 #define ARFD_PROC_BASE    ARF_OP_GETATTR /* the lowest request kind */
+#define ARFD_PROC_LATER   1      /* a procedure's return: it kept the request and will
+				  * answer it itself (arf_net_reply), later */
 
 /* One request as its procedure sees it (fs_lock held). */
 struct arfd_req {
@@ -123,6 +129,9 @@ struct arfd_req {
 	struct arf_proto_rd *r;      /* the body after the credentials (untrusted) */
 	const struct arf_cred *cr;   /* the credentials it acts with (identity.c) */
 	struct arf_proto_wr *w;      /* the reply body */
+	struct arf_net_sconn *c;     /* where the reply goes, for ARFD_PROC_LATER */
+	uint64_t id;                 /* the request's id, likewise */
+	uint16_t op;                 /* its kind */
 };
 
 struct arfd_proc {

@@ -37,6 +37,7 @@
 
 #include "arfd.h"
 #include "log.h"
+#include "xattr.h"
 
 void arfd_fail(struct arfd *d, const char *why)
 {
@@ -75,6 +76,7 @@ uint64_t arfd_txn_commit(struct arfd *d, int *rc)
 	}
 	if (!n)
 		return 0;
+	arfd_xattr_txn(d, list, n); /* a freed inode's attributes go in the same batch */
 	if (arfd_store_put_txn(d->store, &d->fs, list, n, err, sizeof(err))) {
 		arfd_fail(d, err);
 		*rc = -EIO;

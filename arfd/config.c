@@ -105,6 +105,9 @@ static const struct centry table[] = {
 	  "root only); empty = none" },
 	{ "export", "anon_uid", C_INT, S(anon_uid), 0, 2147483647LL, "65534", "uid for squashed and anonymous requests" },
 	{ "export", "anon_gid", C_INT, S(anon_gid), 0, 2147483647LL, "65534", "gid for squashed and anonymous requests" },
+	{ "export", "xattr_mib", C_INT, S(xattr_mib), 0, 1LL << 20, "64",
+	  "MiB that extended attributes (names and values, ACLs included) may take in all "
+	  "(ENOSPC past it; 0 = none can be set)" },
 	{ "regions", "inodes", C_INT, S(inodes), 16, 1LL << 30, "262144", "inode slots (256 bytes each)" },
 	{ "regions", "dir_buckets", C_INT, S(dir_buckets), 1, 1LL << 30, "262144",
 	  "directory hash buckets (320 bytes each)" },
@@ -149,6 +152,12 @@ static const struct centry table[] = {
 	{ "programs", "cache_mib", C_INT, S(prog_cache_mib), 1, 1LL << 20, "512",
 	  "MiB of native code all cached programs together may hold; past it, the largest "
 	  "holder's least recently used program is evicted" },
+	{ "locks", "lease_s", C_INT, S(lock_lease_s), 1, 3600, "30",
+	  "seconds a client's locks outlive its last word (libarf renews every third of it): "
+	  "a dead or cut-off client's locks are released this long after it went silent" },
+	{ "locks", "grace_s", C_INT, S(lock_grace_s), 0, 3600, "30",
+	  "after a restart, seconds in which clients that held locks reclaim them while new "
+	  "locks wait (ends sooner when every such client has reclaimed; 0 = no grace period)" },
 };
 
 #define NTABLE (sizeof(table) / sizeof(table[0]))

@@ -73,6 +73,10 @@ struct arfd_config {
 	int64_t prog_quota_mib;  /* native code one identity may hold (MiB) */
 	int64_t prog_root_quota_mib; /* the same for root proven (uid 0) */
 	int64_t prog_cache_mib;  /* native code all identities together may hold (MiB) */
+	int64_t xattr_mib;       /* [export]: extended attributes in all (MiB) */
+	/* [locks] */
+	int  lock_lease_s;       /* a silent client's locks expire after this */
+	int  lock_grace_s;       /* reclaim period after a restart */
 };
 
 /* Fill with the built-in defaults. */

@@ -31,7 +31,7 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 	struct arf_proto_cred pc;
 	struct arf_cred cr;
 	struct arf_proto_wr w;
-	struct arfd_req q = { .d = d, .r = &r, .cr = &cr, .w = &w };
+	struct arfd_req q = { .d = d, .r = &r, .cr = &cr, .w = &w, .c = c, .id = id, .op = op };
 	int rc, deferred = 0;
 
 	arf_proto_wr_init(&w);
@@ -66,6 +66,11 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 		rc = proc->run(&q);
 		if ((proc->flags & ARFD_PROC_DURABLE) && !rc && d->applied_seq > d->durable_seq)
 			deferred = 1; /* durable on every export, as NFS COMMIT */
+	}
+	if (rc == ARFD_PROC_LATER) { /* the procedure answers it itself (locks.c) */
+		pthread_mutex_unlock(&d->fs_lock);
+		arf_proto_wr_free(&w);
+		return;
 	}
 	if (rc == ARF_EPROTO)
 		d->ctr.bad_requests++;

@@ -46,6 +46,7 @@
 #include "arf_meta.h"
 #include "arf_prog_abi.h"
 #include "arfd.h"
+#include "xattr.h"
 #include "helpers.h"
 
 #define OBJ_READ_TRIES 64 /* copies of a changing object before giving up */
@@ -140,11 +141,14 @@ static int h_make(struct arf_mc_call *c, uint64_t *ret)
 	if (d->cfg.read_only) {
 		rc = -EROFS;
 	} else if (!(rc = arfd_txn_begin(d))) { /* -EIO once the export failed */
+		struct arfd_xattr_inherit ih; /* a default ACL of the directory */
+		arfd_xattr_inherit_begin(d, pa->ino, pa->gen, name, nlen, &mode, 0, 0, &ih);
 		if ((uintptr_t)c->ctx == ARF_PH_MKDIR)
 			rc = arf_ops_mkdir(&d->fs, &ex->cr, pa->ino, pa->gen, name, nlen, mode, &a);
 		else
 			rc = arf_ops_create(&d->fs, &ex->cr, pa->ino, pa->gen, name, nlen, mode, excl,
 					    &a);
+		arfd_xattr_inherit_end(d, &ih, rc ? NULL : &a);
 		uint64_t seq = arfd_txn_commit(d, &rc);
 		if (seq)
 			ex->seq = seq;

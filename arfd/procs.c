@@ -23,6 +23,8 @@
 #include "arf_ops.h"
 #include "arf_proto.h"
 #include "arfd.h"
+#include "locks.h"
+#include "xattr.h"
 
 static void put_attr(struct arf_proto_wr *w, const struct arf_ops_attr *a)
 {
@@ -199,6 +201,17 @@ static int p_cred_mint(struct arfd_req *q)
 
 /* ---- mutations (inside dispatch.c's transaction) -------------------------- */
 
+/* The umask that may follow a create's fields (libarf's
+ * arf_set_thread_umask; arf-fuse sends the caller's): applied unless the
+ * directory has a default ACL, which the new file inherits instead
+ * (xattr.c).  0, or ARF_EPROTO when the body does not end there. */
+static int get_umask(struct arf_proto_rd *r, int *has, uint32_t *umask)
+{
+	*has = !r->err && r->len - r->pos == 4;
+	*umask = *has ? arf_proto_get_u32(r) : 0;
+	return arf_proto_rd_done(r) ? 0 : ARF_EPROTO;
+}
+
 static int p_create(struct arfd_req *q)
 {
 	struct arf_proto_fh fh;
@@ -207,11 +220,15 @@ static int p_create(struct arfd_req *q)
 
 	arf_proto_get_fh(q->r, &fh);
 	const char *name = arf_proto_get_name(q->r, &nlen);
-	uint32_t mode = arf_proto_get_u32(q->r), excl = arf_proto_get_u32(q->r);
-	if (!arf_proto_rd_done(q->r))
+	uint32_t mode = arf_proto_get_u32(q->r), excl = arf_proto_get_u32(q->r), umask;
+	struct arfd_xattr_inherit ih;
+	int has_umask, rc;
+	if (get_umask(q->r, &has_umask, &umask))
 		return ARF_EPROTO;
-	return reply_attr(q->w, arf_ops_create(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, mode,
-					       (int)excl, &a), &a);
+	arfd_xattr_inherit_begin(q->d, fh.ino, fh.gen, name, nlen, &mode, has_umask, umask, &ih);
+	rc = arf_ops_create(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, mode, (int)excl, &a);
+	arfd_xattr_inherit_end(q->d, &ih, rc ? NULL : &a);
+	return reply_attr(q->w, rc, &a);
 }
 
 static int p_mkdir(struct arfd_req *q)
@@ -222,11 +239,15 @@ static int p_mkdir(struct arfd_req *q)
 
 	arf_proto_get_fh(q->r, &fh);
 	const char *name = arf_proto_get_name(q->r, &nlen);
-	uint32_t mode = arf_proto_get_u32(q->r);
-	if (!arf_proto_rd_done(q->r))
+	uint32_t mode = arf_proto_get_u32(q->r), umask;
+	struct arfd_xattr_inherit ih;
+	int has_umask, rc;
+	if (get_umask(q->r, &has_umask, &umask))
 		return ARF_EPROTO;
-	return reply_attr(q->w, arf_ops_mkdir(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, mode,
-					      &a), &a);
+	arfd_xattr_inherit_begin(q->d, fh.ino, fh.gen, name, nlen, &mode, has_umask, umask, &ih);
+	rc = arf_ops_mkdir(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, mode, &a);
+	arfd_xattr_inherit_end(q->d, &ih, rc ? NULL : &a);
+	return reply_attr(q->w, rc, &a);
 }
 
 static int p_mknod(struct arfd_req *q)
@@ -239,10 +260,15 @@ static int p_mknod(struct arfd_req *q)
 	const char *name = arf_proto_get_name(q->r, &nlen);
 	uint32_t mode = arf_proto_get_u32(q->r);
 	uint64_t rdev = arf_proto_get_u64(q->r);
-	if (!arf_proto_rd_done(q->r))
+	uint32_t umask;
+	struct arfd_xattr_inherit ih;
+	int has_umask, rc;
+	if (get_umask(q->r, &has_umask, &umask))
 		return ARF_EPROTO;
-	return reply_attr(q->w, arf_ops_mknod(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, mode,
-					      rdev, &a), &a);
+	arfd_xattr_inherit_begin(q->d, fh.ino, fh.gen, name, nlen, &mode, has_umask, umask, &ih);
+	rc = arf_ops_mknod(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, mode, rdev, &a);
+	arfd_xattr_inherit_end(q->d, &ih, rc ? NULL : &a);
+	return reply_attr(q->w, rc, &a);
 }
 
 /* unlink and rmdir: (directory, name); no reply body. */
@@ -332,7 +358,10 @@ static int p_setattr(struct arfd_req *q)
 	sa.size = ps.size;
 	sa.atime_ns = ps.atime_ns;
 	sa.mtime_ns = ps.mtime_ns;
-	return reply_attr(q->w, arf_ops_setattr(&q->d->fs, q->cr, fh.ino, fh.gen, &sa, &a), &a);
+	int rc = arf_ops_setattr(&q->d->fs, q->cr, fh.ino, fh.gen, &sa, &a);
+	if (!rc && (sa.valid & ARF_OPS_SET_MODE)) /* an access ACL follows the mode */
+		arfd_xattr_chmod(q->d, fh.ino, fh.gen, a.mode);
+	return reply_attr(q->w, rc, &a);
 }
 
 static int p_write(struct arfd_req *q)
@@ -389,6 +418,16 @@ static const struct arfd_proc procs[] = {
 	P(ARF_OP_FSYNC, p_fsync, H | ARFD_PROC_DURABLE, REQ),
 	P(ARF_OP_STATUS, p_status, 0, REQ),
 	P(ARF_OP_CRED_MINT, p_cred_mint, 0, REQ),
+	/* locks.c: a LOCK that must wait is kept there, not on a worker */
+	P(ARF_OP_LOCK, arfd_p_lock, H, REQ),
+	P(ARF_OP_UNLOCK, arfd_p_unlock, 0, REQ),
+	P(ARF_OP_LOCK_RENEW, arfd_p_lock_renew, 0, REQ),
+	P(ARF_OP_LOCK_CANCEL, arfd_p_lock_cancel, 0, REQ),
+	/* xattr.c */
+	P(ARF_OP_XATTR_GET, arfd_p_xattr_get, H, REQ),
+	P(ARF_OP_XATTR_SET, arfd_p_xattr_set, M | H, REQ),
+	P(ARF_OP_XATTR_LIST, arfd_p_xattr_list, H, REQ),
+	P(ARF_OP_XATTR_REMOVE, arfd_p_xattr_remove, M | H, REQ),
 	/* served by progs.c, not under fs_lock, on the program workers */
 	P(ARF_OP_PROG_LOAD, NULL, 0, PRG),
 	P(ARF_OP_PROG_EXEC, NULL, 0, PRG),

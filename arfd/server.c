@@ -17,7 +17,9 @@
 
 #include "arf_proto.h"
 #include "arfd.h"
+#include "locks.h"
 #include "log.h"
+#include "xattr.h"
 
 #define SCRATCH_SIZE (64u << 10)
 
@@ -122,6 +124,7 @@ static void on_close(void *ctx, struct arf_net_sconn *c)
 {
 	struct arfd *d = ctx;
 	struct arfd_conn *ac = arf_net_sconn_udata(c);
+	arfd_locks_conn_closed(d, c); /* its waiting lock requests go; its locks stay */
 	if (ac) {
 		__atomic_sub_fetch(&d->clients, 1, __ATOMIC_RELAXED);
 		arf_net_sconn_set_udata(c, NULL);
@@ -410,6 +413,8 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 		return rc;
 	if ((rc = open_fs(d, err, errlen)))
 		return rc;
+	if ((rc = arfd_xattr_start(d, err, errlen)) || (rc = arfd_locks_start(d, err, errlen)))
+		return rc;
 	/* test only: RocksDB failing from here on (commit.c's fail-stop) */
 	arfd_store_inject_faults(d->store, (uint64_t)d->cfg.test_fail_write,
 				 (uint64_t)d->cfg.test_fail_sync);
@@ -518,6 +523,8 @@ void arfd_stop(struct arfd *d)
 			arfd_log(ARFD_LOG_ERROR, "%s", err);
 	}
 	arfd_pending_destroy(d->pending);
+	arfd_locks_stop(d);
+	arfd_xattr_stop(d);
 	arfd_progs_stop(d);
 	arfd_identity_stop(d);
 	arf_meta_fs_detach(&d->fs);

@@ -13,6 +13,7 @@
 
 #include "arf_ops.h"
 #include "arfd.h"
+#include "locks.h"
 
 static void put_u64(json_object *o, const char *k, uint64_t v)
 {
@@ -67,6 +68,7 @@ json_object *arfd_status_object(struct arfd *d)
 	put_u64(o, "syncs", d->ctr.syncs);
 	put_u64(o, "one_sided_reads", nc.one_sided_reads);
 	put_u64(o, "one_sided_bytes", nc.one_sided_bytes);
+	arfd_locks_status(d, o);
 	return o;
 }
 

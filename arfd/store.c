@@ -20,6 +20,7 @@ struct arfd_store {
 	/* fault injection (tests): the put_txn / sync call numbers (1 = the
 	 * next) from which on each fails; 0 = never */
 	uint64_t fail_write_at, fail_sync_at, writes, syncs;
+	rocksdb_writebatch_t *staged; /* keys of arfd's own (xattrs) for the next put_txn */
 };
 
 static int fail(char *err, size_t errlen, const char *what, char *rerr, int code)
@@ -43,6 +44,8 @@ void arfd_store_close(struct arfd_store *st)
 		rocksdb_writeoptions_destroy(st->wo_sync);
 	if (st->ro)
 		rocksdb_readoptions_destroy(st->ro);
+	if (st->staged)
+		rocksdb_writebatch_destroy(st->staged);
 	free(st->scratch);
 	free(st);
 }
@@ -235,7 +238,8 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 		snprintf(err, errlen, "rocksdb: write: injected failure (server.test_fail_write)");
 		return -EIO;
 	}
-	wb = rocksdb_writebatch_create();
+	wb = st->staged ? st->staged : rocksdb_writebatch_create();
+	st->staged = NULL;
 	for (size_t i = 0; i < n; i++) {
 		const struct arf_meta_dirty *d = &list[i];
 		if (d->region == ARF_REGION_META) {
@@ -359,4 +363,66 @@ int arfd_store_compare(struct arfd_store *st, const uint8_t *meta, uint64_t meta
 	}
 	*compared = n;
 	return diffs;
+}
+
+int arfd_store_stage(struct arfd_store *st, const void *key, size_t klen, const void *val,
+		     size_t vlen)
+{
+	if (!st->staged && !(st->staged = rocksdb_writebatch_create()))
+		return -ENOMEM;
+	if (val)
+		rocksdb_writebatch_put(st->staged, key, klen, val, vlen);
+	else
+		rocksdb_writebatch_delete(st->staged, key, klen);
+	return 0;
+}
+
+int arfd_store_flush_staged(struct arfd_store *st, char *err, size_t errlen)
+{
+	char *rerr = NULL;
+
+	if (!st->staged)
+		return 0;
+	rocksdb_write(st->db, st->wo, st->staged, &rerr);
+	rocksdb_writebatch_destroy(st->staged);
+	st->staged = NULL;
+	return rerr ? fail(err, errlen, "write", rerr, -EIO) : 0;
+}
+
+int arfd_store_put(struct arfd_store *st, const void *key, size_t klen, const void *val,
+		   size_t vlen, int sync, char *err, size_t errlen)
+{
+	char *rerr = NULL;
+
+	if (val)
+		rocksdb_put(st->db, sync ? st->wo_sync : st->wo, key, klen, val, vlen, &rerr);
+	else
+		rocksdb_delete(st->db, sync ? st->wo_sync : st->wo, key, klen, &rerr);
+	return rerr ? fail(err, errlen, val ? "put" : "delete", rerr, -EIO) : 0;
+}
+
+int arfd_store_scan(struct arfd_store *st, const void *prefix, size_t plen,
+		    int (*fn)(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val,
+			      size_t vlen),
+		    void *ctx, char *err, size_t errlen)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator(st->db, st->ro);
+	char *rerr = NULL;
+	int rc = 0;
+
+	for (rocksdb_iter_seek(it, prefix, plen); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const char *k = rocksdb_iter_key(it, &klen);
+		const char *v = rocksdb_iter_value(it, &vlen);
+
+		if (klen < plen || memcmp(k, prefix, plen))
+			break;
+		if ((rc = fn(ctx, (const uint8_t *)k, klen, (const uint8_t *)v, vlen)))
+			break;
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rerr)
+		return fail(err, errlen, "iterate", rerr, -EIO);
+	return rc;
 }

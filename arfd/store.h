@@ -4,8 +4,8 @@
  *
  * Keys: "format" (u32 store format), "incarnation" (u64), 'M' + big-endian
  * u64 offset -> a META object's bytes (sealed), 'D' + big-endian u32 block ->
- * a data block's 4096 bytes.  At start the regions are rebuilt by copying
- * every 'M' and 'D' value to its offset.  A transaction's objects go in one
+ * a data block's 4096 bytes; 'X' and 'L' (below) are arfd's own.  At start
+ * the regions are rebuilt by copying every 'M' and 'D' value to its offset.  A transaction's objects go in one
  * WriteBatch, so a crash never leaves half of a mutation.
  */
 #ifndef ARFD_STORE_H
@@ -50,6 +50,29 @@ int arfd_store_sync(struct arfd_store *st, char *err, size_t errlen);
  * call on, each fails with -EIO without touching RocksDB, as on a failing
  * disk (0 = never). */
 void arfd_store_inject_faults(struct arfd_store *st, uint64_t fail_write, uint64_t fail_sync);
+
+/*
+ * Keys of arfd's own beside the regions' objects: 'X' extended attributes
+ * (arfd/xattr.c), 'L' lock clients (arfd/locks.c).  Neither is a region
+ * object: load and compare skip them.
+ *
+ * stage: queue a put (val) or a delete (val NULL) for the next put_txn,
+ * which writes it in the same batch as the transaction's objects, so a
+ * crash keeps both or neither (the caller holds fs_lock, as for put_txn).
+ * flush_staged writes what is queued on its own.  put: one key now
+ * (deleted when val is NULL), synced when sync is set.  scan: fn for every
+ * key starting with prefix, in key order, until fn returns non-zero (which
+ * scan returns).  All return 0, -ENOMEM (stage) or -EIO with err.
+ */
+int arfd_store_stage(struct arfd_store *st, const void *key, size_t klen, const void *val,
+		     size_t vlen);
+int arfd_store_flush_staged(struct arfd_store *st, char *err, size_t errlen);
+int arfd_store_put(struct arfd_store *st, const void *key, size_t klen, const void *val,
+		   size_t vlen, int sync, char *err, size_t errlen);
+int arfd_store_scan(struct arfd_store *st, const void *prefix, size_t plen,
+		    int (*fn)(void *ctx, const uint8_t *key, size_t klen, const uint8_t *val,
+			      size_t vlen),
+		    void *ctx, char *err, size_t errlen);
 
 /* Compact the whole key range. */
 void arfd_store_compact(struct arfd_store *st);

@@ -9,9 +9,9 @@
  * Consistency (DESIGN.md §6) is NFS's: the kernel caches attributes and
  * names for the ac* timeouts, open() revalidates with the server
  * (close-to-open), and libarf's own caches are bounded the same way.
- * Locks (fcntl and flock) are local to one mount: no lock handlers are
- * registered, so the kernel arbitrates between processes of this mount
- * only.  Not installed; libarf's arf.h is the only interface used.
+ * Locks (fcntl and flock) are held by arfd, so they exclude across mounts
+ * (locks.c); POSIX ACLs are enforced by the kernel from what arfd stores
+ * (xattr.c).  Not installed; libarf's arf.h is the only interface used.
  */
 #ifndef ARF_FUSE_H
 #define ARF_FUSE_H
@@ -30,6 +30,7 @@
 #define ARF_FUSE_MAX_IO   (1u << 20)  /* max_read / max_write per request */
 #define ARF_FUSE_BLKSIZE  (1u << 20)  /* st_blksize: the preferred I/O size */
 #define ARF_FUSE_HIDDEN   ".arf-hidden-"
+#define ARF_FUSE_XATTR_MAX 65536u     /* largest value or name list (XATTR_SIZE_MAX) */
 
 /* ----- options (options.c) ----- */
 
@@ -43,6 +44,7 @@ struct arf_fuse_opts {
 	int ac;                  /* attribute caching on (default) */
 	uint32_t acregmin, acregmax, acdirmin, acdirmax; /* seconds */
 	int writeback;           /* kernel writeback cache (single-client semantics) */
+	int acl;                 /* POSIX ACLs (acl, default; noacl) */
 	char lookupcache[12];    /* lookupcache=: "positive" (default), "all" or "none" */
 	int neg_cache;           /* from lookupcache: the kernel caches failed lookups */
 	int spin_set;            /* spin_us was given */
@@ -81,6 +83,7 @@ struct arf_fuse_node {
 	int64_t seen_mtime_ns;   /* attributes the kernel was last given ... */
 	uint64_t seen_size;      /* ... (close-to-open compares against them) */
 	uint64_t fresh_until_ms; /* until then read through the uncached client */
+	int64_t seen_ctime_ns;   /* ctime the kernel was last given: a change may be an ACL's */
 	char *hidden;            /* silly-renamed to this name in (hdir, hgen); NULL if not */
 	uint64_t hdir;
 	uint32_t hgen;
@@ -107,6 +110,7 @@ struct arf_fuse {
 	size_t nnodes;
 	uint64_t open_files;     /* handles open on this mount (under lock) */
 	uint64_t hidden_seq;     /* silly-rename counter */
+	int acl;                 /* the kernel enforces POSIX ACLs (FUSE_CAP_POSIX_ACL) */
 	struct arf_fuse_node root;
 };
 
@@ -177,7 +181,25 @@ void arf_fuse_hidden_cleanup(struct arf_fuse *fs);
 int arf_fuse_revalidate(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_node *n,
 			int *keep_cache);
 
-/* handlers: ops_node.c, ops_ns.c, ops_file.c, ops_dir.c, xattr.c, ioctl.c */
+/* locks.c: advisory locks at arfd.  want: ask the kernel to pass locks on
+ * (op_init); flush: an owner's fcntl locks go (FLUSH); release: a file's
+ * flock lock goes (RELEASE), and with the last open a lost lock is
+ * forgotten; io: EIO when the file's locks were lost (the lease ran out),
+ * else 0; fini: end the threads that wait for locks (the session ends). */
+void arf_fuse_ops_locks(struct fuse_lowlevel_ops *ops);
+void arf_fuse_locks_want(struct arf_fuse *fs, struct fuse_conn_info *conn);
+void arf_fuse_locks_flush(struct arf_fuse *fs, struct arf_fuse_node *n, struct fuse_file_info *fi);
+void arf_fuse_locks_release(struct arf_fuse *fs, struct arf_fuse_node *n, struct fuse_file_info *fi);
+int arf_fuse_locks_io(struct arf_fuse *fs, struct arf_fuse_node *n);
+void arf_fuse_locks_fini(struct arf_fuse *fs);
+
+/* xattr.c: POSIX ACLs enforced by the kernel, when it can (op_init sets
+ * fs->acl); a ctime that changed since the kernel last saw it may be an
+ * ACL set by another client: the kernel's cached ACLs of n are dropped. */
+void arf_fuse_xattr_want(struct arf_fuse *fs, struct fuse_conn_info *conn);
+void arf_fuse_acl_changed(struct arf_fuse *fs, struct arf_fuse_node *n);
+
+/* handlers: ops_node.c, ops_ns.c, ops_file.c, ops_dir.c, xattr.c, ioctl.c, locks.c */
 void arf_fuse_ops_node(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_ns(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_file(struct fuse_lowlevel_ops *ops);

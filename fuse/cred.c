@@ -2,8 +2,9 @@
 /*
  * Credentials: libarf requests carry the uid, gid and supplementary groups
  * of the process that made the FUSE request (AUTH_SYS, as NFS), set per
- * worker thread before any libarf call.  The kernel has already checked
- * permissions (default_permissions); the server checks again.
+ * worker thread before any libarf call, and the umask of creates.  The
+ * kernel has already checked permissions (default_permissions); the
+ * server checks again.
  */
 #include <string.h>
 #include <sys/types.h>
@@ -32,4 +33,7 @@ void arf_fuse_cred_set(fuse_req_t req)
 	struct arf_cred cred;
 	arf_fuse_cred_req(req, &cred);
 	arf_set_thread_cred(&cred);
+	/* with ACLs the kernel leaves the umask to us (FUSE_CAP_DONT_MASK):
+	 * arfd applies it unless the directory has a default ACL */
+	arf_set_thread_umask(arf_fuse_of(req)->acl ? (int)fuse_req_ctx(req)->umask : -1);
 }

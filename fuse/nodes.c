@@ -234,9 +234,13 @@ void arf_fuse_node_hidden_each(struct arf_fuse *fs,
 void arf_fuse_node_seen(struct arf_fuse *fs, struct arf_fuse_node *n, const struct arf_stat *st)
 {
 	pthread_mutex_lock(&fs->lock);
+	int changed = n->seen_ctime_ns && n->seen_ctime_ns != st->ctime_ns;
 	n->seen_mtime_ns = st->mtime_ns;
 	n->seen_size = st->size;
+	n->seen_ctime_ns = st->ctime_ns;
 	pthread_mutex_unlock(&fs->lock);
+	if (changed) /* perhaps an ACL another client set: the kernel's copy goes */
+		arf_fuse_acl_changed(fs, n);
 }
 
 arf_client *arf_fuse_reader(struct arf_fuse *fs, struct arf_fuse_node *n)

@@ -198,9 +198,13 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct arf_fuse_file *h = file_of(fi);
 	struct arf_fuse_node *n = h->node;
 	int owned;
-	void *buf = read_buf(size, &owned);
 
 	(void)ino;
+	if (arf_fuse_locks_io(fs, n)) { /* the file's locks were lost: as NFS, EIO */
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	void *buf = read_buf(size, &owned);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
@@ -223,6 +227,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct arf_fuse_node *n = h->node;
 
 	(void)ino;
+	if (arf_fuse_locks_io(fs, n)) { /* the file's locks were lost: as NFS, EIO */
+		fuse_reply_err(req, EIO);
+		return;
+	}
 	arf_set_thread_cred(&h->cred);
 	if (h->append) {
 		struct arf_stat st;
@@ -242,16 +250,20 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	/* writes were acknowledged by the server already; locks are the kernel's */
-	(void)ino;
-	(void)fi;
+	/* writes were acknowledged by the server already; the closing process's
+	 * fcntl locks on the file go (locks.c) */
+	struct arf_fuse *fs = arf_fuse_of(req);
+
+	arf_fuse_locks_flush(fs, arf_fuse_node(fs, ino), fi);
 	fuse_reply_err(req, 0);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	(void)ino;
-	file_free(arf_fuse_of(req), file_of(fi));
+	struct arf_fuse *fs = arf_fuse_of(req);
+
+	arf_fuse_locks_release(fs, arf_fuse_node(fs, ino), fi); /* its flock lock goes */
+	file_free(fs, file_of(fi));
 	fuse_reply_err(req, 0);
 }
 

@@ -72,6 +72,10 @@ static const struct opt_def opt_table[] = {
 	{ "writeback", OPT_FLAG, F(writeback), 1, 0, -1, NULL,
 	  "kernel writeback cache: faster small writes, but other clients see them only after "
 	  "close or fsync, and sizes are this mount's" },
+	{ "acl", OPT_FLAG, F(acl), 1, 0, -1, NULL,
+	  "POSIX ACLs stored by arfd, enforced by the kernel (default, where the kernel can)" },
+	{ "noacl", OPT_FLAG, F(acl), 0, 0, -1, NULL,
+	  "no POSIX ACLs: permissions from the mode bits, the umask applied by the kernel" },
 	/* this daemon */
 	{ "debug", OPT_FLAG, F(debug), 1, 0, -1, NULL, "log every request (libfuse) to stderr" },
 	{ "allow_other", OPT_FLAG, F(allow_other), 1, 0, -1, NULL,
@@ -125,6 +129,7 @@ void arf_fuse_opts_init(struct arf_fuse_opts *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->ac = 1;
+	o->acl = 1;
 	o->acregmin = 3;
 	o->acregmax = 60;
 	o->acdirmin = 30;

@@ -36,14 +36,15 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	if (fs->opts.writeback)
 		want |= FUSE_CAP_WRITEBACK_CACHE;
 	conn->want |= want & conn->capable;
-	/* locks stay in the kernel, local to this mount (see arf_fuse.h) */
-	conn->want &= ~(unsigned)(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+	arf_fuse_locks_want(fs, conn); /* locks at arfd, across mounts (locks.c) */
+	arf_fuse_xattr_want(fs, conn); /* ACLs enforced by the kernel (xattr.c) */
 	if (fs->opts.writeback && !(conn->capable & FUSE_CAP_WRITEBACK_CACHE))
 		arf_fuse_log(FUSE_LOG_WARNING, "arf-fuse: the kernel has no writeback cache");
 }
 
 static void op_destroy(void *userdata)
 {
+	arf_fuse_locks_fini(userdata);
 	arf_fuse_hidden_cleanup(userdata);
 }
 
@@ -166,6 +167,7 @@ static struct fuse_session *new_session(struct arf_fuse *fs, char *err, size_t e
 	arf_fuse_ops_dir(&ops);
 	arf_fuse_ops_xattr(&ops);
 	arf_fuse_ops_ioctl(&ops);
+	arf_fuse_ops_locks(&ops);
 
 	if (escape_opt(fs->opts.fsname[0] ? fs->opts.fsname : fs->opts.url, fsname,
 		       sizeof(fsname))) {

@@ -87,6 +87,13 @@ struct arf_meta_extent {
 
 /* Inode flags. */
 #define ARF_META_INO_EXTPAGES 0x1u /* extents live in pages (ext_pages), not inline */
+/* Extended attributes live in arfd's store, not in the regions (arfd/xattr.c);
+ * these bits say whether there are any, so that a one-sided reader knows a
+ * file has none without asking, and permission checks know when to look
+ * for an ACL. */
+#define ARF_META_INO_ACL      0x2u /* has an access ACL (system.posix_acl_access) */
+#define ARF_META_INO_XATTR    0x4u /* has at least one stored extended attribute */
+#define ARF_META_INO_DACL     0x8u /* a directory with a default ACL (system.posix_acl_default) */
 
 /* A fixed-size inode record.  Slot i (0-based) holds inode number i + 1.
  * ino == 0 means the slot is free; gen tells a reused slot from the old file. */

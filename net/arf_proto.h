@@ -39,9 +39,11 @@ enum arf_proto_op {
 	ARF_OP_READLINK = 0x104, /* fh -> bytes */
 	ARF_OP_STATFS   = 0x105, /* - -> statfs */
 	ARF_OP_ACCESS   = 0x106, /* fh, u32 mask -> - */
-	ARF_OP_CREATE   = 0x110, /* fh, name, u32 mode, u32 excl -> attr */
-	ARF_OP_MKDIR    = 0x111, /* fh, name, u32 mode -> attr */
-	ARF_OP_MKNOD    = 0x112, /* fh, name, u32 mode, u64 rdev -> attr */
+	/* CREATE, MKDIR and MKNOD may end with u32 umask: applied by the server
+	 * unless the directory has a default ACL (which is inherited instead) */
+	ARF_OP_CREATE   = 0x110, /* fh, name, u32 mode, u32 excl[, u32 umask] -> attr */
+	ARF_OP_MKDIR    = 0x111, /* fh, name, u32 mode[, u32 umask] -> attr */
+	ARF_OP_MKNOD    = 0x112, /* fh, name, u32 mode, u64 rdev[, u32 umask] -> attr */
 	ARF_OP_UNLINK   = 0x113, /* fh, name -> - */
 	ARF_OP_RMDIR    = 0x114, /* fh, name -> - */
 	ARF_OP_RENAME   = 0x115, /* fh, name, fh, name, u32 flags -> - */
@@ -55,6 +57,22 @@ enum arf_proto_op {
 	 * presents in its own HELLO (ARF_PROTO_HELLO_TOKEN).  Root-proven
 	 * connections only (arf-fuse, for the user the kernel names). */
 	ARF_OP_CRED_MINT = 0x121, /* - -> bytes(token), u32 lifetime_s */
+	/* Advisory locks held by arfd (arfd/locks.c), by lock owner: a client
+	 * id (random per libarf client) and the client's own owner (FUSE's
+	 * lock owner).  Every reply starts with a lock_hdr: u32 result
+	 * (ARF_LOCK_R_*), u64 lease id, u32 lease ms, u64 seq.  Blocking waits
+	 * are held in arfd, not on a worker, and answered when granted, or
+	 * with ARF_LOCK_R_WAIT after wait_ms (the client asks again). */
+	ARF_OP_LOCK     = 0x123, /* fh, lock_req -> lock_hdr, [TEST: conflict], ranges */
+	ARF_OP_UNLOCK   = 0x124, /* fh, u64 client, u64 lease, u64 owner, u32 kind, u64 start,
+				  * u64 end -> lock_hdr, ranges */
+	ARF_OP_LOCK_RENEW = 0x125, /* u64 client, u64 lease, u32 flags -> lock_hdr, u32 state */
+	ARF_OP_LOCK_CANCEL = 0x126, /* u64 client, u64 wait_id -> u32 cancelled */
+	/* Extended attributes (arfd/xattr.c), requests only. */
+	ARF_OP_XATTR_GET = 0x128, /* fh, name, u32 size -> u32 len, [bytes(value) if size] */
+	ARF_OP_XATTR_SET = 0x129, /* fh, name, bytes(value), u32 flags -> attr */
+	ARF_OP_XATTR_LIST = 0x12a, /* fh, u32 size -> u32 len, [bytes(names) if size] */
+	ARF_OP_XATTR_REMOVE = 0x12b, /* fh, name -> attr */
 	/* Mobile code.  On failure the reply body is a prog_error (pc, insns,
 	 * message) whenever there is something to say. */
 	ARF_OP_PROG_LOAD = 0x130, /* bytes(program: raw bytecode or ELF) -> hash[32], u32 insns */
@@ -70,7 +88,54 @@ int arf_proto_op_index(uint16_t op);
 /* The name of dense index i: a kind's, "other" for the last, "unknown"
  * out of range. */
 const char *arf_proto_kind_name(int i);
-#define ARF_PROTO_NKINDS 23
+#define ARF_PROTO_NKINDS 31
+
+/* Locks (ARF_OP_LOCK and friends).  Ranges are inclusive: [start, end],
+ * end = ARF_LOCK_EOF for "to the end of the file, however long". */
+#define ARF_LOCK_EOF        UINT64_MAX
+#define ARF_LOCK_POSIX      1u  /* kind: fcntl byte-range lock, owner = the process */
+#define ARF_LOCK_FLOCK      2u  /* kind: flock(2), owner = the open file; whole file */
+#define ARF_LOCK_RD         1u  /* type: shared */
+#define ARF_LOCK_WR         2u  /* type: exclusive */
+#define ARF_LOCK_F_WAIT     0x1u /* wait for a conflicting lock to go (F_SETLKW) */
+#define ARF_LOCK_F_RECLAIM  0x2u /* reclaim after a restart (in the grace period) */
+#define ARF_LOCK_F_TEST     0x4u /* F_GETLK: say what conflicts, take nothing */
+#define ARF_LOCK_RENEW_RECLAIMED 0x1u /* LOCK_RENEW: this client has reclaimed all */
+#define ARF_LOCK_STATE_GRACE 0x1u /* LOCK_RENEW reply: the server is in its grace period */
+#define ARF_LOCK_R_DONE     0u  /* granted (TEST: nothing conflicts) / unlocked / renewed */
+#define ARF_LOCK_R_WAIT     1u  /* still waiting: ask again with the same wait id */
+#define ARF_LOCK_R_CONFLICT 2u  /* TEST: a conflicting lock follows */
+#define ARF_LOCK_MAX_RANGES 4096u /* most ranges one owner may hold on one file */
+#define ARF_LOCK_MAX_WAIT_MS 60000u /* longest a waiting LOCK is held before R_WAIT */
+
+/* LOCK's fields after the file handle. */
+struct arf_proto_lock_req {
+	uint64_t client;             /* the client's id (random, per client instance) */
+	uint64_t lease;              /* the lease the client believes it holds (0: none) */
+	uint64_t owner;              /* the client's lock owner */
+	uint32_t pid;                /* the locking process, as F_GETLK shows it */
+	uint32_t kind;               /* ARF_LOCK_POSIX or ARF_LOCK_FLOCK */
+	uint32_t type;               /* ARF_LOCK_RD or ARF_LOCK_WR */
+	uint32_t flags;              /* ARF_LOCK_F_* */
+	uint64_t start, end;         /* inclusive; flock: 0, ARF_LOCK_EOF */
+	uint64_t wait_id;            /* names a waiting request (LOCK_CANCEL); 0 if none */
+	uint32_t wait_ms;            /* hold a waiting request at most this long */
+};
+
+/* Start of every lock reply. */
+struct arf_proto_lock_hdr {
+	uint32_t result;             /* ARF_LOCK_R_* */
+	uint64_t lease;              /* the client's lease now (0: it holds none) */
+	uint32_t lease_ms;           /* how long a lease lasts without a renewal */
+	uint64_t seq;                /* the server's lock-state counter at this answer */
+};
+
+/* Extended attributes. */
+#define ARF_XATTR_NAME_MAX  255u     /* bytes of a name, namespace prefix included */
+#define ARF_XATTR_VALUE_MAX 65536u   /* bytes of one value */
+#define ARF_XATTR_LIST_MAX  65536u   /* bytes of a file's name list (NUL-terminated names) */
+#define ARF_XATTR_CREATE    0x1u     /* XATTR_SET: fail with EEXIST if it exists */
+#define ARF_XATTR_REPLACE   0x2u     /* XATTR_SET: fail with ENODATA unless it exists */
 
 /* Caller credentials, first in every request. */
 struct arf_proto_cred {
@@ -206,6 +271,11 @@ void arf_proto_get_prog_error(struct arf_proto_rd *r, struct arf_proto_prog_erro
 /* A name: 1..255 bytes (ENAMETOOLONG past that is the server's business:
  * up to 4096 is accepted here so the server can say ENAMETOOLONG). */
 const char *arf_proto_get_name(struct arf_proto_rd *r, uint32_t *n);
+/* Locks: LOCK's fields after the handle, and every lock reply's start. */
+void arf_proto_put_lock_req(struct arf_proto_wr *w, const struct arf_proto_lock_req *l);
+void arf_proto_get_lock_req(struct arf_proto_rd *r, struct arf_proto_lock_req *l);
+void arf_proto_put_lock_hdr(struct arf_proto_wr *w, const struct arf_proto_lock_hdr *h);
+void arf_proto_get_lock_hdr(struct arf_proto_rd *r, struct arf_proto_lock_hdr *h);
 /* True when the whole buffer was consumed without error. */
 static inline int arf_proto_rd_done(const struct arf_proto_rd *r)
 {

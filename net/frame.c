@@ -307,6 +307,7 @@ static const int errno_of_status[] = {
 	[ARF_NET_S_NOSYS] = ENOSYS, [ARF_NET_S_DQUOT] = EDQUOT,
 	[ARF_NET_S_OVERFLOW] = EOVERFLOW, [ARF_NET_S_TIMEDOUT] = ETIMEDOUT,
 	[ARF_NET_S_CONNRESET] = ECONNRESET, [ARF_NET_S_NODATA] = ENODATA,
+	[ARF_NET_S_INTR] = EINTR, [ARF_NET_S_DEADLK] = EDEADLK, [ARF_NET_S_NOLCK] = ENOLCK,
 };
 #define NSTATUS ((int)(sizeof(errno_of_status) / sizeof(errno_of_status[0])))
 

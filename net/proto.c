@@ -26,6 +26,10 @@ static const struct {
 	{ ARF_OP_WRITE, "write" },       { ARF_OP_FSYNC, "fsync" },
 	{ ARF_OP_STATUS, "status" },     { ARF_OP_PROG_LOAD, "prog_load" },
 	{ ARF_OP_PROG_EXEC, "prog_exec" }, { ARF_OP_CRED_MINT, "cred_mint" },
+	{ ARF_OP_LOCK, "lock" },         { ARF_OP_UNLOCK, "unlock" },
+	{ ARF_OP_LOCK_RENEW, "lock_renew" }, { ARF_OP_LOCK_CANCEL, "lock_cancel" },
+	{ ARF_OP_XATTR_GET, "xattr_get" }, { ARF_OP_XATTR_SET, "xattr_set" },
+	{ ARF_OP_XATTR_LIST, "xattr_list" }, { ARF_OP_XATTR_REMOVE, "xattr_remove" },
 	{ 0, "other" },
 };
 
@@ -335,4 +339,52 @@ void arf_proto_get_prog_error(struct arf_proto_rd *r, struct arf_proto_prog_erro
 	if (m)
 		memcpy(e->msg, m, n);
 	e->msg[m ? n : 0] = 0;
+}
+
+/* ---- locks ---- */
+
+void arf_proto_put_lock_req(struct arf_proto_wr *w, const struct arf_proto_lock_req *l)
+{
+	arf_proto_put_u64(w, l->client);
+	arf_proto_put_u64(w, l->lease);
+	arf_proto_put_u64(w, l->owner);
+	arf_proto_put_u32(w, l->pid);
+	arf_proto_put_u32(w, l->kind);
+	arf_proto_put_u32(w, l->type);
+	arf_proto_put_u32(w, l->flags);
+	arf_proto_put_u64(w, l->start);
+	arf_proto_put_u64(w, l->end);
+	arf_proto_put_u64(w, l->wait_id);
+	arf_proto_put_u32(w, l->wait_ms);
+}
+
+void arf_proto_get_lock_req(struct arf_proto_rd *r, struct arf_proto_lock_req *l)
+{
+	l->client = arf_proto_get_u64(r);
+	l->lease = arf_proto_get_u64(r);
+	l->owner = arf_proto_get_u64(r);
+	l->pid = arf_proto_get_u32(r);
+	l->kind = arf_proto_get_u32(r);
+	l->type = arf_proto_get_u32(r);
+	l->flags = arf_proto_get_u32(r);
+	l->start = arf_proto_get_u64(r);
+	l->end = arf_proto_get_u64(r);
+	l->wait_id = arf_proto_get_u64(r);
+	l->wait_ms = arf_proto_get_u32(r);
+}
+
+void arf_proto_put_lock_hdr(struct arf_proto_wr *w, const struct arf_proto_lock_hdr *h)
+{
+	arf_proto_put_u32(w, h->result);
+	arf_proto_put_u64(w, h->lease);
+	arf_proto_put_u32(w, h->lease_ms);
+	arf_proto_put_u64(w, h->seq);
+}
+
+void arf_proto_get_lock_hdr(struct arf_proto_rd *r, struct arf_proto_lock_hdr *h)
+{
+	h->result = arf_proto_get_u32(r);
+	h->lease = arf_proto_get_u64(r);
+	h->lease_ms = arf_proto_get_u32(r);
+	h->seq = arf_proto_get_u64(r);
 }

@@ -130,7 +130,33 @@ int arf_ops_setattr(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t 
 int arf_ops_write(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t ino, uint32_t gen,
 		  uint64_t off, const void *buf, size_t len, size_t *written);
 
-/* Permission check used by the hooks and by mobile-code helpers. */
+/* Permission check used by the hooks and by mobile-code helpers: the mode
+ * bits, or the access ACL of an inode flagged ARF_META_INO_ACL (acl.c). */
 int arf_ops_permitted(const struct arf_meta_inode *in, const struct arf_cred *cr, int mask);
+
+/* ---- POSIX ACLs (acl.c): Linux's xattr form of system.posix_acl_* ---- */
+#define ARF_OPS_ACL_MAX 1024u /* entries in one ACL */
+/* 0, or -EINVAL unless acl is a well-formed, sorted ACL (version 2). */
+int arf_ops_acl_valid(const void *acl, size_t len);
+/* Set the rwx bits of *mode from a valid access ACL; returns 1 when the ACL
+ * says more than those bits (it must be kept), 0 when it is just the mode. */
+int arf_ops_acl_to_mode(const void *acl, size_t len, uint32_t *mode);
+/* chmod: the owner, mask (or owning group) and other entries from mode. */
+void arf_ops_acl_chmod(void *acl, size_t len, uint32_t mode);
+/* A file created with *mode under a default ACL: acl (a copy of that
+ * default) is masked by *mode and becomes the new file's access ACL, *mode
+ * its rwx bits.  Returns as arf_ops_acl_to_mode. */
+int arf_ops_acl_create(void *acl, size_t len, uint32_t *mode);
+/* May cr do mask (R_OK|W_OK|X_OK) to in under this valid access ACL?
+ * 0 or -EACCES (root is the caller's business). */
+int arf_ops_acl_permitted(const struct arf_meta_inode *in, const void *acl, size_t len,
+			  const struct arf_cred *cr, int mask);
+/* Where the access ACL of an inode flagged ARF_META_INO_ACL is found: fn
+ * returns 0 with *acl (valid until the next change under the caller's
+ * lock) and *len, or non-zero when there is none.  arfd registers it once
+ * at start; without one, permissions come from the mode bits alone. */
+typedef int (*arf_ops_acl_fn)(void *ctx, uint64_t ino, uint32_t gen, const void **acl,
+			      size_t *len);
+void arf_ops_set_acl_source(arf_ops_acl_fn fn, void *ctx);
 
 #endif /* ARF_OPS_H */

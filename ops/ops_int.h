@@ -50,6 +50,10 @@ int ops_dir_begin(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t di
 
 int64_t ops_now(void);
 
+/* The access ACL's verdict for a non-root caller (acl.c): 0, -EACCES, or 1
+ * when the inode has no ACL and the mode bits decide. */
+int ops_acl_check(const struct arf_meta_inode *in, const struct arf_cred *cr, int mask);
+
 /* Remove a setuid bit (and setgid when group-executable), as a write by an
  * unprivileged caller does.  in must be touched. */
 void ops_kill_suid(struct arf_meta_inode *in);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ops/ permissions: the owner/group/other bits of a local filesystem for
- * AUTH_SYS-like credentials (after root squashing, which arfd does).  Root
+ * AUTH_SYS-like credentials (after root squashing, which arfd does), or
+ * the file's access ACL when it has one (acl.c).  Root
  * may read and write anything, and execute anything that has an execute bit
  * for someone (directories are always searchable for root).
  */
@@ -19,6 +20,11 @@ int arf_ops_permitted(const struct arf_meta_inode *in, const struct arf_cred *cr
 		if ((mask & X_OK) && !S_ISDIR(in->mode) && !(in->mode & (S_IXUSR | S_IXGRP | S_IXOTH)))
 			return -EACCES;
 		return 0;
+	}
+	if (in->flags & ARF_META_INO_ACL) {
+		int rc = ops_acl_check(in, cr, mask);
+		if (rc <= 0)
+			return rc;
 	}
 	if (cr->uid == in->uid)
 		bits = (in->mode >> 6) & 7;

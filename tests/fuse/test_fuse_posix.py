@@ -112,7 +112,10 @@ class Errnos(FuseTestCase):
             ("RENAME_EXCHANGE", lambda: renameat2(p("f"), p("d", "f"), RENAME_EXCHANGE),
              errno.EINVAL),
             ("readlink a file", lambda: os.readlink(p("f")), errno.EINVAL),
-            ("setxattr", lambda: os.setxattr(p("f"), "user.x", b"1"), errno.ENOTSUP),
+            ("setxattr user.arf.*", lambda: os.setxattr(p("f"), "user.arf.x", b"1"),
+             errno.ENOTSUP),
+            ("setxattr security.*", lambda: os.setxattr(p("f"), "security.x", b"1"),
+             errno.ENOTSUP),
             ("getxattr unknown", lambda: os.getxattr(p("f"), "user.nope"), errno.ENODATA),
         ]
         for name, fn, want in cases:
