@@ -3,7 +3,7 @@
 """POSIX through an arf-fuse mount: a table of failing calls each with its
 errno, attributes (chmod, chown, truncate, utimens with UTIME_NOW), links,
 special files, xattrs, large directories and I/O, the unlinked-but-open
-file (silly rename), and locks between processes of one mount."""
+file (silly rename), and locks between processes of one mount and of two."""
 import ctypes
 import errno
 import fcntl
@@ -391,7 +391,7 @@ class Locks(FuseTestCase):
     def try_lock(self, path, kind):
         return run([sys.executable, "-c", self.CHILD, path, kind]).stdout.decode().strip()
 
-    def test_locks_exclude_processes_of_one_mount(self):
+    def test_locks_exclude_processes_of_one_mount_and_others(self):
         f = self.mnt.p("lockme")
         write_file(f, b"l")
         other = self.mount()
@@ -404,8 +404,8 @@ class Locks(FuseTestCase):
                     else:
                         fcntl.lockf(fd, fcntl.LOCK_EX)
                     self.assertEqual(self.try_lock(f, kind), "busy")
-                    # documented: locks are local to one mount
-                    self.assertEqual(self.try_lock(other.p("lockme"), kind), "locked")
+                    # held by arfd: another mount is excluded too (test_locks.py)
+                    self.assertEqual(self.try_lock(other.p("lockme"), kind), "busy")
                 finally:
                     os.close(fd)
                 self.assertEqual(self.try_lock(f, kind), "locked")
