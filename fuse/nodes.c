@@ -234,7 +234,10 @@ void arf_fuse_node_hidden_each(struct arf_fuse *fs,
 void arf_fuse_node_seen(struct arf_fuse *fs, struct arf_fuse_node *n, const struct arf_stat *st)
 {
 	pthread_mutex_lock(&fs->lock);
-	int changed = n->seen_ctime_ns && n->seen_ctime_ns != st->ctime_ns;
+	/* a change of ctime alone (not a write, which moves mtime too) may be
+	 * an ACL set elsewhere */
+	int changed = n->seen_ctime_ns && n->seen_ctime_ns != st->ctime_ns &&
+		      n->seen_mtime_ns == st->mtime_ns;
 	n->seen_mtime_ns = st->mtime_ns;
 	n->seen_size = st->size;
 	n->seen_ctime_ns = st->ctime_ns;

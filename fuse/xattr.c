@@ -9,10 +9,13 @@
  * FUSE_CAP_DONT_MASK leaves the umask to arfd, which applies it only when
  * the directory has no default ACL.  An ACL set through another mount
  * reaches this one's kernel through the file's ctime: when attributes the
- * kernel is handed show a ctime it has not seen, its cached ACLs of the
- * file are dropped (nodes.c calls arf_fuse_acl_changed), so the next
- * permission check asks again -- within the attribute timeout, as other
- * changes from other clients.
+ * kernel is handed show a ctime it has not seen with the mtime it has (a
+ * change of metadata, not a write), its cached ACLs of the file are
+ * dropped (nodes.c calls arf_fuse_acl_changed), so the next permission
+ * check asks again -- within the attribute timeout, as other changes from
+ * other clients.  (An ACL changed together with a write between two looks
+ * is missed until the next such change or until the kernel forgets the
+ * inode; the price of not asking again after every write.)
  *
  * security.* is not stored (no security module's labels travel over the
  * network): reading one says ENODATA here, without a request -- the kernel
@@ -112,7 +115,15 @@ static void op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	arf_fuse_cred_set(req);
+	if (prefixed(name, "system.posix_acl_")) {
+		/* anyone may read an ACL: no groups to look up (the kernel asks for
+		 * every file's ACL at its first permission check) */
+		const struct fuse_ctx *ctx = fuse_req_ctx(req);
+		struct arf_cred cr = { (uint32_t)ctx->uid, (uint32_t)ctx->gid, 0, { 0 } };
+		arf_set_thread_cred(&cr);
+	} else {
+		arf_fuse_cred_set(req);
+	}
 	reply_sized(req, arf_getxattr(fs->c, n->ino, n->gen, name, buf, size), buf, size);
 	free(buf);
 }
