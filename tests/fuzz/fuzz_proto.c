@@ -4,7 +4,7 @@
  * untrusted bytes, in the sequences its users decode them.  The first byte
  * picks a message: a request body as arfd/dispatch.c reads it (credentials,
  * then the fields of its kind, then "whole body consumed"), or a reply body
- * as libarf reads it (attr, statfs, the WRITE and READDIR replies), or the
+ * as libarf reads it (attr, statfs, the WRITE, READDIR and lock replies), or the
  * handshake's hello and info blobs.  Besides "no crash, no stray read" it
  * checks two properties: the decoder never moves past its buffer, and a
  * request body it accepts whole encodes back to the same bytes with the
@@ -18,11 +18,11 @@
 #include "arf_proto.h"
 
 /* The fields of a request after the credentials, as dispatch.c reads them. */
-enum field { F_END, F_FH, F_NAME, F_U32, F_U64, F_PATH, F_IO, F_SETATTR };
+enum field { F_END, F_FH, F_NAME, F_U32, F_U64, F_PATH, F_IO, F_SETATTR, F_LOCKREQ, F_VALUE };
 
 static const struct {
 	uint16_t op;
-	uint8_t f[6];
+	uint8_t f[8];
 } reqs[] = {
 	{ ARF_OP_GETATTR, { F_FH } },
 	{ ARF_OP_LOOKUP, { F_FH, F_NAME } },
@@ -43,10 +43,19 @@ static const struct {
 	{ ARF_OP_WRITE, { F_FH, F_U64, F_IO } },
 	{ ARF_OP_FSYNC, { F_FH } },
 	{ ARF_OP_STATUS, { F_END } },
+	{ ARF_OP_LOCK, { F_FH, F_LOCKREQ } },
+	{ ARF_OP_UNLOCK, { F_FH, F_U64, F_U64, F_U64, F_U32, F_U64, F_U64 } },
+	{ ARF_OP_LOCK_RENEW, { F_U64, F_U64, F_U32 } },
+	{ ARF_OP_LOCK_CANCEL, { F_U64, F_U64 } },
+	{ ARF_OP_XATTR_GET, { F_FH, F_NAME, F_U32 } },
+	{ ARF_OP_XATTR_SET, { F_FH, F_NAME, F_VALUE, F_U32 } },
+	{ ARF_OP_XATTR_LIST, { F_FH, F_U32 } },
+	{ ARF_OP_XATTR_REMOVE, { F_FH, F_NAME } },
 };
 #define NREQS (sizeof(reqs) / sizeof(reqs[0]))
 
-enum { M_ATTR = NREQS, M_STATFS, M_WRITE_REPLY, M_READDIR_REPLY, M_HELLO, M_INFO, NMSG };
+enum { M_ATTR = NREQS, M_STATFS, M_WRITE_REPLY, M_READDIR_REPLY, M_HELLO, M_INFO, M_LOCK_REPLY,
+       NMSG };
 
 static void check_pos(const struct arf_proto_rd *r)
 {
@@ -69,9 +78,10 @@ static void request(unsigned k, const uint8_t *data, size_t size)
 	if (cred.ngroups > ARF_PROTO_NGROUPS)
 		abort();
 	arf_proto_put_cred(&w, &cred);
-	for (int i = 0; i < 6 && reqs[k].f[i] != F_END; i++) {
+	for (int i = 0; i < 8 && reqs[k].f[i] != F_END; i++) {
 		struct arf_proto_fh fh;
 		struct arf_proto_setattr sa;
+		struct arf_proto_lock_req lr;
 		const uint8_t *p;
 		uint32_t n = 0;
 
@@ -95,8 +105,9 @@ static void request(unsigned k, const uint8_t *data, size_t size)
 			break;
 		case F_PATH:
 		case F_IO:
-			p = arf_proto_get_bytes(&r, reqs[k].f[i] == F_PATH ? ARF_PATH_MAX : ARF_PROTO_MAX_IO,
-						&n);
+		case F_VALUE:
+			p = arf_proto_get_bytes(&r, reqs[k].f[i] == F_PATH ? ARF_PATH_MAX :
+						reqs[k].f[i] == F_IO ? ARF_PROTO_MAX_IO : UINT32_MAX, &n);
 			if (p && (p < data || p + n > data + size))
 				abort();
 			if (!p && n)
@@ -107,6 +118,10 @@ static void request(unsigned k, const uint8_t *data, size_t size)
 		case F_SETATTR:
 			arf_proto_get_setattr(&r, &sa);
 			arf_proto_put_setattr(&w, &sa);
+			break;
+		case F_LOCKREQ:
+			arf_proto_get_lock_req(&r, &lr);
+			arf_proto_put_lock_req(&w, &lr);
 			break;
 		}
 		check_pos(&r);
@@ -170,6 +185,23 @@ static void message(unsigned k, const uint8_t *data, size_t size)
 		if (strnlen(info.export_name, sizeof(info.export_name)) >= sizeof(info.export_name))
 			abort();
 		break;
+	case M_LOCK_REPLY: { /* arfclient/locks.c: header, a TEST's conflict, ranges */
+		struct arf_proto_lock_hdr lh;
+		arf_proto_get_lock_hdr(&r, &lh);
+		if (lh.result == ARF_LOCK_R_CONFLICT) {
+			(void)arf_proto_get_u32(&r);
+			(void)arf_proto_get_u64(&r);
+			(void)arf_proto_get_u64(&r);
+			(void)arf_proto_get_u32(&r);
+		}
+		uint32_t nr = arf_proto_get_u32(&r);
+		for (uint32_t i = 0; i < nr && i <= ARF_LOCK_MAX_RANGES && !r.err; i++) {
+			(void)arf_proto_get_u32(&r);
+			(void)arf_proto_get_u64(&r);
+			(void)arf_proto_get_u64(&r);
+		}
+		break;
+	}
 	}
 	check_pos(&r);
 	if (r.err && r.err != ARF_EPROTO)

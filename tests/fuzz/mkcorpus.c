@@ -46,6 +46,8 @@ static const uint16_t ops[] = {
 	ARF_OP_STATFS, ARF_OP_ACCESS, ARF_OP_CREATE, ARF_OP_MKDIR, ARF_OP_MKNOD,
 	ARF_OP_UNLINK, ARF_OP_RMDIR, ARF_OP_RENAME, ARF_OP_LINK, ARF_OP_SYMLINK,
 	ARF_OP_SETATTR, ARF_OP_WRITE, ARF_OP_FSYNC, ARF_OP_STATUS,
+	ARF_OP_LOCK, ARF_OP_UNLOCK, ARF_OP_LOCK_RENEW, ARF_OP_LOCK_CANCEL,
+	ARF_OP_XATTR_GET, ARF_OP_XATTR_SET, ARF_OP_XATTR_LIST, ARF_OP_XATTR_REMOVE,
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
 
@@ -120,6 +122,52 @@ static void request_body(struct arf_proto_wr *w, uint16_t op)
 		arf_proto_put_fh(w, &fh2);
 		arf_proto_put_u64(w, 100);
 		arf_proto_put_bytes(w, "some file contents\n", 19);
+		break;
+	case ARF_OP_LOCK: {
+		struct arf_proto_lock_req lr = { 0x1122334455667788ull, 7, 0xabcdefull, 4242,
+						 ARF_LOCK_POSIX, ARF_LOCK_WR, ARF_LOCK_F_WAIT, 0, 99,
+						 3, 15000 };
+		arf_proto_put_fh(w, &fh2);
+		arf_proto_put_lock_req(w, &lr);
+		break;
+	}
+	case ARF_OP_UNLOCK:
+		arf_proto_put_fh(w, &fh2);
+		arf_proto_put_u64(w, 0x1122334455667788ull);
+		arf_proto_put_u64(w, 7);
+		arf_proto_put_u64(w, 0xabcdefull);
+		arf_proto_put_u32(w, ARF_LOCK_FLOCK);
+		arf_proto_put_u64(w, 0);
+		arf_proto_put_u64(w, ARF_LOCK_EOF);
+		break;
+	case ARF_OP_LOCK_RENEW:
+		arf_proto_put_u64(w, 0x1122334455667788ull);
+		arf_proto_put_u64(w, 7);
+		arf_proto_put_u32(w, ARF_LOCK_RENEW_RECLAIMED);
+		break;
+	case ARF_OP_LOCK_CANCEL:
+		arf_proto_put_u64(w, 0x1122334455667788ull);
+		arf_proto_put_u64(w, 3);
+		break;
+	case ARF_OP_XATTR_GET:
+		arf_proto_put_fh(w, &fh2);
+		arf_proto_put_bytes(w, "user.comment", 12);
+		arf_proto_put_u32(w, 4096);
+		break;
+	case ARF_OP_XATTR_SET:
+		arf_proto_put_fh(w, &fh2);
+		arf_proto_put_bytes(w, "system.posix_acl_access", 23);
+		arf_proto_put_bytes(w, "\x02\0\0\0\x01\0\x06\0\xff\xff\xff\xff"
+				    "\x04\0\x04\0\xff\xff\xff\xff\x20\0\x04\0\xff\xff\xff\xff", 28);
+		arf_proto_put_u32(w, ARF_XATTR_CREATE);
+		break;
+	case ARF_OP_XATTR_LIST:
+		arf_proto_put_fh(w, &fh2);
+		arf_proto_put_u32(w, 0);
+		break;
+	case ARF_OP_XATTR_REMOVE:
+		arf_proto_put_fh(w, &fh2);
+		arf_proto_put_bytes(w, "user.comment", 12);
 		break;
 	default: /* STATFS, STATUS: credentials only */
 		break;
@@ -196,6 +244,20 @@ static void proto(const char *dir)
 	arf_proto_wr_init(&w);
 	arf_proto_put_info(&w, &info);
 	seed(dir, "info", NOPS + 5, &w);
+	arf_proto_wr_free(&w);
+
+	arf_proto_wr_init(&w);
+	struct arf_proto_lock_hdr lh = { ARF_LOCK_R_CONFLICT, 7, 30000, 5ull << 40 | 9 };
+	arf_proto_put_lock_hdr(&w, &lh);
+	arf_proto_put_u32(&w, ARF_LOCK_WR);
+	arf_proto_put_u64(&w, 0);
+	arf_proto_put_u64(&w, 99);
+	arf_proto_put_u32(&w, 4242);
+	arf_proto_put_u32(&w, 1);
+	arf_proto_put_u32(&w, ARF_LOCK_RD);
+	arf_proto_put_u64(&w, 100);
+	arf_proto_put_u64(&w, ARF_LOCK_EOF);
+	seed(dir, "reply-lock", NOPS + 6, &w);
 	arf_proto_wr_free(&w);
 }
 
