@@ -325,7 +325,7 @@ int arfd_p_xattr_get(struct arfd_req *q)
 	int rc;
 
 	arf_proto_get_fh(q->r, &fh);
-	const char *name = (const char *)arf_proto_get_bytes(q->r, 4096, &n);
+	const char *name = arf_proto_get_name(q->r, &n);
 	uint32_t size = arf_proto_get_u32(q->r);
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
@@ -402,7 +402,7 @@ int arfd_p_xattr_set(struct arfd_req *q)
 	int rc, keep = 1;
 
 	arf_proto_get_fh(q->r, &fh);
-	const char *name = (const char *)arf_proto_get_bytes(q->r, 4096, &n);
+	const char *name = arf_proto_get_name(q->r, &n);
 	const uint8_t *val = arf_proto_get_bytes(q->r, UINT32_MAX, &vlen);
 	uint32_t flags = arf_proto_get_u32(q->r);
 	if (!arf_proto_rd_done(q->r))
@@ -464,7 +464,7 @@ int arfd_p_xattr_remove(struct arfd_req *q)
 	int rc;
 
 	arf_proto_get_fh(q->r, &fh);
-	const char *name = (const char *)arf_proto_get_bytes(q->r, 4096, &n);
+	const char *name = arf_proto_get_name(q->r, &n);
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
 	struct arf_meta_inode *in = live(d, fh.ino, fh.gen);

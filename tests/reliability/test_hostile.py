@@ -179,7 +179,18 @@ REQUESTS = {
     0x115: ["fh", "name", "fh", "name", "u32"], 0x116: ["fh", "fh", "name"],
     0x117: ["fh", "name", "bytes"], 0x118: ["fh", "setattr"], 0x119: ["fh", "u64", "bytes"],
     0x11a: ["fh"], 0x120: [], 0x121: [], 0x130: ["bytes"], 0x131: ["hash", "u32", "bytes"],
+    # locks: LOCK's request (client, lease, owner, pid, kind, type, flags,
+    # start, end, wait id, wait ms), UNLOCK, LOCK_RENEW, LOCK_CANCEL
+    0x123: ["fh", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u64", "u64", "u64", "u32"],
+    0x124: ["fh", "u64", "u64", "u64", "u32", "u64", "u64"], 0x125: ["u64", "u64", "u32"],
+    0x126: ["u64", "u64"],
+    # extended attributes: GET, SET, LIST, REMOVE
+    0x128: ["fh", "name", "u32"], 0x129: ["fh", "name", "bytes", "u32"], 0x12a: ["fh", "u32"],
+    0x12b: ["fh", "name"],
 }
+# kinds whose body may end with one more field: CREATE, MKDIR and MKNOD's
+# umask (4 bytes), which "trailing" garbage must not be mistaken for
+OPTIONAL_TAIL = {0x110: 4, 0x111: 4, 0x112: 4}
 PROG_OPS = (0x130, 0x131)
 
 
@@ -249,7 +260,10 @@ def garbled_body(op, rng):
     if how == "cut":
         return how, body[:rng.randrange(len(body))]
     if how == "trailing":
-        return how, body + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 17)))
+        n = rng.randrange(1, 17)
+        if n == OPTIONAL_TAIL.get(op):
+            n += 1
+        return how, body + bytes(rng.randrange(256) for _ in range(n))
     if how == "groups":
         return how, struct.pack("<III", 0, 0, rng.randrange(17, 1 << 32)) + body[12:]
     if how == "noise":
