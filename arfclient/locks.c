@@ -8,8 +8,9 @@
  * the ranges the server's last answer listed, newest answer winning by the
  * server's sequence number -- because after a restart of arfd it must
  * reclaim exactly that, in the grace period (NFSv4's reclaim), before
- * anything else it asks about locks.  While it holds any lock a thread
- * renews its lease every third of the lease; an answer that names another
+ * anything else it asks about locks.  While it holds or waits for any lock
+ * a thread renews its lease every third of the lease (a waiting request is
+ * no renewal: it may wait for long); an answer that names another
  * lease than the one the client holds, on the same server incarnation,
  * means the lease ran out (the client was cut off or stopped for longer)
  * and its locks were released: the files concerned are marked lost, and
