@@ -460,14 +460,9 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 	if ((rc = arfd_control_start(d, err, errlen)))
 		return rc;
 
+	/* the pid file before the port file: whoever waits for the port (the
+	 * tests, scripts) then finds the pid file current too */
 	char buf[64];
-	if (d->cfg.port_file[0]) {
-		snprintf(buf, sizeof(buf), "%u\n", arf_net_server_port(d->net));
-		if ((rc = write_file(d->cfg.port_file, buf))) {
-			snprintf(err, errlen, "port file %s: %s", d->cfg.port_file, strerror(-rc));
-			return rc;
-		}
-	}
 	if (d->cfg.pid_file[0]) {
 		snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
 		if ((rc = write_file(d->cfg.pid_file, buf))) {
@@ -475,6 +470,13 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 			return rc;
 		}
 		d->pid_file_written = 1;
+	}
+	if (d->cfg.port_file[0]) {
+		snprintf(buf, sizeof(buf), "%u\n", arf_net_server_port(d->net));
+		if ((rc = write_file(d->cfg.port_file, buf))) {
+			snprintf(err, errlen, "port file %s: %s", d->cfg.port_file, strerror(-rc));
+			return rc;
+		}
 	}
 	char where[400] = "";
 	if (d->cfg.listen[0])
