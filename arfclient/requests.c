@@ -174,6 +174,31 @@ void arf_change_wcc(arf_client *c, struct arf_proto_rd *r)
 	}
 }
 
+/* The objs part after a wcc (UNLINK, RMDIR, RENAME): what became of the
+ * files the names named, dropped from the cache or refreshed in it. */
+static void change_objs(arf_client *c, struct arf_proto_rd *r)
+{
+	if (r->err || r->pos == r->len)
+		return; /* an older server */
+	uint32_t n = arf_proto_get_u32(r);
+	for (uint32_t i = 0; i < n && i < ARF_PROTO_MAX_WCC && !r->err; i++) {
+		struct arf_proto_fh fh;
+		struct arf_proto_attr a = { 0 };
+		struct arf_stat st;
+		arf_proto_get_fh(r, &fh);
+		uint32_t live = arf_proto_get_u32(r);
+		if (live)
+			arf_proto_get_attr(r, &a);
+		if (r->err)
+			break;
+		arf_stat_from_proto(&a, &st);
+		if (live && st.ino == fh.ino && st.gen == fh.gen)
+			arf_icache_update_stat(c, &st);
+		else
+			arf_icache_drop(c, fh.ino);
+	}
+}
+
 /* A request whose reply is an attr (when out is given), then the wcc of a
  * change of names (when wcc); rn: see replay_done. */
 static int req_attr_rn(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out,
@@ -204,6 +229,8 @@ static int req_attr_rn(arf_client *c, uint16_t op, struct arf_proto_wr *w, struc
 		}
 		if (!rc && wcc)
 			arf_change_wcc(c, &r);
+		if (!rc && (op == ARF_OP_UNLINK || op == ARF_OP_RMDIR || op == ARF_OP_RENAME))
+			change_objs(c, &r);
 	}
 	arf_net_buf_free(&resp);
 	return rc;
@@ -411,14 +438,6 @@ int arf_rename(arf_client *c, uint64_t odir, uint32_t ogen, const char *oname, u
 	arf_proto_put_u32(&w, flags);
 	arf_icache_drop(c, odir);
 	arf_icache_drop(c, ndir);
-	/* the file moved gets a new ctime, one it replaces a lower link count */
-	uint64_t child;
-	uint32_t cgen;
-	uint8_t type;
-	if (arf_ecache_get(c, odir, oname, olen, &child, &cgen, &type) == 0)
-		arf_icache_drop(c, child);
-	if (arf_ecache_get(c, ndir, nname, nlen, &child, &cgen, &type) == 0)
-		arf_icache_drop(c, child);
 	arf_ecache_drop(c, odir, oname, olen);
 	arf_ecache_drop(c, ndir, nname, nlen);
 	return req_attr_rn(c, ARF_OP_RENAME, &w, NULL, NULL, 1);

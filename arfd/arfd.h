@@ -146,9 +146,16 @@ struct arfd_wcc {
 	uint32_t n;
 	struct arf_proto_fh fh[2];
 	int64_t pre[2];
+	int objs;                    /* the reply has an objs part (UNLINK, RMDIR, RENAME) */
+	uint32_t nobj;
+	struct arf_proto_fh obj[2];  /* the files the names named before the change */
 };
 void arfd_wcc_pre(struct arfd_req *q, struct arfd_wcc *x, const struct arf_proto_fh *a,
 		  const struct arf_proto_fh *b);
+/* Also report, after the wcc, what becomes of the file name names in dir
+ * now (an objs part: arf_proto.h); call once per name, after arfd_wcc_pre. */
+void arfd_wcc_obj(struct arfd_req *q, struct arfd_wcc *x, const struct arf_proto_fh *dir,
+		  const char *name, uint32_t nlen);
 int arfd_wcc_reply(struct arfd_req *q, int rc, const struct arfd_wcc *x);
 /* CREATE_WRITE and COPY (the table's entries for them). */
 int arfd_proc_create_write(struct arfd_req *q);

@@ -253,7 +253,8 @@ static int p_mknod(struct arfd_req *q)
 			      &x);
 }
 
-/* unlink and rmdir: (directory, name); the reply is the directory's wcc. */
+/* unlink and rmdir: (directory, name); the reply is the directory's wcc
+ * and what became of the file. */
 static int remove_name(struct arfd_req *q, int dir)
 {
 	struct arf_proto_fh fh;
@@ -265,6 +266,7 @@ static int remove_name(struct arfd_req *q, int dir)
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
 	arfd_wcc_pre(q, &x, &fh, NULL);
+	arfd_wcc_obj(q, &x, &fh, name, nlen);
 	return arfd_wcc_reply(q, (dir ? arf_ops_rmdir : arf_ops_unlink)(&q->d->fs, q->cr, fh.ino,
 									   fh.gen, name, nlen), &x);
 }
@@ -293,6 +295,8 @@ static int p_rename(struct arfd_req *q)
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
 	arfd_wcc_pre(q, &x, &fh, &fh2);
+	arfd_wcc_obj(q, &x, &fh, name, nlen);
+	arfd_wcc_obj(q, &x, &fh2, name2, nlen2);
 	return arfd_wcc_reply(q, arf_ops_rename(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen,
 						fh2.ino, fh2.gen, name2, nlen2, flags), &x);
 }

@@ -26,6 +26,8 @@ void arfd_wcc_pre(struct arfd_req *q, struct arfd_wcc *x, const struct arf_proto
 	struct arf_ops_attr at;
 
 	x->n = 0;
+	x->objs = 0;
+	x->nobj = 0;
 	for (int i = 0; i < 2; i++) {
 		const struct arf_proto_fh *fh = i ? b : a;
 		if (!fh || (i && fh->ino == a->ino && fh->gen == a->gen))
@@ -35,6 +37,19 @@ void arfd_wcc_pre(struct arfd_req *q, struct arfd_wcc *x, const struct arf_proto
 		x->fh[x->n] = *fh;
 		x->pre[x->n] = at.ctime_ns;
 		x->n++;
+	}
+}
+
+void arfd_wcc_obj(struct arfd_req *q, struct arfd_wcc *x, const struct arf_proto_fh *dir,
+		  const char *name, uint32_t nlen)
+{
+	struct arf_ops_attr at;
+
+	x->objs = 1;
+	if (x->nobj < 2 && !arf_ops_lookup(&q->d->fs, q->cr, dir->ino, dir->gen, name, nlen, &at)) {
+		x->obj[x->nobj].ino = at.ino;
+		x->obj[x->nobj].gen = at.gen;
+		x->nobj++;
 	}
 }
 
@@ -55,6 +70,19 @@ int arfd_wcc_reply(struct arfd_req *q, int rc, const struct arfd_wcc *x)
 		n++;
 	}
 	arf_proto_put_wcc(q->w, v, n);
+	if (x->objs) {
+		arf_proto_put_u32(q->w, x->nobj);
+		for (uint32_t i = 0; i < x->nobj; i++) {
+			int live = !arf_ops_getattr(&q->d->fs, x->obj[i].ino, x->obj[i].gen, &at);
+			arf_proto_put_fh(q->w, &x->obj[i]);
+			arf_proto_put_u32(q->w, (uint32_t)live);
+			if (live) {
+				struct arf_proto_attr p;
+				ARF_META_ATTR_COPY(&p, &at);
+				arf_proto_put_attr(q->w, &p);
+			}
+		}
+	}
 	return 0;
 }
 

@@ -213,7 +213,7 @@ int arf_fuse_run(struct arf_fuse_opts *o, int ready_fd)
 	if (rc)
 		goto fail;
 	rc = arf_fuse_nodes_init(fs, &root);
-	if (rc) {
+	if (rc || (rc = arf_fuse_names_init(fs))) {
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
 	}
@@ -267,6 +267,7 @@ out:
 	else if (fs && fs->table)
 		arf_fuse_hidden_cleanup(fs);
 	if (fs) {
+		arf_fuse_names_fini(fs);
 		arf_fuse_nodes_fini(fs);
 		if (fs->cf != fs->c)
 			arf_close(fs->cf);

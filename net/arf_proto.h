@@ -43,9 +43,9 @@ enum arf_proto_op {
 	ARF_OP_CREATE   = 0x110, /* fh, name, u32 mode, u32 excl -> attr, wcc */
 	ARF_OP_MKDIR    = 0x111, /* fh, name, u32 mode -> attr, wcc */
 	ARF_OP_MKNOD    = 0x112, /* fh, name, u32 mode, u64 rdev -> attr, wcc */
-	ARF_OP_UNLINK   = 0x113, /* fh, name -> wcc */
-	ARF_OP_RMDIR    = 0x114, /* fh, name -> wcc */
-	ARF_OP_RENAME   = 0x115, /* fh, name, fh, name, u32 flags -> wcc */
+	ARF_OP_UNLINK   = 0x113, /* fh, name -> wcc, objs */
+	ARF_OP_RMDIR    = 0x114, /* fh, name -> wcc, objs */
+	ARF_OP_RENAME   = 0x115, /* fh, name, fh, name, u32 flags -> wcc, objs */
 	ARF_OP_LINK     = 0x116, /* fh, fh(dir), name -> attr, wcc */
 	ARF_OP_SYMLINK  = 0x117, /* fh, name, bytes(target) -> attr, wcc */
 	ARF_OP_SETATTR  = 0x118, /* fh, setattr -> attr */
@@ -119,7 +119,10 @@ struct arf_proto_setattr {
  * between.  The "wcc" of a reply above: u32 n (1, or 2 for a rename
  * between two directories; 0 when a directory vanished), then n of these.
  * It follows the reply's older fields, so a reader that stops before it
- * loses nothing.
+ * loses nothing.  The "objs" after it say what became of the files the
+ * names named before (the one removed; for a rename the one moved and the
+ * one replaced): u32 n (0..2), then n x { fh, u32 live, attr when live },
+ * so a client drops or refreshes what it cached of them.
  */
 #define ARF_PROTO_MAX_WCC 2u
 struct arf_proto_wcc {
