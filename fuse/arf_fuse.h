@@ -213,13 +213,14 @@ void arf_fuse_hidden_cleanup(struct arf_fuse *fs);
 int arf_fuse_revalidate(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_node *n,
 			int *keep_cache);
 
-/* handlers: ops_node.c, ops_ns.c, ops_file.c, ops_dir.c, xattr.c, ioctl.c */
+/* handlers: ops_node.c, ops_ns.c, ops_file.c, ops_dir.c, xattr.c, ioctl.c, ops_copy.c */
 void arf_fuse_ops_node(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_ns(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_file(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_dir(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_xattr(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_ioctl(struct fuse_lowlevel_ops *ops); /* ioctl.c: ARF_IOC_CRED */
+void arf_fuse_ops_copy(struct fuse_lowlevel_ops *ops);  /* ops_copy.c: copy_file_range */
 
 static inline struct arf_fuse *arf_fuse_of(fuse_req_t req)
 {
