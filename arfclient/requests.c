@@ -3,6 +3,7 @@
  * libarf requests: every mutation, and the fallback for reads, is one
  * request carrying the caller's credentials, counted by kind.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <stdlib.h>
@@ -269,6 +270,20 @@ static int dir_name_begin(arf_client *c, struct arf_proto_wr *w, uint64_t dir, u
 	return 0;
 }
 
+/* A request that makes name in dir: its reply names the new entry, which
+ * the entry cache keeps (the kernel looks a rename's target up again,
+ * and a name just made is often used at once).  tmp: out's stand-in. */
+static int req_made(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out,
+		    const struct replay_name *rn, uint64_t dir, const char *name, size_t len)
+{
+	struct arf_stat tmp;
+	struct arf_stat *st = out ? out : &tmp;
+	int rc = req_attr_rn(c, op, w, st, rn, 1);
+	if (!rc)
+		arf_ecache_put(c, dir, name, len, st->ino, st->gen, (uint8_t)IFTODT(st->mode));
+	return rc;
+}
+
 int arf_req_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
 {
 	struct arf_proto_wr w;
@@ -366,7 +381,7 @@ int arf_create(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uin
 	arf_proto_put_u32(&w, mode);
 	arf_proto_put_u32(&w, exclusive ? 1 : 0);
 	struct replay_name rn = { dir, dgen, name, S_IFREG, 0 };
-	return req_attr_rn(c, ARF_OP_CREATE, &w, out, exclusive ? &rn : NULL, 1);
+	return req_made(c, ARF_OP_CREATE, &w, out, exclusive ? &rn : NULL, dir, name, len);
 }
 
 int arf_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
@@ -379,7 +394,7 @@ int arf_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 		return rc;
 	arf_proto_put_u32(&w, mode);
 	struct replay_name rn = { dir, dgen, name, S_IFDIR, 0 };
-	return req_attr_rn(c, ARF_OP_MKDIR, &w, out, &rn, 1);
+	return req_made(c, ARF_OP_MKDIR, &w, out, &rn, dir, name, len);
 }
 
 int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
@@ -393,7 +408,7 @@ int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 	arf_proto_put_u32(&w, mode);
 	arf_proto_put_u64(&w, rdev);
 	struct replay_name rn = { dir, dgen, name, mode & S_IFMT, 0 };
-	return req_attr_rn(c, ARF_OP_MKNOD, &w, out, &rn, 1);
+	return req_made(c, ARF_OP_MKNOD, &w, out, &rn, dir, name, len);
 }
 
 static int req_dir_name(arf_client *c, uint16_t op, uint64_t dir, uint32_t dgen, const char *name)
@@ -438,9 +453,16 @@ int arf_rename(arf_client *c, uint64_t odir, uint32_t ogen, const char *oname, u
 	arf_proto_put_u32(&w, flags);
 	arf_icache_drop(c, odir);
 	arf_icache_drop(c, ndir);
+	uint64_t child = 0;
+	uint32_t cgen = 0;
+	uint8_t type = 0;
+	int moved = arf_ecache_get(c, odir, oname, olen, &child, &cgen, &type) == 0;
 	arf_ecache_drop(c, odir, oname, olen);
 	arf_ecache_drop(c, ndir, nname, nlen);
-	return req_attr_rn(c, ARF_OP_RENAME, &w, NULL, NULL, 1);
+	rc = req_attr_rn(c, ARF_OP_RENAME, &w, NULL, NULL, 1);
+	if (!rc && moved && !(flags & ~ARF_RENAME_NOREPLACE)) /* not an exchange */
+		arf_ecache_put(c, ndir, nname, nlen, child, cgen, type); /* the name moved with it */
+	return rc;
 }
 
 int arf_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t dgen,
@@ -458,7 +480,7 @@ int arf_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t d
 	arf_icache_drop(c, dir);
 	arf_icache_drop(c, ino);
 	struct replay_name rn = { dir, dgen, name, 0, ino };
-	return req_attr_rn(c, ARF_OP_LINK, &w, out, &rn, 1);
+	return req_made(c, ARF_OP_LINK, &w, out, &rn, dir, name, len);
 }
 
 int arf_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, const char *target,
@@ -471,7 +493,7 @@ int arf_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, co
 		return rc;
 	arf_proto_put_bytes(&w, target, (uint32_t)strlen(target));
 	struct replay_name rn = { dir, dgen, name, S_IFLNK, 0 };
-	return req_attr_rn(c, ARF_OP_SYMLINK, &w, out, &rn, 1);
+	return req_made(c, ARF_OP_SYMLINK, &w, out, &rn, dir, name, len);
 }
 
 int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_setattr *sa,

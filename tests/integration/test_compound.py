@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""libarf's compound calls against a real arfd (arf-compound): arf_create_write makes a small file whole in one round
-trip and takes it back when a later step fails; arf_copy copies on the
-server as copy_file_range(2) says, with few bytes on the wire.  And
-`arfctl cp`, which uses it."""
+"""libarf's compound calls against a real arfd (arf-compound):
+arf_create_write makes a small file whole in one round trip and takes it
+back when a later step fails; arf_copy copies on the server as
+copy_file_range(2) says, with few bytes on the wire.  And `arfctl cp`,
+which uses it."""
 import json
 import os
 import sys
-import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
