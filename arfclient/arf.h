@@ -333,7 +333,8 @@ ssize_t arf_copy(arf_client *c, uint64_t src, uint32_t sgen, uint64_t soff, uint
  * pre_ctime_ns matches it, that no one else changed the directory in
  * between (arf-fuse keeps the names of such directories this way).  Set by
  * arf_create, arf_mkdir, arf_mknod, arf_symlink, arf_link, arf_unlink,
- * arf_rmdir, arf_rename and arf_create_write when they succeed; any other
+ * arf_rmdir, arf_rename and arf_create_write when they succeed, and by
+ * arf_setattr of a directory (the directory itself); any other
  * outcome, or another thread, leaves n = 0.  Returns 0, or -ENOENT when
  * this thread's last such call on c told nothing (out->n = 0 then).
  */

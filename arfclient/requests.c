@@ -507,7 +507,7 @@ int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_seta
 	put_fh(&w, ino, gen);
 	arf_proto_put_setattr(&w, &ps);
 	arf_icache_drop(c, ino);
-	return req_attr(c, ARF_OP_SETATTR, &w, out ? out : &tmp);
+	return req_attr_rn(c, ARF_OP_SETATTR, &w, out ? out : &tmp, NULL, 1);
 }
 
 int arf_fsync(arf_client *c, uint64_t ino, uint32_t gen)

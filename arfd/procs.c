@@ -339,6 +339,7 @@ static int p_symlink(struct arfd_req *q)
 
 static int p_setattr(struct arfd_req *q)
 {
+	struct arfd_wcc x;
 	struct arf_proto_fh fh;
 	struct arf_proto_setattr ps;
 	struct arf_ops_setattr sa;
@@ -355,7 +356,9 @@ static int p_setattr(struct arfd_req *q)
 	sa.size = ps.size;
 	sa.atime_ns = ps.atime_ns;
 	sa.mtime_ns = ps.mtime_ns;
-	return reply_attr(q->w, arf_ops_setattr(&q->d->fs, q->cr, fh.ino, fh.gen, &sa, &a), &a);
+	arfd_wcc_pre(q, &x, &fh, NULL); /* a directory's own wcc: its names stay known */
+	return arfd_wcc_reply(q, reply_attr(q->w, arf_ops_setattr(&q->d->fs, q->cr, fh.ino, fh.gen,
+								    &sa, &a), &a), &x);
 }
 
 static int p_write(struct arfd_req *q)

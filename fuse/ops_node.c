@@ -137,10 +137,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		arf_set_thread_cred(&((struct arf_fuse_file *)(uintptr_t)fi->fh)->cred);
 	else
 		arf_fuse_cred_set(req);
-	if (sa.valid) /* only ctime or kill-suid bits asked for: nothing to send */
+	if (sa.valid) { /* only ctime or kill-suid bits asked for: nothing to send */
 		rc = arf_setattr(fs->c, n->ino, n->gen, &sa, &a);
-	else
+		/* a directory's ctime moves: names.c follows it (its wcc) */
+		struct arf_fuse_names_change ch = { n->ino, n->gen, NULL, NULL };
+		arf_fuse_names_after(fs, rc, &ch, 1);
+	} else {
 		rc = arf_getattr(fs->c, n->ino, n->gen, &a);
+	}
 	if (rc) {
 		fuse_reply_err(req, arf_fuse_errno_fh(rc));
 		return;

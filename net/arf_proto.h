@@ -48,7 +48,7 @@ enum arf_proto_op {
 	ARF_OP_RENAME   = 0x115, /* fh, name, fh, name, u32 flags -> wcc, objs */
 	ARF_OP_LINK     = 0x116, /* fh, fh(dir), name -> attr, wcc */
 	ARF_OP_SYMLINK  = 0x117, /* fh, name, bytes(target) -> attr, wcc */
-	ARF_OP_SETATTR  = 0x118, /* fh, setattr -> attr */
+	ARF_OP_SETATTR  = 0x118, /* fh, setattr -> attr, wcc (of fh itself, when a directory) */
 	ARF_OP_WRITE    = 0x119, /* fh, u64 off, bytes -> u32 written, attr */
 	ARF_OP_FSYNC    = 0x11a, /* fh -> - */
 	/* A new regular file with its bytes and attributes (setattr: mode, uid,
