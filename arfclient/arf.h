@@ -286,6 +286,66 @@ int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_seta
 		struct arf_stat *out);
 /** Make the file's acknowledged writes durable (as NFS COMMIT). */
 int arf_fsync(arf_client *c, uint64_t ino, uint32_t gen);
+
+/**
+ * A new regular file named name in (dir, dgen), holding len bytes of data
+ * (at most the server's max_io, 4 MiB), with the attributes of sa (may be
+ * NULL) applied after the write: ARF_SET_MODE, _UID, _GID, _ATIME, _MTIME
+ * and the _NOW forms, checked as arf_setattr checks them for the caller.
+ * One request and one server transaction for what open(O_CREAT|O_EXCL),
+ * write, fchown, fchmod, futimens and close cost on their own: tar, rsync
+ * and git write many small files.  Always exclusive.  A failure after the
+ * file was made (-ENOSPC part-way through the data, -EPERM from sa) removes
+ * it again, so a failing call leaves no name.  out (may be NULL): the
+ * file's attributes at the end.  Errors: -EEXIST, -EINVAL (ARF_SET_SIZE in
+ * sa, or len past max_io), and those of arf_create, arf_write and
+ * arf_setattr; -ENOSYS from a server without it.
+ */
+int arf_create_write(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
+		     const void *data, size_t len, const struct arf_setattr *sa,
+		     struct arf_stat *out);
+
+/**
+ * Server-side copy, as copy_file_range(2) and NFS 4.2's COPY: up to len
+ * bytes of regular file (src, sgen) from soff into regular file (dst, dgen)
+ * at doff, copied block by block inside arfd (the bytes never cross the
+ * network; a few small requests do, one per ARF_COPY_CHUNK bytes).  Blocks
+ * are copied, never shared; a hole in src stays a hole in dst unless dst
+ * had data there.  Returns the count copied: less than len only at src's
+ * end (0 at or past it) or when space ran out part-way.  Read permission
+ * on src and write permission on dst, as for arf_read and arf_write.
+ * flags must be 0.  Errors: -EINVAL (one file and overlapping ranges, not
+ * a regular file, flags), -EISDIR, -EFBIG (doff at or past 16 TiB),
+ * -EOVERFLOW (an offset plus len past 2^64), -ENOSPC (nothing copied),
+ * -EACCES, -ESTALE; -ENOSYS from a server without it.  *dst_st (may be
+ * NULL): dst's attributes after the copy.
+ */
+#define ARF_COPY_CHUNK (8u << 20)
+ssize_t arf_copy(arf_client *c, uint64_t src, uint32_t sgen, uint64_t soff, uint64_t dst,
+		 uint32_t dgen, uint64_t doff, size_t len, unsigned flags, struct arf_stat *dst_st);
+
+/**
+ * What the calling thread's last change of names on c did to the
+ * directories it changed, as the server reported it with the reply (NFSv3's
+ * wcc_data): each directory's ctime just before the change and its
+ * attributes just after, read under the same lock as the change.  A caller
+ * that kept a directory's ctime from an earlier reply knows, when
+ * pre_ctime_ns matches it, that no one else changed the directory in
+ * between (arf-fuse keeps the names of such directories this way).  Set by
+ * arf_create, arf_mkdir, arf_mknod, arf_symlink, arf_link, arf_unlink,
+ * arf_rmdir, arf_rename and arf_create_write when they succeed, and by
+ * arf_setattr of a directory (the directory itself); any other
+ * outcome, or another thread, leaves n = 0.  Returns 0, or -ENOENT when
+ * this thread's last such call on c told nothing (out->n = 0 then).
+ */
+struct arf_dir_change {
+	uint32_t n;                /**< directories: 1, or 2 for a rename between two */
+	struct {
+		int64_t pre_ctime_ns;  /**< its ctime just before the change */
+		struct arf_stat post;  /**< its attributes just after (post.ino, post.gen name it) */
+	} dir[2];
+};
+int arf_last_dir_change(arf_client *c, struct arf_dir_change *out);
 /** access(2) check on the server: mask of R_OK|W_OK|X_OK. */
 int arf_access(arf_client *c, uint64_t ino, uint32_t gen, int mask);
 
@@ -399,7 +459,7 @@ enum arf_fallback_reason {
 };
 const char *arf_fallback_reason_name(int reason);
 
-#define ARF_NKINDS 23
+#define ARF_NKINDS 25
 /** Name of request kind i (0 <= i < ARF_NKINDS), as counted below. */
 const char *arf_request_kind_name(int i);
 

@@ -31,7 +31,10 @@
 struct arf_icache_ent {
 	uint64_t ino;                /* 0 = empty */
 	uint64_t stamp_ms;           /* when validated */
-	struct arf_meta_inode inode; /* validated copy */
+	int attrs_only;              /* only st holds: attributes a reply carried, no
+				      * block map or listing fields (arf_getattr's alone) */
+	struct arf_stat st;          /* attrs_only: the attributes */
+	struct arf_meta_inode inode; /* !attrs_only: validated copy */
 };
 
 struct arf_ecache_ent {
@@ -134,6 +137,11 @@ int arf_req_as(arf_client *c, uint16_t op, const struct arf_proto_wr *args,
 	       struct arf_net_buf *resp, int *resent, const struct arf_proto_cred *as);
 int arf_req_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, size_t len,
 		   struct arf_stat *out);
+/* The thread's record of its last change of names (arf_last_dir_change):
+ * arf_change_begin clears it before a change is sent; arf_change_wcc reads
+ * a reply's wcc into it and caches each directory's new attributes. */
+void arf_change_begin(arf_client *c);
+void arf_change_wcc(arf_client *c, struct arf_proto_rd *r);
 int arf_req_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
 ssize_t arf_req_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len);
 int arf_req_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap);
@@ -181,7 +189,13 @@ void arf_cache_clear(arf_client *c);
 int arf_icache_get(arf_client *c, uint64_t ino, uint32_t gen, struct arf_meta_inode *out);
 void arf_icache_put(arf_client *c, const struct arf_meta_inode *in);
 void arf_icache_drop(arf_client *c, uint64_t ino);
-void arf_icache_update_stat(arf_client *c, const struct arf_stat *st); /* drop if changed */
+/* A reply carried st, the file's attributes as the server had them then:
+ * a cached copy that disagrees gives way to them, kept as attributes alone
+ * (arf_icache_get no longer returns it; arf_icache_get_stat does) unless
+ * the cache holds something newer (a later ctime). */
+void arf_icache_update_stat(arf_client *c, const struct arf_stat *st);
+/* Cached attributes of (ino, gen), from either kind of entry: 0 or -1. */
+int arf_icache_get_stat(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
 int arf_ecache_get(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t *child,
 		   uint32_t *gen, uint8_t *type);
 void arf_ecache_put(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t child,

@@ -3,6 +3,7 @@
  * libarf requests: every mutation, and the fallback for reads, is one
  * request carrying the caller's credentials, counted by kind.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <stdlib.h>
@@ -134,12 +135,80 @@ static int replay_done(arf_client *c, uint16_t op, int rc, const struct replay_n
 	}
 }
 
-/* A request whose reply is an attr (or nothing); rn: see replay_done. */
+/* The calling thread's last change of names (arf_last_dir_change). */
+static __thread const arf_client *tls_change_c;
+static __thread struct arf_dir_change tls_change;
+
+int arf_last_dir_change(arf_client *c, struct arf_dir_change *out)
+{
+	if (tls_change_c != c || !tls_change.n) {
+		memset(out, 0, sizeof(*out));
+		return -ENOENT;
+	}
+	*out = tls_change;
+	return 0;
+}
+
+void arf_change_begin(arf_client *c)
+{
+	tls_change_c = c;
+	tls_change.n = 0;
+}
+
+void arf_change_wcc(arf_client *c, struct arf_proto_rd *r)
+{
+	struct arf_proto_wcc v[ARF_PROTO_MAX_WCC];
+	uint32_t n = arf_proto_get_wcc(r, v, ARF_PROTO_MAX_WCC);
+
+	tls_change_c = c;
+	tls_change.n = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct arf_stat st;
+		arf_stat_from_proto(&v[i].post, &st);
+		if (st.ino != v[i].dir.ino || st.gen != v[i].dir.gen)
+			continue; /* not the directory it names: believe none of it */
+		tls_change.dir[tls_change.n].pre_ctime_ns = v[i].pre_ctime_ns;
+		tls_change.dir[tls_change.n].post = st;
+		tls_change.n++;
+		/* the kernel asks for a changed directory's attributes next: have them */
+		arf_icache_update_stat(c, &st);
+	}
+}
+
+/* The objs part after a wcc (UNLINK, RMDIR, RENAME): what became of the
+ * files the names named, dropped from the cache or refreshed in it. */
+static void change_objs(arf_client *c, struct arf_proto_rd *r)
+{
+	if (r->err || r->pos == r->len)
+		return; /* an older server */
+	uint32_t n = arf_proto_get_u32(r);
+	for (uint32_t i = 0; i < n && i < ARF_PROTO_MAX_WCC && !r->err; i++) {
+		struct arf_proto_fh fh;
+		struct arf_proto_attr a = { 0 };
+		struct arf_stat st;
+		arf_proto_get_fh(r, &fh);
+		uint32_t live = arf_proto_get_u32(r);
+		if (live)
+			arf_proto_get_attr(r, &a);
+		if (r->err)
+			break;
+		arf_stat_from_proto(&a, &st);
+		if (live && st.ino == fh.ino && st.gen == fh.gen)
+			arf_icache_update_stat(c, &st);
+		else
+			arf_icache_drop(c, fh.ino);
+	}
+}
+
+/* A request whose reply is an attr (when out is given), then the wcc of a
+ * change of names (when wcc); rn: see replay_done. */
 static int req_attr_rn(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out,
-		       const struct replay_name *rn)
+		       const struct replay_name *rn, int wcc)
 {
 	struct arf_net_buf resp;
 	int resent = 0;
+	if (wcc)
+		arf_change_begin(c);
 	int rc = arf_req_resent(c, op, w, &resp, &resent);
 	arf_proto_wr_free(w);
 	if (rc && resent && replay_done(c, op, rc, rn, out)) {
@@ -147,17 +216,22 @@ static int req_attr_rn(arf_client *c, uint16_t op, struct arf_proto_wr *w, struc
 		arf_net_buf_free(&resp);
 		return 0;
 	}
-	if (!rc && out) {
+	if (!rc && (out || wcc)) {
 		struct arf_proto_rd r;
 		struct arf_proto_attr a;
 		arf_proto_rd_init(&r, resp.data, resp.len);
-		arf_proto_get_attr(&r, &a);
-		if (r.err)
+		if (out)
+			arf_proto_get_attr(&r, &a);
+		if (r.err) {
 			rc = ARF_EPROTO;
-		else {
+		} else if (out) {
 			arf_stat_from_proto(&a, out);
 			arf_icache_update_stat(c, out);
 		}
+		if (!rc && wcc)
+			arf_change_wcc(c, &r);
+		if (!rc && (op == ARF_OP_UNLINK || op == ARF_OP_RMDIR || op == ARF_OP_RENAME))
+			change_objs(c, &r);
 	}
 	arf_net_buf_free(&resp);
 	return rc;
@@ -165,7 +239,7 @@ static int req_attr_rn(arf_client *c, uint16_t op, struct arf_proto_wr *w, struc
 
 static int req_attr(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out)
 {
-	return req_attr_rn(c, op, w, out, NULL);
+	return req_attr_rn(c, op, w, out, NULL, 0);
 }
 
 static void put_fh(struct arf_proto_wr *w, uint64_t ino, uint32_t gen)
@@ -194,6 +268,20 @@ static int dir_name_begin(arf_client *c, struct arf_proto_wr *w, uint64_t dir, u
 	arf_proto_put_bytes(w, name, (uint32_t)*len);
 	arf_icache_drop(c, dir);
 	return 0;
+}
+
+/* A request that makes name in dir: its reply names the new entry, which
+ * the entry cache keeps (the kernel looks a rename's target up again,
+ * and a name just made is often used at once).  tmp: out's stand-in. */
+static int req_made(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out,
+		    const struct replay_name *rn, uint64_t dir, const char *name, size_t len)
+{
+	struct arf_stat tmp;
+	struct arf_stat *st = out ? out : &tmp;
+	int rc = req_attr_rn(c, op, w, st, rn, 1);
+	if (!rc)
+		arf_ecache_put(c, dir, name, len, st->ino, st->gen, (uint8_t)IFTODT(st->mode));
+	return rc;
 }
 
 int arf_req_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
@@ -293,7 +381,7 @@ int arf_create(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uin
 	arf_proto_put_u32(&w, mode);
 	arf_proto_put_u32(&w, exclusive ? 1 : 0);
 	struct replay_name rn = { dir, dgen, name, S_IFREG, 0 };
-	return req_attr_rn(c, ARF_OP_CREATE, &w, out, exclusive ? &rn : NULL);
+	return req_made(c, ARF_OP_CREATE, &w, out, exclusive ? &rn : NULL, dir, name, len);
 }
 
 int arf_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
@@ -306,7 +394,7 @@ int arf_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 		return rc;
 	arf_proto_put_u32(&w, mode);
 	struct replay_name rn = { dir, dgen, name, S_IFDIR, 0 };
-	return req_attr_rn(c, ARF_OP_MKDIR, &w, out, &rn);
+	return req_made(c, ARF_OP_MKDIR, &w, out, &rn, dir, name, len);
 }
 
 int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
@@ -320,7 +408,7 @@ int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 	arf_proto_put_u32(&w, mode);
 	arf_proto_put_u64(&w, rdev);
 	struct replay_name rn = { dir, dgen, name, mode & S_IFMT, 0 };
-	return req_attr_rn(c, ARF_OP_MKNOD, &w, out, &rn);
+	return req_made(c, ARF_OP_MKNOD, &w, out, &rn, dir, name, len);
 }
 
 static int req_dir_name(arf_client *c, uint16_t op, uint64_t dir, uint32_t dgen, const char *name)
@@ -331,7 +419,7 @@ static int req_dir_name(arf_client *c, uint16_t op, uint64_t dir, uint32_t dgen,
 	if (rc)
 		return rc;
 	arf_ecache_drop(c, dir, name, len);
-	return req_attr(c, op, &w, NULL);
+	return req_attr_rn(c, op, &w, NULL, NULL, 1);
 }
 
 int arf_unlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name)
@@ -365,9 +453,16 @@ int arf_rename(arf_client *c, uint64_t odir, uint32_t ogen, const char *oname, u
 	arf_proto_put_u32(&w, flags);
 	arf_icache_drop(c, odir);
 	arf_icache_drop(c, ndir);
+	uint64_t child = 0;
+	uint32_t cgen = 0;
+	uint8_t type = 0;
+	int moved = arf_ecache_get(c, odir, oname, olen, &child, &cgen, &type) == 0;
 	arf_ecache_drop(c, odir, oname, olen);
 	arf_ecache_drop(c, ndir, nname, nlen);
-	return req_attr(c, ARF_OP_RENAME, &w, NULL);
+	rc = req_attr_rn(c, ARF_OP_RENAME, &w, NULL, NULL, 1);
+	if (!rc && moved && !(flags & ~ARF_RENAME_NOREPLACE)) /* not an exchange */
+		arf_ecache_put(c, ndir, nname, nlen, child, cgen, type); /* the name moved with it */
+	return rc;
 }
 
 int arf_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t dgen,
@@ -385,7 +480,7 @@ int arf_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t d
 	arf_icache_drop(c, dir);
 	arf_icache_drop(c, ino);
 	struct replay_name rn = { dir, dgen, name, 0, ino };
-	return req_attr_rn(c, ARF_OP_LINK, &w, out, &rn);
+	return req_made(c, ARF_OP_LINK, &w, out, &rn, dir, name, len);
 }
 
 int arf_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, const char *target,
@@ -398,7 +493,7 @@ int arf_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, co
 		return rc;
 	arf_proto_put_bytes(&w, target, (uint32_t)strlen(target));
 	struct replay_name rn = { dir, dgen, name, S_IFLNK, 0 };
-	return req_attr_rn(c, ARF_OP_SYMLINK, &w, out, &rn);
+	return req_made(c, ARF_OP_SYMLINK, &w, out, &rn, dir, name, len);
 }
 
 int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_setattr *sa,
@@ -412,7 +507,7 @@ int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_seta
 	put_fh(&w, ino, gen);
 	arf_proto_put_setattr(&w, &ps);
 	arf_icache_drop(c, ino);
-	return req_attr(c, ARF_OP_SETATTR, &w, out ? out : &tmp);
+	return req_attr_rn(c, ARF_OP_SETATTR, &w, out ? out : &tmp, NULL, 1);
 }
 
 int arf_fsync(arf_client *c, uint64_t ino, uint32_t gen)

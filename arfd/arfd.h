@@ -137,6 +137,30 @@ struct arfd_proc {
 /* The procedure of a request kind; an unknown kind's answers ENOSYS.  Never NULL. */
 const struct arfd_proc *arfd_proc_find(uint16_t op);
 
+/* procs_compound.c: the directories a change of names changes, as the
+ * reply's wcc (arf_proto.h): arfd_wcc_pre notes each directory's ctime
+ * before the hook runs (a and b, b NULL or the same for one directory);
+ * arfd_wcc_reply, after it, appends their attributes when rc is 0 and
+ * returns rc. */
+struct arfd_wcc {
+	uint32_t n;
+	struct arf_proto_fh fh[2];
+	int64_t pre[2];
+	int objs;                    /* the reply has an objs part (UNLINK, RMDIR, RENAME) */
+	uint32_t nobj;
+	struct arf_proto_fh obj[2];  /* the files the names named before the change */
+};
+void arfd_wcc_pre(struct arfd_req *q, struct arfd_wcc *x, const struct arf_proto_fh *a,
+		  const struct arf_proto_fh *b);
+/* Also report, after the wcc, what becomes of the file name names in dir
+ * now (an objs part: arf_proto.h); call once per name, after arfd_wcc_pre. */
+void arfd_wcc_obj(struct arfd_req *q, struct arfd_wcc *x, const struct arf_proto_fh *dir,
+		  const char *name, uint32_t nlen);
+int arfd_wcc_reply(struct arfd_req *q, int rc, const struct arfd_wcc *x);
+/* CREATE_WRITE and COPY (the table's entries for them). */
+int arfd_proc_create_write(struct arfd_req *q);
+int arfd_proc_copy(struct arfd_req *q);
+
 /*
  * Lanes (lanes.c): the soft-NIC's callback queues a request in its kind's
  * lane, fairly by (connection, claimed uid); each lane's workers serve it.

@@ -201,6 +201,7 @@ static int p_cred_mint(struct arfd_req *q)
 
 static int p_create(struct arfd_req *q)
 {
+	struct arfd_wcc x;
 	struct arf_proto_fh fh;
 	struct arf_ops_attr a;
 	uint32_t nlen = 0;
@@ -210,12 +211,15 @@ static int p_create(struct arfd_req *q)
 	uint32_t mode = arf_proto_get_u32(q->r), excl = arf_proto_get_u32(q->r);
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
-	return reply_attr(q->w, arf_ops_create(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, mode,
-					       (int)excl, &a), &a);
+	arfd_wcc_pre(q, &x, &fh, NULL);
+	return arfd_wcc_reply(q, reply_attr(q->w, arf_ops_create(&q->d->fs, q->cr, fh.ino, fh.gen,
+								   name, nlen, mode, (int)excl, &a),
+					    &a), &x);
 }
 
 static int p_mkdir(struct arfd_req *q)
 {
+	struct arfd_wcc x;
 	struct arf_proto_fh fh;
 	struct arf_ops_attr a;
 	uint32_t nlen = 0;
@@ -225,12 +229,14 @@ static int p_mkdir(struct arfd_req *q)
 	uint32_t mode = arf_proto_get_u32(q->r);
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
-	return reply_attr(q->w, arf_ops_mkdir(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, mode,
-					      &a), &a);
+	arfd_wcc_pre(q, &x, &fh, NULL);
+	return arfd_wcc_reply(q, reply_attr(q->w, arf_ops_mkdir(&q->d->fs, q->cr, fh.ino, fh.gen,
+								  name, nlen, mode, &a), &a), &x);
 }
 
 static int p_mknod(struct arfd_req *q)
 {
+	struct arfd_wcc x;
 	struct arf_proto_fh fh;
 	struct arf_ops_attr a;
 	uint32_t nlen = 0;
@@ -241,21 +247,28 @@ static int p_mknod(struct arfd_req *q)
 	uint64_t rdev = arf_proto_get_u64(q->r);
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
-	return reply_attr(q->w, arf_ops_mknod(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, mode,
-					      rdev, &a), &a);
+	arfd_wcc_pre(q, &x, &fh, NULL);
+	return arfd_wcc_reply(q, reply_attr(q->w, arf_ops_mknod(&q->d->fs, q->cr, fh.ino, fh.gen,
+								  name, nlen, mode, rdev, &a), &a),
+			      &x);
 }
 
-/* unlink and rmdir: (directory, name); no reply body. */
+/* unlink and rmdir: (directory, name); the reply is the directory's wcc
+ * and what became of the file. */
 static int remove_name(struct arfd_req *q, int dir)
 {
 	struct arf_proto_fh fh;
+	struct arfd_wcc x;
 	uint32_t nlen = 0;
 
 	arf_proto_get_fh(q->r, &fh);
 	const char *name = arf_proto_get_name(q->r, &nlen);
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
-	return (dir ? arf_ops_rmdir : arf_ops_unlink)(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen);
+	arfd_wcc_pre(q, &x, &fh, NULL);
+	arfd_wcc_obj(q, &x, &fh, name, nlen);
+	return arfd_wcc_reply(q, (dir ? arf_ops_rmdir : arf_ops_unlink)(&q->d->fs, q->cr, fh.ino,
+									   fh.gen, name, nlen), &x);
 }
 
 static int p_unlink(struct arfd_req *q)
@@ -270,6 +283,7 @@ static int p_rmdir(struct arfd_req *q)
 
 static int p_rename(struct arfd_req *q)
 {
+	struct arfd_wcc x;
 	struct arf_proto_fh fh, fh2;
 	uint32_t nlen = 0, nlen2 = 0;
 
@@ -280,12 +294,16 @@ static int p_rename(struct arfd_req *q)
 	uint32_t flags = arf_proto_get_u32(q->r);
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
-	return arf_ops_rename(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, fh2.ino, fh2.gen, name2,
-			      nlen2, flags);
+	arfd_wcc_pre(q, &x, &fh, &fh2);
+	arfd_wcc_obj(q, &x, &fh, name, nlen);
+	arfd_wcc_obj(q, &x, &fh2, name2, nlen2);
+	return arfd_wcc_reply(q, arf_ops_rename(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen,
+						fh2.ino, fh2.gen, name2, nlen2, flags), &x);
 }
 
 static int p_link(struct arfd_req *q)
 {
+	struct arfd_wcc x;
 	struct arf_proto_fh fh, fh2;
 	struct arf_ops_attr a;
 	uint32_t nlen = 0;
@@ -295,12 +313,15 @@ static int p_link(struct arfd_req *q)
 	const char *name = arf_proto_get_name(q->r, &nlen);
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
-	return reply_attr(q->w, arf_ops_link(&q->d->fs, q->cr, fh.ino, fh.gen, fh2.ino, fh2.gen,
-					     name, nlen, &a), &a);
+	arfd_wcc_pre(q, &x, &fh2, NULL);
+	return arfd_wcc_reply(q, reply_attr(q->w, arf_ops_link(&q->d->fs, q->cr, fh.ino, fh.gen,
+								 fh2.ino, fh2.gen, name, nlen, &a),
+					    &a), &x);
 }
 
 static int p_symlink(struct arfd_req *q)
 {
+	struct arfd_wcc x;
 	struct arf_proto_fh fh;
 	struct arf_ops_attr a;
 	uint32_t nlen = 0, tlen = 0;
@@ -310,12 +331,15 @@ static int p_symlink(struct arfd_req *q)
 	const uint8_t *target = arf_proto_get_bytes(q->r, ARF_PATH_MAX, &tlen);
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
-	return reply_attr(q->w, arf_ops_symlink(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen,
-						(const char *)target, tlen, &a), &a);
+	arfd_wcc_pre(q, &x, &fh, NULL);
+	return arfd_wcc_reply(q, reply_attr(q->w, arf_ops_symlink(&q->d->fs, q->cr, fh.ino, fh.gen,
+								    name, nlen, (const char *)target,
+								    tlen, &a), &a), &x);
 }
 
 static int p_setattr(struct arfd_req *q)
 {
+	struct arfd_wcc x;
 	struct arf_proto_fh fh;
 	struct arf_proto_setattr ps;
 	struct arf_ops_setattr sa;
@@ -332,7 +356,9 @@ static int p_setattr(struct arfd_req *q)
 	sa.size = ps.size;
 	sa.atime_ns = ps.atime_ns;
 	sa.mtime_ns = ps.mtime_ns;
-	return reply_attr(q->w, arf_ops_setattr(&q->d->fs, q->cr, fh.ino, fh.gen, &sa, &a), &a);
+	arfd_wcc_pre(q, &x, &fh, NULL); /* a directory's own wcc: its names stay known */
+	return arfd_wcc_reply(q, reply_attr(q->w, arf_ops_setattr(&q->d->fs, q->cr, fh.ino, fh.gen,
+								    &sa, &a), &a), &x);
 }
 
 static int p_write(struct arfd_req *q)
@@ -387,6 +413,8 @@ static const struct arfd_proc procs[] = {
 	P(ARF_OP_SETATTR, p_setattr, M | H, REQ),
 	P(ARF_OP_WRITE, p_write, M | H, REQ),
 	P(ARF_OP_FSYNC, p_fsync, H | ARFD_PROC_DURABLE, REQ),
+	P(ARF_OP_CREATE_WRITE, arfd_proc_create_write, M | H, REQ), /* procs_compound.c */
+	P(ARF_OP_COPY, arfd_proc_copy, M | H, REQ),
 	P(ARF_OP_STATUS, p_status, 0, REQ),
 	P(ARF_OP_CRED_MINT, p_cred_mint, 0, REQ),
 	/* served by progs.c, not under fs_lock, on the program workers */

@@ -9,9 +9,10 @@ tools; see bench/README.md for what each row means.
 Every process this starts (rpcbind unless one already serves port 111,
 ganesha.nfsd, arfd, arf-fuse; tests/lib/arfproc.py starts them) is stopped
 by its pid, and every mount made is unmounted, also on failure or Ctrl-C.
-The rows are measured by fio_rows.py, meta_rows.py and mc_rows.py and
-written and checked by report.py; common.py holds the settings.  Exits 1 when a row is missing or
-has a non-finite or non-positive number, or an ARF row lacks its counters.
+The rows are measured by fio_rows.py, meta_rows.py, tool_rows.py and
+mc_rows.py and written and checked by report.py; common.py holds the
+settings.  Exits 1 when a row is missing or has a non-finite or
+non-positive number, or an ARF row lacks its counters.
 """
 import argparse
 import os
@@ -29,12 +30,13 @@ from fio_rows import FioRows  # noqa: E402
 from mc_rows import McRows  # noqa: E402
 from meta_rows import MetaRows  # noqa: E402
 from report import Report  # noqa: E402
+from tool_rows import ToolRows  # noqa: E402
 
 
-class Bench(FioRows, MetaRows, McRows, Report):
+class Bench(FioRows, MetaRows, ToolRows, McRows, Report):
     """One run: the rows of each family (fio_rows.py, meta_rows.py,
-    mc_rows.py) against the servers started here, then the outputs and the
-    check (report.py)."""
+    tool_rows.py, mc_rows.py) against the servers started here, then the
+    outputs and the check (report.py)."""
 
     def __init__(self, a):
         self.a = a
@@ -87,6 +89,8 @@ class Bench(FioRows, MetaRows, McRows, Report):
                 self.run_data()
             if not self.a.skip_meta:
                 self.run_meta()
+            if not self.a.skip_tools:
+                self.run_tools()
             if not self.a.skip_mc:
                 self.run_mc()
         except Fail as e:
@@ -115,6 +119,7 @@ def main():
     ap.add_argument("--skip-data", action="store_true")
     ap.add_argument("--skip-meta", action="store_true")
     ap.add_argument("--skip-mc", action="store_true")
+    ap.add_argument("--skip-tools", action="store_true")
     ap.add_argument("--keep-work", action="store_true")
     a = ap.parse_args()
     if os.geteuid() != 0:

@@ -8,6 +8,7 @@ set -euo pipefail
 BENCH_PACKAGES=(
   nfs-ganesha nfs-ganesha-mem nfs-ganesha-vfs rpcbind libnfs-dev gnuplot-nox
   fio dpkg-dev python3 libaio-dev libdpdk-dev clang libelf-dev pkg-config
+  rsync git tar
 )
 
 bench_install_deps() {

@@ -20,7 +20,7 @@ class Report:
     COLS = ["section", "test", "system", "strategy", "client", "transport", "wait", "caching",
             "ops_s", "mib_s", "p50_us", "p99_us", "mean_us", "ratio_nfs", "ratio_local",
             "one_sided_op", "rounds_op", "requests_op", "execs_op", "server_cpu_us_op",
-            "counter_source", "ns_op", "ratio_native", "insns", "hops"]
+            "counter_source", "ns_op", "ratio_native", "insns", "hops", "secs", "files"]
 
     def ratios(self):
         ref = {}
@@ -30,6 +30,8 @@ class Report:
                     ref[("nfs", r["test"])] = r["ops_s"]
                 if r["system"] == "local tmpfs":
                     ref[("local", r["test"])] = r["ops_s"]
+            if r["section"] == "tools" and r["system"] == "local tmpfs":
+                ref[("local", r["test"])] = r["ops_s"]
         for r in self.rows:
             if r["system"].startswith("ARF"):
                 for k in ("nfs", "local"):
@@ -123,6 +125,7 @@ class Report:
                     ("rounds/op", "rounds_op"), ("requests/op", "requests_op"),
                     ("execs/op", "execs_op"), ("server CPU us/op", "server_cpu_us_op")],
                    sort_by_test=[("lookup depth 10",), ("readdir 10k",)])
+        L += self.md_tools()
         L += self.md_mc()
         L += ["", "Counter sources: libarf rows from the client's `arf_stats()`; arf-fuse rows "
               "from arfd's control socket (`stats`: one-sided reads and rounds -- frames -- seen by "

@@ -107,6 +107,7 @@ struct arf_fuse {
 	size_t nnodes;
 	uint64_t open_files;     /* handles open on this mount (under lock) */
 	uint64_t hidden_seq;     /* silly-rename counter */
+	struct arf_fuse_names *names; /* names.c: directories' names known (NULL: none kept) */
 	struct arf_fuse_node root;
 };
 
@@ -140,6 +141,41 @@ void arf_fuse_node_hidden_each(struct arf_fuse *fs,
 void arf_fuse_node_seen(struct arf_fuse *fs, struct arf_fuse_node *n, const struct arf_stat *st);
 /** The client to read n through: cf while c may hold a stale copy. */
 arf_client *arf_fuse_reader(struct arf_fuse *fs, struct arf_fuse_node *n);
+
+/* names.c: the names of directories this mount made and changed alone,
+ * so a lookup of a free name costs no round trip.  init: 0 or -ENOMEM
+ * (fs->names stays NULL: nothing is known, which is always right). */
+int arf_fuse_names_init(struct arf_fuse *fs);
+void arf_fuse_names_fini(struct arf_fuse *fs);
+/** 1 when name is known not to be in (dir, dgen) now, else 0 (ask). */
+int arf_fuse_names_absent(struct arf_fuse *fs, uint64_t dir, uint32_t dgen, const char *name);
+/** A directory this mount just made (its attributes from the reply). */
+void arf_fuse_names_new_dir(struct arf_fuse *fs, const struct arf_stat *st);
+/** One directory's part of a change of names: del went away, add came. */
+struct arf_fuse_names_change {
+	uint64_t dir;
+	uint32_t gen;
+	const char *del, *add;   /* NULL: none */
+};
+/** After this thread's change on fs->c with result rc: apply it where the
+ * reply's wcc proves nobody else changed the directory, forget it where not. */
+void arf_fuse_names_after(struct arf_fuse *fs, int rc, const struct arf_fuse_names_change *ch,
+			  int n);
+
+/* listing.c: an open directory's listing, fetched ahead in large batches
+ * with each entry's attributes, so that the kernel's page-sized readdir
+ * and readdirplus requests are answered from memory. */
+struct arf_fuse_listing;
+struct arf_fuse_listing *arf_fuse_listing_new(void);
+void arf_fuse_listing_free(struct arf_fuse_listing *l);
+/** Forget what was fetched (a new pass: rewinddir). */
+void arf_fuse_listing_reset(struct arf_fuse_listing *l);
+/** The entry after cookie (0 = from the start) of directory dn: 0 with *de
+ * and *st (NULL when the server gave no attributes for it: stat it), 1 at
+ * the end, or libarf's error.  The pointers stay valid until the next call. */
+int arf_fuse_listing_next(struct arf_fuse *fs, struct arf_fuse_node *dn,
+			  struct arf_fuse_listing *l, uint64_t cookie,
+			  const struct arf_dirent **de, const struct arf_stat **st);
 
 /* attr.c: conversions, cache timeouts and error codes */
 void arf_fuse_stat(const struct arf_stat *a, struct stat *st);
@@ -177,13 +213,14 @@ void arf_fuse_hidden_cleanup(struct arf_fuse *fs);
 int arf_fuse_revalidate(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_node *n,
 			int *keep_cache);
 
-/* handlers: ops_node.c, ops_ns.c, ops_file.c, ops_dir.c, xattr.c, ioctl.c */
+/* handlers: ops_node.c, ops_ns.c, ops_file.c, ops_dir.c, xattr.c, ioctl.c, ops_copy.c */
 void arf_fuse_ops_node(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_ns(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_file(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_dir(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_xattr(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_ioctl(struct fuse_lowlevel_ops *ops); /* ioctl.c: ARF_IOC_CRED */
+void arf_fuse_ops_copy(struct fuse_lowlevel_ops *ops);  /* ops_copy.c: copy_file_range */
 
 static inline struct arf_fuse *arf_fuse_of(fuse_req_t req)
 {

@@ -111,6 +111,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 
 	arf_fuse_cred_set(req);
 	rc = arf_create(fs->c, p->ino, p->gen, name, mode & 07777, (fi->flags & O_EXCL) != 0, &st);
+	struct arf_fuse_names_change ch = { p->ino, p->gen, NULL, name };
+	arf_fuse_names_after(fs, rc, &ch, 1); /* names.c: the name is there now */
 	if (!rc && (fi->flags & O_TRUNC) && st.size) /* an existing file, reopened */
 		rc = arf_setattr(fs->c, st.ino, st.gen,
 				 &(struct arf_setattr){ .valid = ARF_SET_SIZE }, &st);

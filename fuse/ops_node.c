@@ -6,6 +6,7 @@
  * Lookups and attributes go through the main client, whose libarf caches
  * are bounded like the kernel's; a file that open() found changed on the
  * server is read through the uncached client for a while (see ops_file.c).
+ * A name that names.c knows is free is answered without asking the server.
  * A failed lookup is cached by the kernel as a negative entry only with
  * lookupcache=all: NFS revalidates a negative entry when the directory
  * changes, which a FUSE entry timeout cannot do, so by default a file that
@@ -24,7 +25,11 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct arf_stat st;
 
 	arf_fuse_cred_set(req);
-	int rc = arf_lookup(fs->c, p->ino, p->gen, name, &st);
+	/* a free name in a directory whose names this mount knows (names.c):
+	 * the kernel asks before every mkdir, create and rename target */
+	int rc = arf_fuse_names_absent(fs, p->ino, p->gen, name)
+			 ? -ENOENT
+			 : arf_lookup(fs->c, p->ino, p->gen, name, &st);
 	if (rc == -ENOENT && fs->opts.neg_cache) {
 		struct fuse_entry_param e;
 		memset(&e, 0, sizeof(e));
@@ -132,10 +137,14 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 		arf_set_thread_cred(&((struct arf_fuse_file *)(uintptr_t)fi->fh)->cred);
 	else
 		arf_fuse_cred_set(req);
-	if (sa.valid) /* only ctime or kill-suid bits asked for: nothing to send */
+	if (sa.valid) { /* only ctime or kill-suid bits asked for: nothing to send */
 		rc = arf_setattr(fs->c, n->ino, n->gen, &sa, &a);
-	else
+		/* a directory's ctime moves: names.c follows it (its wcc) */
+		struct arf_fuse_names_change ch = { n->ino, n->gen, NULL, NULL };
+		arf_fuse_names_after(fs, rc, &ch, 1);
+	} else {
 		rc = arf_getattr(fs->c, n->ino, n->gen, &a);
+	}
 	if (rc) {
 		fuse_reply_err(req, arf_fuse_errno_fh(rc));
 		return;

@@ -166,6 +166,7 @@ static struct fuse_session *new_session(struct arf_fuse *fs, char *err, size_t e
 	arf_fuse_ops_dir(&ops);
 	arf_fuse_ops_xattr(&ops);
 	arf_fuse_ops_ioctl(&ops);
+	arf_fuse_ops_copy(&ops);
 
 	if (escape_opt(fs->opts.fsname[0] ? fs->opts.fsname : fs->opts.url, fsname,
 		       sizeof(fsname))) {
@@ -213,7 +214,7 @@ int arf_fuse_run(struct arf_fuse_opts *o, int ready_fd)
 	if (rc)
 		goto fail;
 	rc = arf_fuse_nodes_init(fs, &root);
-	if (rc) {
+	if (rc || (rc = arf_fuse_names_init(fs))) {
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
 	}
@@ -267,6 +268,7 @@ out:
 	else if (fs && fs->table)
 		arf_fuse_hidden_cleanup(fs);
 	if (fs) {
+		arf_fuse_names_fini(fs);
 		arf_fuse_nodes_fini(fs);
 		if (fs->cf != fs->c)
 			arf_close(fs->cf);

@@ -25,6 +25,7 @@
 #define ARF_PROTO_NGROUPS      16u
 #define ARF_PROTO_MAX_IO       (4u << 20)  /* largest READ/WRITE payload */
 #define ARF_PROTO_MAX_READDIR  1024u       /* most entries in one READDIR reply */
+#define ARF_PROTO_MAX_COPY     (8u << 20)  /* most bytes one COPY copies (the client loops) */
 #define ARF_PROTO_MAX_PROG     (1u << 20)  /* largest program (raw bytecode or ELF) */
 #define ARF_PROTO_MAX_PROG_ARG (64u << 10) /* largest PROG_EXEC argument */
 #define ARF_PROTO_MAX_PROG_MSG 512u        /* longest error message of a program */
@@ -39,17 +40,27 @@ enum arf_proto_op {
 	ARF_OP_READLINK = 0x104, /* fh -> bytes */
 	ARF_OP_STATFS   = 0x105, /* - -> statfs */
 	ARF_OP_ACCESS   = 0x106, /* fh, u32 mask -> - */
-	ARF_OP_CREATE   = 0x110, /* fh, name, u32 mode, u32 excl -> attr */
-	ARF_OP_MKDIR    = 0x111, /* fh, name, u32 mode -> attr */
-	ARF_OP_MKNOD    = 0x112, /* fh, name, u32 mode, u64 rdev -> attr */
-	ARF_OP_UNLINK   = 0x113, /* fh, name -> - */
-	ARF_OP_RMDIR    = 0x114, /* fh, name -> - */
-	ARF_OP_RENAME   = 0x115, /* fh, name, fh, name, u32 flags -> - */
-	ARF_OP_LINK     = 0x116, /* fh, fh(dir), name -> attr */
-	ARF_OP_SYMLINK  = 0x117, /* fh, name, bytes(target) -> attr */
-	ARF_OP_SETATTR  = 0x118, /* fh, setattr -> attr */
+	ARF_OP_CREATE   = 0x110, /* fh, name, u32 mode, u32 excl -> attr, wcc */
+	ARF_OP_MKDIR    = 0x111, /* fh, name, u32 mode -> attr, wcc */
+	ARF_OP_MKNOD    = 0x112, /* fh, name, u32 mode, u64 rdev -> attr, wcc */
+	ARF_OP_UNLINK   = 0x113, /* fh, name -> wcc, objs */
+	ARF_OP_RMDIR    = 0x114, /* fh, name -> wcc, objs */
+	ARF_OP_RENAME   = 0x115, /* fh, name, fh, name, u32 flags -> wcc, objs */
+	ARF_OP_LINK     = 0x116, /* fh, fh(dir), name -> attr, wcc */
+	ARF_OP_SYMLINK  = 0x117, /* fh, name, bytes(target) -> attr, wcc */
+	ARF_OP_SETATTR  = 0x118, /* fh, setattr -> attr, wcc (of fh itself, when a directory) */
 	ARF_OP_WRITE    = 0x119, /* fh, u64 off, bytes -> u32 written, attr */
 	ARF_OP_FSYNC    = 0x11a, /* fh -> - */
+	/* A new regular file with its bytes and attributes (setattr: mode, uid,
+	 * gid, times; never size) in one transaction: what tar, rsync and git
+	 * do for each small file.  Always exclusive (EEXIST); a failure after
+	 * the file was made removes it again. */
+	ARF_OP_CREATE_WRITE = 0x11d, /* fh(dir), name, u32 mode, setattr, bytes(data) -> attr, wcc */
+	/* Server-side copy (NFS 4.2's COPY): up to ARF_PROTO_MAX_COPY bytes of
+	 * src copied into dst block by block, never through the client; holes
+	 * stay holes where dst had none.  flags must be 0. */
+	ARF_OP_COPY     = 0x11e, /* fh(src), u64 src_off, fh(dst), u64 dst_off, u64 len, u32 flags
+				  * -> u64 copied, attr(dst) */
 	ARF_OP_STATUS   = 0x120, /* - -> string (JSON object) */
 	/* A credential token for the request's credentials, which a tool then
 	 * presents in its own HELLO (ARF_PROTO_HELLO_TOKEN).  Root-proven
@@ -70,7 +81,7 @@ int arf_proto_op_index(uint16_t op);
 /* The name of dense index i: a kind's, "other" for the last, "unknown"
  * out of range. */
 const char *arf_proto_kind_name(int i);
-#define ARF_PROTO_NKINDS 23
+#define ARF_PROTO_NKINDS 25
 
 /* Caller credentials, first in every request. */
 struct arf_proto_cred {
@@ -97,6 +108,27 @@ struct arf_proto_setattr {
 	uint32_t mode, uid, gid;
 	uint64_t size;
 	int64_t  atime_ns, mtime_ns;
+};
+
+/*
+ * What a change of names did to the directories it changed, as NFSv3's
+ * wcc_data: each directory's ctime just before the change and its
+ * attributes just after, taken under the same lock as the change.  A
+ * client that kept the directory's ctime from an earlier reply knows, when
+ * pre_ctime_ns matches it, that nobody else changed the directory in
+ * between.  The "wcc" of a reply above: u32 n (1, or 2 for a rename
+ * between two directories; 0 when a directory vanished), then n of these.
+ * It follows the reply's older fields, so a reader that stops before it
+ * loses nothing.  The "objs" after it say what became of the files the
+ * names named before (the one removed; for a rename the one moved and the
+ * one replaced): u32 n (0..2), then n x { fh, u32 live, attr when live },
+ * so a client drops or refreshes what it cached of them.
+ */
+#define ARF_PROTO_MAX_WCC 2u
+struct arf_proto_wcc {
+	struct arf_proto_fh dir;     /* which directory */
+	int64_t pre_ctime_ns;        /* its ctime before the change */
+	struct arf_proto_attr post;  /* its attributes after */
 };
 
 struct arf_proto_statfs {
@@ -168,6 +200,7 @@ void arf_proto_put_fh(struct arf_proto_wr *w, const struct arf_proto_fh *fh);
 void arf_proto_put_attr(struct arf_proto_wr *w, const struct arf_proto_attr *a);
 void arf_proto_put_setattr(struct arf_proto_wr *w, const struct arf_proto_setattr *s);
 void arf_proto_put_statfs(struct arf_proto_wr *w, const struct arf_proto_statfs *s);
+void arf_proto_put_wcc(struct arf_proto_wr *w, const struct arf_proto_wcc *v, uint32_t n);
 void arf_proto_put_info(struct arf_proto_wr *w, const struct arf_proto_info *i);
 void arf_proto_put_hello(struct arf_proto_wr *w, const struct arf_proto_hello *h);
 void arf_proto_put_prog_result(struct arf_proto_wr *w, const struct arf_proto_prog_result *r);
@@ -197,6 +230,9 @@ void arf_proto_get_fh(struct arf_proto_rd *r, struct arf_proto_fh *fh);
 void arf_proto_get_attr(struct arf_proto_rd *r, struct arf_proto_attr *a);
 void arf_proto_get_setattr(struct arf_proto_rd *r, struct arf_proto_setattr *s);
 void arf_proto_get_statfs(struct arf_proto_rd *r, struct arf_proto_statfs *s);
+/* A wcc into v (room for max): returns n, 0 when the reply ends before it
+ * (an older server); more than max, or a bad record, is ARF_EPROTO. */
+uint32_t arf_proto_get_wcc(struct arf_proto_rd *r, struct arf_proto_wcc *v, uint32_t max);
 void arf_proto_get_info(struct arf_proto_rd *r, struct arf_proto_info *i);
 void arf_proto_get_hello(struct arf_proto_rd *r, struct arf_proto_hello *h);
 /* out points into r's buffer (valid while it is). */

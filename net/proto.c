@@ -26,6 +26,7 @@ static const struct {
 	{ ARF_OP_WRITE, "write" },       { ARF_OP_FSYNC, "fsync" },
 	{ ARF_OP_STATUS, "status" },     { ARF_OP_PROG_LOAD, "prog_load" },
 	{ ARF_OP_PROG_EXEC, "prog_exec" }, { ARF_OP_CRED_MINT, "cred_mint" },
+	{ ARF_OP_CREATE_WRITE, "create_write" }, { ARF_OP_COPY, "copy" },
 	{ 0, "other" },
 };
 
@@ -149,6 +150,16 @@ void arf_proto_put_statfs(struct arf_proto_wr *w, const struct arf_proto_statfs 
 	arf_proto_put_u64(w, s->files);
 	arf_proto_put_u64(w, s->ffree);
 	arf_proto_put_u64(w, s->namemax);
+}
+
+void arf_proto_put_wcc(struct arf_proto_wr *w, const struct arf_proto_wcc *v, uint32_t n)
+{
+	arf_proto_put_u32(w, n);
+	for (uint32_t i = 0; i < n; i++) {
+		arf_proto_put_fh(w, &v[i].dir);
+		arf_proto_put_u64(w, (uint64_t)v[i].pre_ctime_ns);
+		arf_proto_put_attr(w, &v[i].post);
+	}
 }
 
 void arf_proto_put_info(struct arf_proto_wr *w, const struct arf_proto_info *i)
@@ -283,6 +294,23 @@ void arf_proto_get_statfs(struct arf_proto_rd *r, struct arf_proto_statfs *s)
 	s->files = arf_proto_get_u64(r);
 	s->ffree = arf_proto_get_u64(r);
 	s->namemax = arf_proto_get_u64(r);
+}
+
+uint32_t arf_proto_get_wcc(struct arf_proto_rd *r, struct arf_proto_wcc *v, uint32_t max)
+{
+	if (r->err || r->pos == r->len)
+		return 0;
+	uint32_t n = arf_proto_get_u32(r);
+	if (n > max) {
+		r->err = ARF_EPROTO;
+		return 0;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		arf_proto_get_fh(r, &v[i].dir);
+		v[i].pre_ctime_ns = (int64_t)arf_proto_get_u64(r);
+		arf_proto_get_attr(r, &v[i].post);
+	}
+	return r->err ? 0 : n;
 }
 
 void arf_proto_get_info(struct arf_proto_rd *r, struct arf_proto_info *i)
