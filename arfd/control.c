@@ -236,7 +236,7 @@ static const struct metric metrics[] = {
 	  "Data log segment bytes deleted by reclamation.", U64(store.log_reclaimed_bytes) },
 	{ "store.log_copied_bytes", "arf_data_log_copied_bytes_total", "counter",
 	  "Live records reclamation rewrote.", U64(store.log_copied_bytes) },
-	{ "cpu_us", "arf_cpu_microseconds_total", "counter",
+	{ "cpu_us", NULL, "counter",
 	  "CPU time arfd used (user and system, getrusage).", U64(cpu_us) },
 	{ "connections.open", "arf_connections_open", "gauge", "Client connections open.",
 	  U64(nc.conns_open) },

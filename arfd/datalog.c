@@ -312,6 +312,7 @@ static int scan_seg(struct arfd_datalog *l, struct seg *s, uint8_t *buf, size_t 
 	for (;;) {
 		if (have - at < RECSZ(BS) && off + have < s->size) {
 			memmove(buf, buf + at, have - at);
+			off += at;
 			have -= at;
 			at = 0;
 			ssize_t r = pread(s->fd, buf + have, cap - have, (off_t)(off + have));
@@ -408,7 +409,6 @@ int arfd_datalog_replay(struct arfd_datalog *l, uint8_t *data, uint64_t data_siz
 			uint64_t *loaded, char *err, size_t errlen)
 {
 	uint64_t *seqs = calloc(l->nblocks ? l->nblocks : 1, sizeof(*seqs));
-	uint64_t n = 0;
 	int rc = 0;
 
 	*loaded = 0;
@@ -424,8 +424,6 @@ int arfd_datalog_replay(struct arfd_datalog *l, uint8_t *data, uint64_t data_siz
 			continue;
 		if (l->where[f->block] && seqs[f->block] > f->seq)
 			continue;
-		if (!l->where[f->block])
-			n++;
 		seqs[f->block] = f->seq;
 		l->where[f->block] = pos_of(f->seg, f->off);
 	}
@@ -459,7 +457,6 @@ int arfd_datalog_replay(struct arfd_datalog *l, uint8_t *data, uint64_t data_siz
 		(*loaded)++;
 	}
 	free(seqs);
-	(void)n;
 	return rc;
 }
 
