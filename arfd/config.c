@@ -66,6 +66,9 @@ static const struct centry table[] = {
 	{ "server", "test_power_loss", C_BOOL, S(test_power_loss), 0, 1, "false",
 	  "test only: keep what is not yet synced in arfd's memory (RocksDB's WAL, the data log), "
 	  "so that a SIGKILL loses what a power cut would" },
+	{ "server", "test_blob_store", C_BOOL, S(test_blob_store), 0, 1, "false",
+	  "bench only: keep file data in RocksDB's integrated BlobDB instead of the data log "
+	  "(the alternative bench/writecost.py measures); a data directory keeps its choice" },
 	{ "server", "max_conns", C_INT, S(max_conns), 1, 65536, "1024",
 	  "client connections open at once, all transports together" },
 	{ "server", "max_conns_per_client", C_INT, S(max_conns_per_client), 0, 65536, "256",

@@ -37,6 +37,7 @@ struct arfd_config {
 	int64_t test_fail_sync;  /* test only: WAL syncs fail from the Nth on (0 = never) */
 	int  test_power_loss;    /* test only: keep everything unsynced in memory, so that a
 				  * SIGKILL loses what a power cut would */
+	int  test_blob_store;    /* bench only: data blocks in RocksDB's BlobDB, not the data log */
 	int  max_conns;          /* connections open at once */
 	int  max_conns_per_client; /* per uid (shm) or address (tcp, rdma); 0 = no limit */
 	int  reserved_root_conns;  /* slots only root-evident peers may take */

@@ -421,7 +421,8 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 		return rc;
 	}
 	if ((rc = arfd_store_open(d->cfg.data_dir,
-				  d->cfg.test_power_loss ? ARFD_STORE_POWER_LOSS : 0, &d->store, err,
+				  (d->cfg.test_power_loss ? ARFD_STORE_POWER_LOSS : 0) |
+				  (d->cfg.test_blob_store ? ARFD_STORE_BLOB : 0), &d->store, err,
 				  errlen)))
 		return rc;
 	if ((rc = open_fs(d, err, errlen)))

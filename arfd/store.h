@@ -44,6 +44,10 @@
 #define ARFD_STORE_POWER_LOSS 0x1u /* test only: keep everything unsynced in this
 				    * process (RocksDB's manual_wal_flush, the data log
 				    * buffered), so a SIGKILL loses what a power cut would */
+#define ARFD_STORE_BLOB       0x2u /* bench only: data blocks as 'D' keys in RocksDB's
+				    * integrated BlobDB instead of the data log (the
+				    * alternative bench/writecost.py measures); a store
+				    * keeps the choice it was made with */
 
 struct arfd_store;
 
