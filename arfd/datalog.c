@@ -2,8 +2,10 @@
 /*
  * arfd/datalog: the append-only log of data blocks (see datalog.h).
  *
- * On disk every record is a 40-byte header and its payload (4096 bytes
- * for a block, none otherwise), the header's checksum covering both.  A
+ * On disk every record is a 48-byte header and its payload (4096 bytes
+ * for a block, none otherwise): the header has a checksum of its own and
+ * the payload's (for a block written by a request, its tag's checksum:
+ * the write hashes each block once).  A
  * scan stops at the first record that does not check (a torn tail), and
  * the header of the next segment says how long this one was when it was
  * closed, so a segment that lost its tail while a later one kept records
@@ -50,9 +52,10 @@ struct rec {
 	uint32_t len;                /* payload bytes: BS or 0 */
 	uint64_t inc;
 	uint64_t seq;
-	uint64_t csum;               /* XXH3 of the header (csum 0) seeding the payload's */
+	uint64_t pcsum;              /* XXH3-64 of the payload: the block's tag checksum */
+	uint64_t csum;               /* XXH3-64 of the header (csum 0) */
 };
-_Static_assert(sizeof(struct rec) == 40, "datalog record header");
+_Static_assert(sizeof(struct rec) == 48, "datalog record header");
 #define RECSZ(len) (sizeof(struct rec) + (len))
 
 /* One record found by the scan. */
@@ -103,14 +106,20 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, const char 
 	return code;
 }
 
-static uint64_t rec_csum(struct rec *h, const void *payload)
+static uint64_t hdr_csum(struct rec *h)
 {
 	uint64_t saved = h->csum, c;
 
 	h->csum = 0;
 	c = XXH3_64bits(h, sizeof(*h));
 	h->csum = saved;
-	return h->len ? XXH3_64bits_withSeed(payload, h->len, c) : c;
+	return c;
+}
+
+/* Does the record (header and payload) check? */
+static int rec_ok(struct rec *h, const void *payload)
+{
+	return hdr_csum(h) == h->csum && (!h->len || XXH3_64bits(payload, h->len) == h->pcsum);
 }
 
 static void seg_path(const struct arfd_datalog *l, uint32_t id, char *out, size_t cap)
@@ -326,7 +335,7 @@ static int scan_seg(struct arfd_datalog *l, struct seg *s, uint8_t *buf, size_t 
 		memcpy(&h, buf + at, sizeof(h));
 		if (h.magic != MAGIC || (h.len != 0 && h.len != BS) || have - at < RECSZ(h.len) ||
 		    (h.kind == K_BLOCK) != (h.len == BS) || h.kind < K_BLOCK || h.kind > K_SEG ||
-		    rec_csum(&h, buf + at + sizeof(h)) != h.csum)
+		    !rec_ok(&h, buf + at + sizeof(h)))
 			break;
 		uint64_t roff = off + at;
 		if (roff == 0) {
@@ -557,8 +566,9 @@ static int put(struct arfd_datalog *l, struct iovec *iov, int cnt, size_t total)
 	return 0;
 }
 
+/* A record's header; pcsum: the payload's XXH3-64 (a block's). */
 static void rec_init(struct rec *h, uint16_t kind, uint16_t flags, uint32_t block, uint64_t inc,
-		     uint64_t seq, const void *payload)
+		     uint64_t seq, uint64_t pcsum)
 {
 	memset(h, 0, sizeof(*h));
 	h->magic = MAGIC;
@@ -568,7 +578,8 @@ static void rec_init(struct rec *h, uint16_t kind, uint16_t flags, uint32_t bloc
 	h->len = kind == K_BLOCK ? BS : 0;
 	h->inc = inc;
 	h->seq = seq;
-	h->csum = rec_csum(h, payload);
+	h->pcsum = pcsum;
+	h->csum = hdr_csum(h);
 }
 
 /* Open the next segment as the head (lock held, or before threads). */
@@ -597,7 +608,7 @@ static int new_head(struct arfd_datalog *l, char *err, size_t errlen)
 	l->dir_dirty = 1;
 	l->st.segments = l->nsegs;
 	struct rec h;
-	rec_init(&h, K_SEG, 0, id, l->inc, prev_len, NULL);
+	rec_init(&h, K_SEG, 0, id, l->inc, prev_len, 0);
 	struct iovec iov = { &h, sizeof(h) };
 	if ((rc = put(l, &iov, 1, sizeof(h))))
 		return fail(err, errlen, rc, "data log %s: write: %s", l->dir);
@@ -636,8 +647,8 @@ int arfd_datalog_begin(struct arfd_datalog *l, uint64_t inc, char *err, size_t e
 }
 
 int arfd_datalog_append(struct arfd_datalog *l, uint64_t inc, uint64_t seq,
-			const uint32_t *blocks, size_t n, const uint8_t *data, unsigned flags,
-			char *err, size_t errlen)
+			const uint32_t *blocks, const uint64_t *csums, size_t n, const uint8_t *data,
+			unsigned flags, char *err, size_t errlen)
 {
 	struct rec hs[IOV_BATCH];
 	struct iovec iov[2 * IOV_BATCH];
@@ -659,7 +670,8 @@ int arfd_datalog_append(struct arfd_datalog *l, uint64_t inc, uint64_t seq,
 		for (size_t j = 0; j < k; j++) {
 			const uint8_t *img = data + (uint64_t)blocks[i + j] * BS;
 			uint16_t f = (uint16_t)(flags | (i + j == n - 1 ? F_END : 0));
-			rec_init(&hs[j], K_BLOCK, f, blocks[i + j], inc, seq, img);
+			rec_init(&hs[j], K_BLOCK, f, blocks[i + j], inc, seq,
+				 csums ? csums[i + j] : XXH3_64bits(img, BS));
 			iov[2 * j] = (struct iovec){ &hs[j], sizeof(hs[j]) };
 			iov[2 * j + 1] = (struct iovec){ (void *)img, BS };
 		}
@@ -699,7 +711,7 @@ int arfd_datalog_sync(struct arfd_datalog *l, uint64_t inc, uint64_t seq, char *
 		return 0; /* read-only (not begun): nothing to sync */
 	}
 	struct rec h;
-	rec_init(&h, K_MARK, 0, 0, inc, seq, NULL);
+	rec_init(&h, K_MARK, 0, 0, inc, seq, 0);
 	struct iovec iov = { &h, sizeof(h) };
 	if ((rc = put(l, &iov, 1, sizeof(h))) || (l->buffered && (rc = flush_buf(l)))) {
 		pthread_mutex_unlock(&l->lock);
@@ -807,7 +819,7 @@ static int copy_live(struct arfd_datalog *l, uint32_t id, char *err, size_t errl
 							{ buf + at + sizeof(h), BS } };
 				struct rec *hp = (struct rec *)(void *)(buf + at);
 				hp->flags |= F_GC;
-				hp->csum = rec_csum(hp, buf + at + sizeof(h));
+				hp->csum = hdr_csum(hp);
 				if (l->head->size >= l->seg_bytes && (rc = new_head(l, err, errlen)))
 					break;
 				uint64_t dst = l->head->size;
@@ -925,8 +937,7 @@ int arfd_datalog_compare(struct arfd_datalog *l, const uint8_t *data, uint64_t d
 		memcpy(&h, buf, sizeof(h));
 		(*compared)++;
 		const char *why = NULL;
-		if (h.magic != MAGIC || h.kind != K_BLOCK || h.block != b ||
-		    rec_csum(&h, buf + sizeof(h)) != h.csum)
+		if (h.magic != MAGIC || h.kind != K_BLOCK || h.block != b || !rec_ok(&h, buf + sizeof(h)))
 			why = "its data log record is damaged";
 		else if ((uint64_t)(b + 1) * BS > data_size ||
 			 memcmp(buf + sizeof(h), data + (uint64_t)b * BS, BS))

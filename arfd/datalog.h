@@ -97,15 +97,16 @@ int arfd_datalog_wipe(struct arfd_datalog *l, char *err, size_t errlen);
 
 /*
  * Append the images of n blocks (blocks[], read from data) that transaction
- * (inc, seq) wrote; the last record is marked as its end.  flags may hold
- * ARFD_DATALOG_GC (records copied, not written: store.c's conversion of an
- * old store).  Not durable before arfd_datalog_sync.  0, or -errno with err
- * (a full or failing disk).
+ * (inc, seq) wrote; the last record is marked as its end.  csums (NULL:
+ * computed here) are the blocks' XXH3-64 as their tags hold them.  flags
+ * may hold ARFD_DATALOG_GC (records copied, not written: store.c's
+ * conversion of an old store).  Not durable before arfd_datalog_sync.  0,
+ * or -errno with err (a full or failing disk).
  */
 #define ARFD_DATALOG_GC 0x2u
 int arfd_datalog_append(struct arfd_datalog *l, uint64_t inc, uint64_t seq,
-			const uint32_t *blocks, size_t n, const uint8_t *data, unsigned flags,
-			char *err, size_t errlen);
+			const uint32_t *blocks, const uint64_t *csums, size_t n, const uint8_t *data,
+			unsigned flags, char *err, size_t errlen);
 /* Block blk was freed: its records are dead. */
 void arfd_datalog_drop(struct arfd_datalog *l, uint32_t blk);
 /*

@@ -42,7 +42,9 @@ struct arfd_store {
 	struct dend *dends;           /* 'E' records, by incarnation */
 	size_t ndends;
 	uint32_t *blocks;             /* one transaction's data blocks */
+	uint64_t *csums;              /* and their hashes */
 	size_t blkcap;
+	uint64_t *tagmark;            /* bitmap: blocks whose tag the transaction wrote */
 	uint32_t *groups;             /* one transaction's tag groups put so far */
 	size_t ngroups;
 	uint32_t *conv;               /* format 1: blocks loaded from 'D' keys */
@@ -96,6 +98,8 @@ void arfd_store_close(struct arfd_store *st)
 	free(st->scratch);
 	free(st->dends);
 	free(st->blocks);
+	free(st->csums);
+	free(st->tagmark);
 	free(st->groups);
 	free(st->conv);
 	free(st->repair);
@@ -614,7 +618,7 @@ int arfd_store_begin(struct arfd_store *st, uint32_t nblocks, uint64_t *incarnat
 		for (size_t i = 0; st->meta && i < st->nconv; i++)
 			if (!block_free(&t, st->conv[i]))
 				st->conv[live++] = st->conv[i];
-		if ((rc = arfd_datalog_append(st->log, inc, seq, st->conv, live, st->data,
+		if ((rc = arfd_datalog_append(st->log, inc, seq, st->conv, NULL, live, st->data,
 					      ARFD_DATALOG_GC, err, errlen)) ||
 		    (rc = arfd_datalog_sync(st->log, inc, seq, err, errlen)))
 			return rc;
@@ -641,7 +645,7 @@ int arfd_store_begin(struct arfd_store *st, uint32_t nblocks, uint64_t *incarnat
 		/* the zeroed blocks and their tags, as a transaction */
 		const struct arf_meta_super *sb = (const void *)st->meta;
 		seq++;
-		if ((rc = arfd_datalog_append(st->log, inc, seq, st->repair, st->nrepair, st->data, 0,
+		if ((rc = arfd_datalog_append(st->log, inc, seq, st->repair, NULL, st->nrepair, st->data, 0,
 					      err, errlen)))
 			return rc;
 		wb = rocksdb_writebatch_create();
@@ -700,20 +704,45 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 	}
 	if (n > st->blkcap) {
 		uint32_t *b = realloc(st->blocks, n * sizeof(*b));
-		if (!b) {
+		uint64_t *c = b ? realloc(st->csums, n * sizeof(*c)) : NULL;
+		if (b)
+			st->blocks = b;
+		if (!c) {
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
 		}
-		st->blocks = b;
+		st->csums = c;
 		st->blkcap = n;
 	}
-	for (size_t i = 0; i < n; i++)
+	if (!st->tagmark && !(st->tagmark = calloc((fs->sb->n_blocks + 63) / 64, 8))) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	/* each block's hash, for its data log record: its tag's checksum when
+	 * the transaction wrote the tag too (every ops/ write does), computed
+	 * otherwise (arf-inject changes bytes behind the tag's back) */
+	for (size_t i = 0; i < n; i++) {
+		uint32_t blk;
 		if (list[i].region == ARF_REGION_DATA)
 			st->blocks[nb++] = (uint32_t)(list[i].off / ARF_BLOCK_SIZE);
+		else if (tag_block(fs->sb, &list[i], &blk))
+			st->tagmark[blk / 64] |= 1ull << (blk % 64);
+	}
+	for (size_t i = 0; i < nb; i++) {
+		uint32_t b = st->blocks[i];
+		st->csums[i] = (st->tagmark[b / 64] >> (b % 64)) & 1
+				       ? arf_meta_tag_ptr(fs, b)->data_csum
+				       : arf_meta_block_csum(fs->data + (uint64_t)b * ARF_BLOCK_SIZE);
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t blk;
+		if (list[i].region == ARF_REGION_META && tag_block(fs->sb, &list[i], &blk))
+			st->tagmark[blk / 64] = 0;
+	}
 	/* the blocks first: a batch RocksDB recovers never names blocks the
 	 * log lost for want of ordering */
-	if (nb && st->log && (rc = arfd_datalog_append(st->log, st->inc, seq, st->blocks, nb,
-						       fs->data, 0, err, errlen)))
+	if (nb && st->log && (rc = arfd_datalog_append(st->log, st->inc, seq, st->blocks, st->csums,
+						       nb, fs->data, 0, err, errlen)))
 		return rc;
 	wb = rocksdb_writebatch_create();
 	for (size_t i = 0; i < nb && !st->log; i++) { /* test_blob_store */

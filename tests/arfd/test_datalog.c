@@ -114,7 +114,7 @@ static void txn(struct arfd_datalog *l, uint64_t inc, uint64_t seq, uint32_t fir
 		b[i] = first + i;
 		fill(first + i, ver);
 	}
-	assert_int_equal(arfd_datalog_append(l, inc, seq, b, n, region, 0, err, sizeof(err)), 0);
+	assert_int_equal(arfd_datalog_append(l, inc, seq, b, NULL, n, region, 0, err, sizeof(err)), 0);
 	free(b);
 }
 
@@ -184,7 +184,7 @@ static void test_torn_tail(void **state)
 	arfd_datalog_close(l);
 	assert_int_equal(stat(p, &st), 0);
 	/* the header, transaction 1's four records, three whole ones of 2 */
-	assert_int_equal(st.st_size, 40 + 7 * (40 + BS));
+	assert_int_equal(st.st_size, 48 + 7 * (48 + BS));
 }
 
 static void test_hole_in_an_earlier_segment(void **state)
@@ -201,7 +201,7 @@ static void test_hole_in_an_earlier_segment(void **state)
 	/* segment 3 lost its tail, segment 4 on kept its records */
 	snprintf(p, sizeof(p), "%s/%016x.seg", dir, 3);
 	assert_int_equal(stat(p, &st), 0);
-	assert_int_equal(truncate(p, st.st_size - (40 + BS)), 0);
+	assert_int_equal(truncate(p, st.st_size - (48 + BS)), 0);
 	l = recover(1, 1, &through, &loaded, 0, 1u << 20);
 	assert_int_equal(through, 2); /* transaction 3 is segment 3's */
 	arfd_datalog_close(l);
