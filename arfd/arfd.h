@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arfd — the server: one export's regions, its RocksDB store, the transport
- * server (soft-NIC) and the workers, put together.
+ * arfd — the server: one export's regions, its store (RocksDB and the data
+ * log), the transport server (soft-NIC) and the workers, put together.
  *
  * Threads: the soft-NIC thread(s) of net/ serve one-sided operations and
  * queue requests in two lanes (lanes.c); [server] workers threads take
  * plain requests, run ops/ hooks under the filesystem lock and write each
- * mutation's objects to RocksDB inside that lock (so batches land in commit
+ * mutation to the store inside that lock (so batches land in commit
  * order); [programs] workers threads, at a lower priority, load and run
  * programs (progs.c), never holding up the request workers; the committer
- * thread syncs the write-ahead log for every group of waiting mutations
- * (group commit), seals the objects they changed (on sync exports they stay
- * invisible to one-sided readers until then) and sends their replies.
+ * thread syncs the data log and the write-ahead log for every group of
+ * waiting mutations and COMMITs (group commit), seals the objects they
+ * changed (every change but an unstable write stays invisible to one-sided
+ * readers until then), sends their replies, and reclaims the data log.
  */
 #ifndef ARFD_H
 #define ARFD_H

@@ -202,7 +202,7 @@ class Arfctl(ArfdTestCase):
         self.assertEqual(arfctl("ls", u("/")).stdout, b"")
         st = arfctl_json("status", u("/"))
         self.assertIn("incarnation", st["server"])
-        self.assertTrue(st["server"]["export"]["sync"])
+        self.assertIs(st["server"]["export"]["sync"], False)  # the default: unstable writes
         del p
 
     def test_errors(self):
