@@ -702,7 +702,7 @@ void arfd_datalog_drop(struct arfd_datalog *l, uint32_t blk)
 int arfd_datalog_sync(struct arfd_datalog *l, uint64_t inc, uint64_t seq, char *err,
 		      size_t errlen)
 {
-	int fds[64], nfd = 0, rc = 0, dir_dirty;
+	int *fds, nfd = 0, rc = 0, dir_dirty;
 	uint64_t gen;
 
 	pthread_mutex_lock(&l->lock);
@@ -710,17 +710,23 @@ int arfd_datalog_sync(struct arfd_datalog *l, uint64_t inc, uint64_t seq, char *
 		pthread_mutex_unlock(&l->lock);
 		return 0; /* read-only (not begun): nothing to sync */
 	}
+	if (!(fds = malloc(l->nsegs * sizeof(*fds)))) {
+		pthread_mutex_unlock(&l->lock);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
 	struct rec h;
 	rec_init(&h, K_MARK, 0, 0, inc, seq, 0);
 	struct iovec iov = { &h, sizeof(h) };
 	if ((rc = put(l, &iov, 1, sizeof(h))) || (l->buffered && (rc = flush_buf(l)))) {
 		pthread_mutex_unlock(&l->lock);
+		free(fds);
 		return fail(err, errlen, rc, "data log %s: write: %s", l->dir);
 	}
 	gen = ++l->gen_started;
 	/* the head and every segment rolled over since the last sync; only
 	 * this thread (the committer) closes their descriptors */
-	for (size_t i = 0; i < l->nsegs && nfd < 64; i++) {
+	for (size_t i = 0; i < l->nsegs; i++) {
 		struct seg *s = &l->segs[i];
 		if (s->dirty && s->fd >= 0) {
 			fds[nfd++] = s->fd;
@@ -734,6 +740,7 @@ int arfd_datalog_sync(struct arfd_datalog *l, uint64_t inc, uint64_t seq, char *
 	for (int i = 0; i < nfd && !rc; i++)
 		if (fdatasync(fds[i]) < 0)
 			rc = -errno;
+	free(fds);
 	if (!rc && dir_dirty)
 		rc = sync_dir(l->dir);
 	if (rc)
