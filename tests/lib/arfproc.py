@@ -189,7 +189,8 @@ class Arfd:
     extra: {"section.key": value} given as --set (after everything else, so
     it wins); regions: the region sizes (SMALL unless given); rdma: also
     listen on rdma (None: where the machine has a device); sync: export.sync
-    (None: as the configuration says); build: where arfd was built (default
+    (default false, arfd's default: unstable writes until a COMMIT; None: as
+    the configuration says); build: where arfd was built (default
     $ARF_BUILD), or bin: the arfd to run; config: a configuration file of
     the test's own to read instead of CONFIG (written to workdir/arfd.conf
     at each start); env: arfd's environment."""
@@ -203,7 +204,7 @@ class Arfd:
               "[export]\n"
               "root_squash = false\n")
 
-    def __init__(self, workdir=None, sync=True, extra=None, spin_us=0, build=None,
+    def __init__(self, workdir=None, sync=False, extra=None, spin_us=0, build=None,
                  regions=None, rdma=None, name="arfd", config=None, bin=None, env=None):
         self._tmp = None
         if workdir is None:
