@@ -158,6 +158,13 @@ struct arf_client_opts {
 	 * process is; arfd refuses the connection when the token is forged,
 	 * expired or was minted for another host.  Copied at arf_connect(). */
 	const uint8_t *cred_token;
+	/** Writes are unstable on an export without [export] sync: arfd answers
+	 * before they are durable, and libarf keeps a copy of each until a
+	 * COMMIT (arf_fsync, arf_flush, arf_close) makes it durable, re-sending
+	 * it if arfd restarts first.  This bounds the bytes kept: a write that
+	 * reaches it is followed by a COMMIT (default 64 MiB; 0 = a COMMIT after
+	 * every write). */
+	uint32_t unstable_max_mib;
 };
 
 void arf_client_opts_init(struct arf_client_opts *o);
@@ -245,7 +252,12 @@ int arf_readdirplus(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
 		    struct arf_dirent *ents, struct arf_stat *st, size_t max, size_t *n, int *eof);
 /** Read up to len bytes at off; returns the count (short at end of file). */
 ssize_t arf_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len);
-/** Write len bytes at off; returns the count.  Durable on return on a sync export. */
+/** Write len bytes at off; returns the count.  On an export without
+ * [export] sync the write is unstable, as NFSv3's: applied and seen by every
+ * client at once, durable at the next arf_fsync, arf_flush or arf_close (or
+ * when unstable_max_mib is reached); libarf keeps its bytes until then and
+ * re-sends them if arfd restarts before (counted in resent_bytes).  On a
+ * sync export it is durable on return. */
 ssize_t arf_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const void *buf,
 		  size_t len);
 int arf_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap);
@@ -284,7 +296,11 @@ struct arf_setattr {
 };
 int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_setattr *sa,
 		struct arf_stat *out);
-/** Make the file's acknowledged writes durable (as NFS COMMIT). */
+/** COMMIT (NFSv3's): everything the server applied before it, every
+ * client's writes included, is durable on return; (ino, gen) must name a
+ * file (-ESTALE), or be (0, 0).  Also returns the failure of a write of
+ * this file that libarf had to re-send after a restart (-ENOSPC, -EIO...),
+ * once. */
 int arf_fsync(arf_client *c, uint64_t ino, uint32_t gen);
 
 /**
@@ -346,6 +362,10 @@ struct arf_dir_change {
 	} dir[2];
 };
 int arf_last_dir_change(arf_client *c, struct arf_dir_change *out);
+/** arf_fsync if this client has writes of the file not yet committed (or a
+ * re-send failure to report), else nothing (no round trip): what close()
+ * does on a mount. */
+int arf_flush(arf_client *c, uint64_t ino, uint32_t gen);
 /** access(2) check on the server: mask of R_OK|W_OK|X_OK. */
 int arf_access(arf_client *c, uint64_t ino, uint32_t gen, int mask);
 
@@ -459,7 +479,7 @@ enum arf_fallback_reason {
 };
 const char *arf_fallback_reason_name(int reason);
 
-#define ARF_NKINDS 25
+#define ARF_NKINDS 26
 /** Name of request kind i (0 <= i < ARF_NKINDS), as counted below. */
 const char *arf_request_kind_name(int i);
 
@@ -479,6 +499,10 @@ struct arf_client_stats {
 	uint64_t fallbacks_by_reason[ARF_FALLBACK_NREASONS];
 	uint64_t bytes_sent, bytes_received;
 	uint64_t cache_hits, cache_misses;
+	uint64_t commits;           /**< COMMITs sent (arf_fsync, arf_flush, the bound) */
+	uint64_t resent_bytes;      /**< bytes of uncommitted writes re-sent after arfd restarted */
+	uint64_t unstable_bytes;    /**< now: bytes of writes kept until a COMMIT */
+	uint64_t unstable_writes;   /**< now: those writes */
 };
 void arf_stats(arf_client *c, struct arf_client_stats *out);
 

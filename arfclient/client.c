@@ -33,6 +33,7 @@ void arf_client_opts_init(struct arf_client_opts *o)
 	o->readdir_exec_min = ARF_OPT_AUTO;
 	o->readdir_req_min = ARF_OPT_AUTO;
 	o->resvport = 1;
+	o->unstable_max_mib = 64;
 }
 
 /*
@@ -147,7 +148,7 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 	if ((rc = arf_url_parse(url, &c->url, err, errlen)))
 		goto fail;
 	policy_resolve(&c->opts, c->url.transport, &c->pol);
-	if ((rc = arf_cache_init(c))) {
+	if ((rc = arf_cache_init(c)) || (rc = arf_wlog_init(c))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -203,6 +204,10 @@ void arf_close(arf_client *c)
 {
 	if (!c)
 		return;
+	/* as close(2) on NFS: what this client wrote is committed */
+	if (c->wlog && c->conn && arf_wlog_holds(c, 0) && arf_fsync(c, 0, 0))
+		arf_log_msg(0, "closing: the last writes could not be committed");
+	arf_wlog_free(c);
 	arf_net_close(c->conn);
 	pthread_rwlock_destroy(&c->conn_lock);
 	pthread_mutex_destroy(&c->cache_lock);
@@ -245,6 +250,10 @@ void arf_stats(arf_client *c, struct arf_client_stats *s)
 	s->execs = __atomic_load_n(&c->execs, __ATOMIC_RELAXED);
 	arf_prog_stats(c, s);
 	s->cache_hits = __atomic_load_n(&c->cache_hits, __ATOMIC_RELAXED);
+	s->resent_bytes = __atomic_load_n(&c->resent_bytes, __ATOMIC_RELAXED);
+	s->commits = __atomic_load_n(&c->commits, __ATOMIC_RELAXED);
+	if (c->wlog)
+		arf_wlog_counts(c, &s->unstable_bytes, &s->unstable_writes);
 	s->cache_misses = __atomic_load_n(&c->cache_misses, __ATOMIC_RELAXED);
 }
 

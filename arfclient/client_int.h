@@ -11,6 +11,7 @@
  *   progs.c                  mobile code: arf_exec and the standard programs
  *   requests.c  onesided.c   requests (mutations, fallbacks); one-sided reads
  *   conn.c                   the connection and its reconnection
+ *   wlog.c                   uncommitted writes, re-sent after a server restart
  *   cache.c                  inode and entry caches
  *   url.c attr.c errors.c util.c   parsing, conversions, texts, clock and log
  */
@@ -77,7 +78,10 @@ struct arf_client {
 	struct arf_icache_ent *icache;
 	struct arf_ecache_ent *ecache;
 
+	struct arf_wlog *wlog;        /* uncommitted writes (wlog.c) */
+
 	/* counters (atomic) */
+	uint64_t resent_bytes, commits;
 	uint64_t requests_by_kind[ARF_NKINDS];
 	uint64_t fallbacks_by_reason[ARF_FALLBACK_NREASONS];
 	uint64_t retries, fallbacks, execs;
@@ -110,6 +114,46 @@ int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 int arf_cl_dial(arf_client *c, char *err, size_t errlen);
 /* Transport counters of this connection and those it replaced. */
 void arf_cl_counters(arf_client *c, struct arf_net_counters *nc);
+
+/*
+ * wlog.c: writes the server answered before they were durable, kept until
+ * a COMMIT with the same verifier covers them (NFSv3's unstable writes).
+ */
+struct arf_wlog;
+int arf_wlog_init(arf_client *c);   /* 0 or -ENOMEM */
+void arf_wlog_free(arf_client *c);
+/* Keep a copy of a write the server answered with (verifier, seq): 1 when
+ * the bytes kept reach opts.unstable_max_mib (commit now), 0, or -ENOMEM
+ * (not kept: commit now). */
+int arf_wlog_keep(arf_client *c, const struct arf_proto_cred *cred, uint64_t ino, uint32_t gen,
+		  uint64_t off, const void *data, uint32_t len, uint64_t verifier, uint64_t seq);
+/* A COMMIT answered (verifier, durable): drop what it covers. */
+void arf_wlog_committed(arf_client *c, uint64_t verifier, uint64_t durable);
+/* Does the client keep writes of ino (0: of any file), or a re-send
+ * failure waiting to be reported? */
+int arf_wlog_holds(arf_client *c, uint64_t ino);
+/* The failure of a re-send to ino (0: any), reported once; 0 if none. */
+int arf_wlog_error(arf_client *c, uint64_t ino);
+/* Are writes kept under another verifier than this one? */
+int arf_wlog_stale(arf_client *c, uint64_t verifier);
+void arf_wlog_counts(arf_client *c, uint64_t *bytes, uint64_t *writes);
+/* After dialling a server of incarnation verifier, before anything else
+ * uses conn (conn.c, under conn_lock's write side): re-send what its
+ * restart lost, then commit.  0, or the error (a broken connection: dial
+ * again). */
+int arf_wlog_replay(arf_client *c, struct arf_net_conn *conn, uint64_t verifier);
+/* Replies, decoded: COMMIT's and WRITE's (after its count and attr). */
+struct arf_wlog_commit {
+	uint64_t verifier, durable, old_through;
+	uint32_t old_known;
+};
+struct arf_wlog_write {
+	uint64_t verifier, seq, off;
+	uint32_t flags;              /* ARF_PROTO_WRITE_* */
+};
+int arf_wlog_commit_reply(const struct arf_net_buf *resp, struct arf_wlog_commit *out);
+int arf_wlog_write_reply(const struct arf_net_buf *resp, uint32_t *written,
+			 struct arf_proto_attr *attr, struct arf_wlog_write *out);
 
 /* progs.c: the shipped standard programs and their policy hooks (api.c).
  * Each returns 0 when the program answered, 1 when it did not apply or

@@ -7,11 +7,15 @@
  * connection breaks they dial again, with backoff, for up to
  * opts.reconnect_ms, swapping the new connection in under conn_lock's
  * write side while operations hold its read side; a server that restarted
- * (a new incarnation) has its caches dropped.  Counters of the connections
- * replaced are kept in c->base so arf_stats() never goes backwards.
+ * (a new incarnation) has its caches dropped, and before the new
+ * connection serves anything else, the writes its restart lost are
+ * re-sent (wlog.c), so that nothing this client sends later is overtaken
+ * by an older write.  Counters of the connections replaced are kept in
+ * c->base so arf_stats() never goes backwards.
  *
- * Below this file are only the net transport, the caches and util.c:
- * nothing here calls back up into requests, programs or the API.
+ * Below this file are only the net transport, the caches, the write log
+ * and util.c: nothing here calls back up into requests, programs or the
+ * API.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -113,6 +117,18 @@ static int reconnect(arf_client *c, uint64_t gen, uint64_t deadline_ms)
 		int have;
 		if (!dial(c, &conn, &info, &sb, &have, err, sizeof(err))) {
 			int restarted = info.incarnation != c->info.incarnation;
+			if (arf_wlog_stale(c, info.incarnation)) {
+				int wrc = arf_wlog_replay(c, conn, info.incarnation);
+				if (conn_broken(wrc)) { /* gone again: dial again */
+					arf_net_close(conn);
+					snprintf(err, sizeof(err), "re-sending uncommitted writes: %s",
+						 strerror(-wrc));
+					goto wait;
+				}
+				if (wrc)
+					arf_log_msg(0, "re-sending uncommitted writes: %s",
+						    arf_strerror(wrc));
+			}
 			c->conn = conn;
 			c->info = info;
 			c->sb = sb;
@@ -127,6 +143,7 @@ static int reconnect(arf_client *c, uint64_t gen, uint64_t deadline_ms)
 			rc = 0;
 			break;
 		}
+wait:
 		if (arf_now_ms() + wait_ms >= deadline_ms) {
 			arf_log_msg(0, "reconnect failed: %s", err);
 			break;

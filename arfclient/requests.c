@@ -330,43 +330,101 @@ ssize_t arf_req_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, vo
 	return (ssize_t)done;
 }
 
+/* COMMIT: everything this server applied so far durable (fh may be 0, 0);
+ * the kept writes it covers are dropped.  Then a re-send's failure for ino
+ * (0: any), if one waits. */
+static int commit(arf_client *c, uint64_t ino, uint32_t gen)
+{
+	struct arf_proto_wr w;
+	struct arf_net_buf resp;
+	struct arf_wlog_commit cm;
+
+	arf_proto_wr_init(&w);
+	put_fh(&w, ino, gen);
+	arf_proto_put_u64(&w, 0);
+	int rc = arf_req(c, ARF_OP_COMMIT, &w, &resp);
+	arf_proto_wr_free(&w);
+	if (!rc)
+		rc = arf_wlog_commit_reply(&resp, &cm);
+	arf_net_buf_free(&resp);
+	if (!rc) {
+		ARF_CTR_ADD(c, commits, 1);
+		arf_wlog_committed(c, cm.verifier, cm.durable);
+	}
+	int err = arf_wlog_error(c, ino);
+	return rc ? rc : err;
+}
+
+/*
+ * Writes are unstable on a default export (NFSv3's): the server applies
+ * them at once and answers before they are durable, with its verifier and
+ * the write's sequence; the client keeps each one (wlog.c) until a COMMIT
+ * covers it, and re-sends it if the server restarts first.  The bytes go as
+ * a separate piece of the request, not copied into it.
+ */
 ssize_t arf_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const void *buf,
 		  size_t len)
 {
+	struct arf_proto_cred pc;
 	size_t done = 0;
+	int full = 0;
 
+	fill_cred(&pc);
 	do {
-		struct arf_proto_wr w;
+		struct arf_proto_wr w, h;
 		struct arf_net_buf resp;
+		struct iovec iov[3];
 		uint32_t chunk = (uint32_t)(len - done > c->info.max_io ? c->info.max_io : len - done);
+		const uint8_t *src = (const uint8_t *)buf + done;
+		arf_proto_wr_init(&h);
+		arf_proto_put_cred(&h, &pc);
 		arf_proto_wr_init(&w);
 		put_fh(&w, ino, gen);
 		arf_proto_put_u64(&w, off + done);
-		arf_proto_put_bytes(&w, (const char *)buf + done, chunk);
-		int rc = arf_req(c, ARF_OP_WRITE, &w, &resp);
+		arf_proto_put_u32(&w, chunk); /* bytes(): the length, then the data */
+		int rc = h.err ? h.err : w.err;
+		if (!rc) {
+			iov[0] = (struct iovec){ h.buf, h.len };
+			iov[1] = (struct iovec){ w.buf, w.len };
+			iov[2] = (struct iovec){ (void *)src, chunk };
+			int idx = arf_proto_op_index(ARF_OP_WRITE);
+			ARF_CTR_ADD(c, requests_by_kind[idx], 1);
+			memset(&resp, 0, sizeof(resp));
+			rc = arf_cl_call(c, ARF_OP_WRITE, iov, chunk ? 3 : 2, &resp, NULL);
+		}
+		arf_proto_wr_free(&h);
 		arf_proto_wr_free(&w);
+		uint32_t written = 0;
+		struct arf_proto_attr a;
+		struct arf_wlog_write wr;
+		if (!rc)
+			rc = arf_wlog_write_reply(&resp, &written, &a, &wr);
+		arf_net_buf_free(&resp);
+		if (!rc && written > chunk)
+			rc = ARF_EPROTO;
 		if (rc) {
-			arf_net_buf_free(&resp);
 			arf_icache_drop(c, ino);
+			if (done && full)
+				commit(c, 0, 0);
 			return done ? (ssize_t)done : rc;
 		}
-		struct arf_proto_rd r;
-		struct arf_proto_attr a;
 		struct arf_stat st;
-		arf_proto_rd_init(&r, resp.data, resp.len);
-		uint32_t written = arf_proto_get_u32(&r);
-		arf_proto_get_attr(&r, &a);
-		arf_net_buf_free(&resp);
-		if (r.err || written > chunk) {
-			arf_icache_drop(c, ino);
-			return done ? (ssize_t)done : ARF_EPROTO;
-		}
 		arf_stat_from_proto(&a, &st);
 		arf_icache_update_stat(c, &st);
+		if (written && !(wr.flags & ARF_PROTO_WRITE_STABLE)) {
+			int k = arf_wlog_keep(c, &pc, ino, gen, wr.off, src, written, wr.verifier,
+					      wr.seq);
+			full |= k != 0; /* at the bound, or not kept: commit */
+		}
 		done += written;
 		if (written < chunk)
 			break;
 	} while (done < len);
+	if (full) {
+		int rc = commit(c, 0, 0);
+		if (rc)
+			return rc; /* what was written may not last: say so now */
+	}
 	return (ssize_t)done;
 }
 
@@ -512,10 +570,15 @@ int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_seta
 
 int arf_fsync(arf_client *c, uint64_t ino, uint32_t gen)
 {
-	struct arf_proto_wr w;
-	arf_proto_wr_init(&w);
-	put_fh(&w, ino, gen);
-	return req_attr(c, ARF_OP_FSYNC, &w, NULL);
+	return commit(c, ino, gen);
+}
+
+int arf_flush(arf_client *c, uint64_t ino, uint32_t gen)
+{
+	/* nothing of the file waits for a commit: no round trip */
+	if (!arf_wlog_holds(c, ino))
+		return 0;
+	return commit(c, ino, gen);
 }
 
 int arf_access(arf_client *c, uint64_t ino, uint32_t gen, int mask)

@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arfd — the server: one export's regions, its RocksDB store, the transport
- * server (soft-NIC) and the workers, put together.
+ * arfd — the server: one export's regions, its store (RocksDB and the data
+ * log), the transport server (soft-NIC) and the workers, put together.
  *
  * Threads: the soft-NIC thread(s) of net/ serve one-sided operations and
  * queue requests in two lanes (lanes.c); [server] workers threads take
  * plain requests, run ops/ hooks under the filesystem lock and write each
- * mutation's objects to RocksDB inside that lock (so batches land in commit
+ * mutation to the store inside that lock (so batches land in commit
  * order); [programs] workers threads, at a lower priority, load and run
  * programs (progs.c), never holding up the request workers; the committer
- * thread syncs the write-ahead log for every group of waiting mutations
- * (group commit), seals the objects they changed (on sync exports they stay
- * invisible to one-sided readers until then) and sends their replies.
+ * thread syncs the data log and the write-ahead log for every group of
+ * waiting mutations and COMMITs (group commit), seals the objects they
+ * changed (every change but an unstable write stays invisible to one-sided
+ * readers until then), sends their replies, and reclaims the data log.
  */
 #ifndef ARFD_H
 #define ARFD_H
@@ -41,6 +42,10 @@ struct arfd_counters {
 	uint64_t requests[ARF_PROTO_NKINDS]; /* by arf_proto_op_index; last = other */
 	uint64_t errors;         /* requests answered with a failure status */
 	uint64_t mutations;      /* transactions persisted */
+	uint64_t unstable_writes;/* WRITEs answered before they were durable (until a COMMIT) */
+	uint64_t stable_writes;  /* WRITEs answered once durable ([export] sync) */
+	uint64_t commits;        /* COMMITs answered (everything before them durable) */
+	uint64_t reclaims;       /* data log segments copied out by reclamation */
 	uint64_t objects_written;/* objects in those transactions */
 	uint64_t syncs;          /* WAL syncs (group commits) */
 	uint64_t synced_txns;    /* transactions made durable by those syncs */
@@ -76,9 +81,11 @@ struct arfd {
 	int committer_started;
 
 	/* group commit (under fs_lock) */
-	uint64_t applied_seq;                /* last transaction applied and written */
-	uint64_t durable_seq;                /* last transaction whose WAL is synced */
+	uint64_t applied_seq;                /* last transaction applied and written; sequences
+					      * go on across restarts (store.h) */
+	uint64_t durable_seq;                /* last transaction whose data log and WAL are synced */
 	uint64_t sync_wanted;                /* highest seq someone waits to see durable */
+	int sync_forced;                     /* reclamation needs one more sync (commit.c) */
 	struct arfd_pending *pending;        /* deferred seals and waiting replies */
 	pthread_cond_t commit_cond;          /* wakes the committer */
 	pthread_t committer;
@@ -114,6 +121,9 @@ enum arfd_lane_id {
 #define ARFD_PROC_MUTATES 1u    /* changes the filesystem: a transaction; EROFS on read-only */
 #define ARFD_PROC_HANDLE  2u    /* may name a file handle: stale-handle limits apply */
 #define ARFD_PROC_DURABLE 4u    /* replies once everything applied before it is durable */
+#define ARFD_PROC_UNSTABLE 8u   /* a data write: answered before it is durable (NFSv3's
+				 * UNSTABLE) unless [export] sync; every other mutation
+				 * replies once durable */
 #define ARFD_PROC_BASE    ARF_OP_GETATTR /* the lowest request kind */
 
 /* One request as its procedure sees it (fs_lock held). */
@@ -189,15 +199,16 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
  * may change then: the caller answers EIO). */
 int arfd_txn_begin(struct arfd *d);
 /*
- * End the transaction, write it to RocksDB (in the lock, so batches land in
- * commit order) and make it visible: sealed at once on an async export,
- * queued for the group commit on a sync one.  Returns its sequence number
- * (0: nothing changed, or it failed; on a sync export the reply must wait
- * for durable_seq >= it).  When RocksDB refuses the write, or the change
- * could not be recorded (out of memory), the export fails (arfd_fail) and
- * *rc becomes -EIO.
+ * End the transaction, write it to the store (in the lock, so batches land
+ * in commit order: applied_seq + 1 is its sequence) and make it visible:
+ * an unstable one (a data write, not on a sync export) is sealed at once,
+ * any other is sealed by the group commit that makes it durable.  Returns
+ * its sequence number (0: nothing changed, or it failed; unless unstable,
+ * the reply must wait for durable_seq >= it).  When the store refuses the
+ * write, or the change could not be recorded (out of memory), the export
+ * fails (arfd_fail) and *rc becomes -EIO.
  */
-uint64_t arfd_txn_commit(struct arfd *d, int *rc);
+uint64_t arfd_txn_commit(struct arfd *d, int unstable, int *rc);
 /* The committer thread: group commits (WAL sync, seals, waiting replies). */
 void *arfd_committer_main(void *arg);
 /* Fail-stop (fs_lock held): mark the export failed for the reason why

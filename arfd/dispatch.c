@@ -7,9 +7,10 @@
  * the procedure table (procs.c), and does around the
  * procedure what every request shares: the credentials it acts with
  * (identity.c), the counters, the stale-handle limits, and for a mutation
- * the transaction, written to RocksDB under the filesystem lock (so batches
- * land in commit order); then it replies — at once on an async export or for
- * a read, after the group commit on a sync export.
+ * the transaction, written to the store under the filesystem lock (so
+ * batches land in commit order); then it replies — at once for a read or
+ * an unstable data write, after the group commit for every other mutation,
+ * a COMMIT and, on an [export] sync export, every write.
  */
 #include <errno.h>
 #include <sched.h>
@@ -58,14 +59,15 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 		if (d->cfg.read_only) {
 			rc = -EROFS;
 		} else if (!(rc = arfd_txn_begin(d))) {
+			int unstable = (proc->flags & ARFD_PROC_UNSTABLE) && !d->cfg.sync;
 			rc = proc->run(&q);
-			if (arfd_txn_commit(d, &rc) && d->cfg.sync)
-				deferred = 1;
+			if (arfd_txn_commit(d, unstable, &rc) && !unstable)
+				deferred = 1; /* durable before the reply (RFC 1813) */
 		}
 	} else {
 		rc = proc->run(&q);
 		if ((proc->flags & ARFD_PROC_DURABLE) && !rc && d->applied_seq > d->durable_seq)
-			deferred = 1; /* durable on every export, as NFS COMMIT */
+			deferred = 1; /* everything before it durable, as NFS COMMIT */
 	}
 	if (rc == ARF_EPROTO)
 		d->ctr.bad_requests++;

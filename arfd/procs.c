@@ -361,6 +361,11 @@ static int p_setattr(struct arfd_req *q)
 								    &sa, &a), &a), &x);
 }
 
+/* A data write.  Unstable unless [export] sync (dispatch.c): the reply
+ * carries the write verifier (this incarnation) and the sequence the
+ * transaction gets (applied_seq + 1: the commit that follows, under the same
+ * lock, assigns exactly that), so that the client keeps the data until a
+ * COMMIT covers it; and the offset the bytes went to. */
 static int p_write(struct arfd_req *q)
 {
 	struct arf_proto_fh fh;
@@ -383,7 +388,42 @@ static int p_write(struct arfd_req *q)
 		nanosleep(&ts, NULL);
 	}
 	arf_proto_put_u32(q->w, (uint32_t)written);
-	return reply_attr(q->w, arf_ops_getattr(&q->d->fs, fh.ino, fh.gen, &a), &a);
+	rc = reply_attr(q->w, arf_ops_getattr(&q->d->fs, fh.ino, fh.gen, &a), &a);
+	arf_proto_put_u64(q->w, q->d->incarnation);
+	arf_proto_put_u64(q->w, q->d->applied_seq + 1);
+	arf_proto_put_u64(q->w, off);
+	arf_proto_put_u32(q->w, q->d->cfg.sync ? ARF_PROTO_WRITE_STABLE : 0);
+	if (!rc && written)
+		(*(q->d->cfg.sync ? &q->d->ctr.stable_writes : &q->d->ctr.unstable_writes))++;
+	return rc;
+}
+
+/* COMMIT: replies once everything applied before it is durable
+ * (ARFD_PROC_DURABLE); how far that is, and how far an earlier incarnation
+ * the client names was found durable through. */
+static int p_commit(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	struct arf_ops_attr a;
+	uint64_t through = 0;
+	int rc;
+
+	arf_proto_get_fh(q->r, &fh);
+	uint64_t old = arf_proto_get_u64(q->r);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	if ((fh.ino || fh.gen) && (rc = arf_ops_getattr(&q->d->fs, fh.ino, fh.gen, &a)))
+		return rc;
+	int known = old == q->d->incarnation ||
+		    (old && arfd_store_durable_through(q->d->store, old, &through) == 0);
+	if (old == q->d->incarnation)
+		through = q->d->applied_seq;
+	arf_proto_put_u64(q->w, q->d->incarnation);
+	arf_proto_put_u64(q->w, q->d->applied_seq); /* durable when the reply goes */
+	arf_proto_put_u64(q->w, through);
+	arf_proto_put_u32(q->w, (uint32_t)known);
+	q->d->ctr.commits++;
+	return 0;
 }
 
 /* ---- the table ------------------------------------------------------------- */
@@ -411,10 +451,11 @@ static const struct arfd_proc procs[] = {
 	P(ARF_OP_LINK, p_link, M | H, REQ),
 	P(ARF_OP_SYMLINK, p_symlink, M | H, REQ),
 	P(ARF_OP_SETATTR, p_setattr, M | H, REQ),
-	P(ARF_OP_WRITE, p_write, M | H, REQ),
+	P(ARF_OP_WRITE, p_write, M | H | ARFD_PROC_UNSTABLE, REQ),
 	P(ARF_OP_FSYNC, p_fsync, H | ARFD_PROC_DURABLE, REQ),
 	P(ARF_OP_CREATE_WRITE, arfd_proc_create_write, M | H, REQ), /* procs_compound.c */
 	P(ARF_OP_COPY, arfd_proc_copy, M | H, REQ),
+	P(ARF_OP_COMMIT, p_commit, H | ARFD_PROC_DURABLE, REQ),
 	P(ARF_OP_STATUS, p_status, 0, REQ),
 	P(ARF_OP_CRED_MINT, p_cred_mint, 0, REQ),
 	/* served by progs.c, not under fs_lock, on the program workers */

@@ -218,6 +218,8 @@ static int open_fs(struct arfd *d, char *err, size_t errlen)
 
 	if (!found) {
 		const struct arf_meta_dirty *list;
+		if ((rc = arfd_store_begin(d->store, sb.n_blocks, &d->incarnation, err, errlen)))
+			return rc;
 		rc = arf_meta_fs_format(&d->fs, d->meta, d->meta_size, d->data, d->data_size, &sb,
 					0, 0);
 		if (rc) {
@@ -226,7 +228,8 @@ static int open_fs(struct arfd *d, char *err, size_t errlen)
 		}
 		list = d->fs.dirty; /* format ran as one transaction */
 		size_t n = d->fs.ndirty;
-		rc = arfd_store_put_txn(d->store, &d->fs, list, n, err, errlen);
+		rc = arfd_store_put_txn(d->store, &d->fs, list, n, arfd_store_seq(d->store) + 1, err,
+					errlen);
 		if (!rc)
 			rc = arfd_store_sync(d->store, err, errlen);
 		if (rc)
@@ -235,18 +238,31 @@ static int open_fs(struct arfd *d, char *err, size_t errlen)
 			 cfg->data_dir, sb.n_inodes, sb.n_blocks);
 	} else {
 		uint64_t nobj = 0;
+		struct arfd_store_recovery rec;
 		rc = arfd_store_load(d->store, d->meta, d->meta_size, d->data, d->data_size, &nobj,
 				     err, errlen);
 		if (rc)
+			return rc;
+		arfd_store_recovered(d->store, &rec);
+		if ((rc = arfd_store_begin(d->store, sb.n_blocks, &d->incarnation, err, errlen)))
 			return rc;
 		rc = arf_meta_fs_attach(&d->fs, d->meta, d->meta_size, d->data, d->data_size, err,
 					errlen);
 		if (rc)
 			return rc;
-		arfd_log(ARFD_LOG_INFO, "rebuilt the regions from %s: %llu objects", cfg->data_dir,
-			 (unsigned long long)nobj);
+		arfd_log(ARFD_LOG_INFO, "rebuilt the regions from %s: %llu objects; incarnation "
+			 "%llu was durable through transaction %llu", cfg->data_dir,
+			 (unsigned long long)nobj, (unsigned long long)rec.prev_inc,
+			 (unsigned long long)rec.through);
+		if (rec.through < rec.seq)
+			arfd_log(ARFD_LOG_WARN, "RocksDB recovered transactions up to %llu, the data "
+				 "log up to %llu: the writes in between are lost (%llu blocks zeroed); "
+				 "their clients re-send them", (unsigned long long)rec.seq,
+				 (unsigned long long)rec.through, (unsigned long long)rec.repaired);
 	}
-	/* every export: objects are sealed once RocksDB has them (commit.c) */
+	d->applied_seq = d->durable_seq = d->sync_wanted = arfd_store_seq(d->store);
+	/* objects are sealed by commit.c: at once for unstable writes, once
+	 * durable for everything else */
 	d->fs.defer_seal = 1;
 	return 0;
 }
@@ -404,9 +420,10 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 		snprintf(err, errlen, "identity keys: %s", strerror(-rc));
 		return rc;
 	}
-	if ((rc = arfd_store_open(d->cfg.data_dir, &d->store, err, errlen)))
-		return rc;
-	if ((rc = arfd_store_incarnation(d->store, &d->incarnation, err, errlen)))
+	if ((rc = arfd_store_open(d->cfg.data_dir,
+				  (d->cfg.test_power_loss ? ARFD_STORE_POWER_LOSS : 0) |
+				  (d->cfg.test_blob_store ? ARFD_STORE_BLOB : 0), &d->store, err,
+				  errlen)))
 		return rc;
 	if ((rc = open_fs(d, err, errlen)))
 		return rc;
@@ -493,7 +510,8 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 			 strchr(raddr, ':') ? "]" : "", arf_net_server_rdma_port(d->net));
 	}
 	arfd_log(ARFD_LOG_INFO, "serving export '%s' (%s) on %s, incarnation %llu",
-		 d->cfg.export_name, d->cfg.sync ? "sync" : "async", where,
+		 d->cfg.export_name, d->cfg.sync ? "sync: stable writes"
+						 : "unstable writes until COMMIT", where,
 		 (unsigned long long)d->incarnation);
 	return 0;
 }

@@ -78,8 +78,11 @@ BENCH_REGIONS = {"regions.data_blocks": "262144", "regions.inodes": "131072",
 
 def bench_arfd(build, work, extra=None, name="arfd"):
     """A started arfd of build's in work (its data, sockets, log and
-    configuration file), polling SPIN_US; stop it with .stop()."""
+    configuration file), polling SPIN_US, its export the default one
+    (unstable writes until a COMMIT; extra may say export.sync = true);
+    stop it with .stop()."""
     d = arfproc.Arfd(workdir=work, build=build, spin_us=SPIN_US, regions=BENCH_REGIONS,
+                     sync=False,
                      extra=extra, rdma=False, name=name)
     d.start(timeout=60)
     log("%s pid %d on 127.0.0.1:%d and %s (spin %d us)" % (name, d.pid, d.port, d.socket,

@@ -8,7 +8,10 @@
  * page cache is not kept, so the first read sees every write acknowledged
  * before the open; if they differ from the main client's cached copy, the
  * file is read through the uncached client until that copy has expired.
- * Writes are synchronous requests, so close() has nothing to flush.
+ * Writes are requests answered at once but unstable, as NFSv3's: arfd
+ * makes them durable at a COMMIT, which FLUSH sends when this mount has
+ * writes of the file not yet committed (so that close() reports a write
+ * that cannot be made durable, as on NFS), and fsync always.
  * Reads and writes use the opener's credentials, as NFS does.
  *
  * O_APPEND: the kernel would append at its own idea of the size, which
@@ -244,10 +247,15 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	/* writes were acknowledged by the server already; locks are the kernel's */
+	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_file *h = file_of(fi);
+	struct arf_fuse_node *n = h->node;
+
+	/* the COMMIT of what this mount wrote to the file (none: no round
+	 * trip); its error is close()'s */
 	(void)ino;
-	(void)fi;
-	fuse_reply_err(req, 0);
+	arf_set_thread_cred(&h->cred);
+	fuse_reply_err(req, arf_fuse_errno_fh(arf_flush(fs->c, n->ino, n->gen)));
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

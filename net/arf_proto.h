@@ -49,8 +49,20 @@ enum arf_proto_op {
 	ARF_OP_LINK     = 0x116, /* fh, fh(dir), name -> attr, wcc */
 	ARF_OP_SYMLINK  = 0x117, /* fh, name, bytes(target) -> attr, wcc */
 	ARF_OP_SETATTR  = 0x118, /* fh, setattr -> attr, wcc (of fh itself, when a directory) */
-	ARF_OP_WRITE    = 0x119, /* fh, u64 off, bytes -> u32 written, attr */
-	ARF_OP_FSYNC    = 0x11a, /* fh -> - */
+	/* reply: then (ARF_PROTO_WRITE_*) u64 verifier (the server's incarnation),
+	 * u64 seq (the write's transaction), u64 offset (where the bytes went),
+	 * u32 flags; the write is durable only once a COMMIT with the same
+	 * verifier answers a durable sequence >= seq, unless flags say stable */
+	ARF_OP_WRITE    = 0x119, /* fh, u64 off, bytes -> u32 written, attr, write_info */
+	ARF_OP_FSYNC    = 0x11a, /* fh -> - (everything before it durable) */
+	/* Everything applied before it durable (NFSv3 COMMIT), for the whole
+	 * export; fh may be (0, 0), else it must name a file (ESTALE).  The reply
+	 * says how far: the verifier and the durable sequence; and for
+	 * old_verifier (an earlier incarnation whose writes the client holds;
+	 * 0 = none) the sequence it was found durable through at the next
+	 * start, and whether the server knows it (0: it does not). */
+	ARF_OP_COMMIT   = 0x11b, /* fh, u64 old_verifier -> u64 verifier, u64 durable,
+				  * u64 old_through, u32 old_known */
 	/* A new regular file with its bytes and attributes (setattr: mode, uid,
 	 * gid, times; never size) in one transaction: what tar, rsync and git
 	 * do for each small file.  Always exclusive (EEXIST); a failure after
@@ -81,7 +93,7 @@ int arf_proto_op_index(uint16_t op);
 /* The name of dense index i: a kind's, "other" for the last, "unknown"
  * out of range. */
 const char *arf_proto_kind_name(int i);
-#define ARF_PROTO_NKINDS 25
+#define ARF_PROTO_NKINDS 26
 
 /* Caller credentials, first in every request. */
 struct arf_proto_cred {
@@ -162,6 +174,7 @@ struct arf_proto_info {
 	char     export_name[64];    /* NUL-terminated */
 	uint8_t  super[4096];        /* copy of the superblock (struct arf_meta_super) */
 };
+#define ARF_PROTO_WRITE_STABLE 0x1u /* WRITE reply flags: durable already ([export] sync) */
 #define ARF_PROTO_INFO_RO   0x1u /* read-only export */
 #define ARF_PROTO_INFO_SYNC 0x2u /* sync export */
 #define ARF_PROTO_INFO_SIZE (4 + 4 + 8 + 4 + 4 + 64 + 4096)

@@ -27,6 +27,7 @@ static const struct {
 	{ ARF_OP_STATUS, "status" },     { ARF_OP_PROG_LOAD, "prog_load" },
 	{ ARF_OP_PROG_EXEC, "prog_exec" }, { ARF_OP_CRED_MINT, "cred_mint" },
 	{ ARF_OP_CREATE_WRITE, "create_write" }, { ARF_OP_COPY, "copy" },
+	{ ARF_OP_COMMIT, "commit" },
 	{ 0, "other" },
 };
 
