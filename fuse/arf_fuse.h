@@ -8,7 +8,10 @@
  *
  * Consistency (DESIGN.md §6) is NFS's: the kernel caches attributes and
  * names for the ac* timeouts, open() revalidates with the server
- * (close-to-open), and libarf's own caches are bounded the same way.
+ * (close-to-open), and LOOKUP and GETATTR are answered from the server's
+ * current state (the uncached client), so the kernel's timeouts are the
+ * only cache of names and attributes on a mount; libarf's caches of the
+ * main client serve the data path only.
  * Locks (fcntl and flock) are local to one mount: no lock handlers are
  * registered, so the kernel arbitrates between processes of this mount
  * only.  Not installed; libarf's arf.h is the only interface used.
@@ -80,6 +83,7 @@ struct arf_fuse_node {
 	uint32_t nopen;          /* open handles on this mount; under fs->lock */
 	int64_t seen_mtime_ns;   /* attributes the kernel was last given ... */
 	uint64_t seen_size;      /* ... (close-to-open compares against them) */
+	int64_t seen_ctime_ns;   /* (a change of ctime alone: the attributes, not the pages) */
 	uint64_t fresh_until_ms; /* until then read through the uncached client */
 	char *hidden;            /* silly-renamed to this name in (hdir, hgen); NULL if not */
 	uint64_t hdir;
@@ -97,8 +101,9 @@ struct arf_fuse_file {
 
 struct arf_fuse {
 	struct arf_fuse_opts opts;
-	arf_client *c;           /* main client: libarf caches bounded like the kernel's */
-	arf_client *cf;          /* uncached client for revalidation (== c under noac) */
+	arf_client *c;           /* main client: mutations, and reads through its caches */
+	arf_client *cf;          /* uncached client (== c under noac): LOOKUP, GETATTR,
+				  * readdirplus attributes and open()'s revalidation */
 	uint32_t cache_ms;       /* libarf attr/entry timeout of c */
 	struct fuse_session *se;
 	pthread_mutex_t lock;    /* the node table, nlookup, nopen, hidden */

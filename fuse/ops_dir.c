@@ -122,7 +122,7 @@ static size_t add_plus(struct arf_fuse *fs, fuse_req_t req, char *buf, size_t ro
 		refs->ids = ids;
 		refs->cap = cap;
 	}
-	if (arf_getattr(fs->c, de->ino, de->gen, &st) || arf_fuse_fill_entry(fs, &e, &st))
+	if (arf_getattr(fs->cf, de->ino, de->gen, &st) || arf_fuse_fill_entry(fs, &e, &st))
 		/* gone meanwhile (or no memory): a name without attributes */
 		return add_plain(req, 1, buf, room, de->name, de->ino, de->type, next);
 	refs->ids[refs->n++] = e.ino;

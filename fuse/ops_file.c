@@ -51,8 +51,10 @@ int arf_fuse_revalidate(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_nod
 		__atomic_store_n(&n->fresh_until_ms, now_ms() + fs->cache_ms + 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&fs->lock);
 	*keep_cache = n->seen_mtime_ns == fresh.mtime_ns && n->seen_size == fresh.size;
+	/* ctime moves with every change of attributes (mode, owner, links) */
+	int same = *keep_cache && n->seen_ctime_ns == fresh.ctime_ns;
 	pthread_mutex_unlock(&fs->lock);
-	if (!*keep_cache && fs->se)
+	if (!same && fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0); /* attributes only */
 	return 0;
 }

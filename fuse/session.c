@@ -32,7 +32,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->time_gran = 1;
 	unsigned want = FUSE_CAP_ASYNC_READ | FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_AUTO_INVAL_DATA |
 			FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS |
-			FUSE_CAP_ASYNC_DIO;
+			FUSE_CAP_ASYNC_DIO | FUSE_CAP_HANDLE_KILLPRIV;
+	/* HANDLE_KILLPRIV: the server clears set-id bits on write, truncate and
+	 * chown (ops/), as local filesystems do.  Where libfuse does not pass
+	 * it on (3.14 does not), the kernel sends its own "remove privileges"
+	 * as a chmod from the writer, which ops/setattr.c accepts from anyone
+	 * who may write the file (NFS clients drop that chmod instead) */
 	if (fs->opts.writeback)
 		want |= FUSE_CAP_WRITEBACK_CACHE;
 	conn->want |= want & conn->capable;
