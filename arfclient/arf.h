@@ -249,6 +249,26 @@ ssize_t arf_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *
 ssize_t arf_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const void *buf,
 		  size_t len);
 int arf_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap);
+/** Append len bytes at the end of the file as the server has it, in one
+ * request: appends of other clients never overlap it (O_APPEND).  *off
+ * (may be NULL) gets the offset the server chose; a request sent again
+ * after a reconnect is answered with that same offset.  Returns the count;
+ * -EINVAL when len is more than the server's largest I/O (4 MiB). */
+ssize_t arf_append(arf_client *c, uint64_t ino, uint32_t gen, const void *buf, size_t len,
+		   uint64_t *off);
+/** fallocate(2) on the server.  mode: 0 (preallocate zeroed blocks for the
+ * holes of [off, off + len) and extend the size), FALLOC_FL_KEEP_SIZE (the
+ * same without the size), or FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+ * (free the whole blocks of the range, zero its edges); Linux's values.
+ * Done in 64 MiB pieces, each all or nothing: -ENOSPC may leave the pieces
+ * before it done.  -EOPNOTSUPP for other modes, -EINVAL, -EFBIG. */
+int arf_fallocate(arf_client *c, uint64_t ino, uint32_t gen, int mode, uint64_t off, uint64_t len,
+		  struct arf_stat *out);
+/** lseek(2)'s SEEK_DATA or SEEK_HOLE (Linux's values) from off: the first
+ * data or hole at or after it (the end of file is a hole).  -ENXIO when
+ * off is at or past the end of file, or (SEEK_DATA) only holes follow. */
+int arf_seek(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, int whence,
+	     uint64_t *result);
 
 int arf_create(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
 	       int exclusive, struct arf_stat *out);
@@ -258,8 +278,10 @@ int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 	      uint64_t rdev, struct arf_stat *out);
 int arf_unlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name);
 int arf_rmdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name);
-/** flags: ARF_RENAME_NOREPLACE */
+/** flags: ARF_RENAME_NOREPLACE (-EEXIST if nname exists) or
+ * ARF_RENAME_EXCHANGE (swap the two names; -ENOENT unless both exist) */
 #define ARF_RENAME_NOREPLACE 0x1u
+#define ARF_RENAME_EXCHANGE  0x2u
 int arf_rename(arf_client *c, uint64_t odir, uint32_t ogen, const char *oname, uint64_t ndir,
 	       uint32_t ngen, const char *nname, unsigned flags);
 int arf_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t dgen,
@@ -399,7 +421,7 @@ enum arf_fallback_reason {
 };
 const char *arf_fallback_reason_name(int reason);
 
-#define ARF_NKINDS 23
+#define ARF_NKINDS 26
 /** Name of request kind i (0 <= i < ARF_NKINDS), as counted below. */
 const char *arf_request_kind_name(int i);
 

@@ -136,6 +136,10 @@ struct arfd_proc {
 
 /* The procedure of a request kind; an unknown kind's answers ENOSYS.  Never NULL. */
 const struct arfd_proc *arfd_proc_find(uint16_t op);
+/* File space (procs_space.c): APPEND, FALLOCATE, SEEK. */
+int arfd_proc_append(struct arfd_req *q);
+int arfd_proc_fallocate(struct arfd_req *q);
+int arfd_proc_seek(struct arfd_req *q);
 
 /*
  * Lanes (lanes.c): the soft-NIC's callback queues a request in its kind's

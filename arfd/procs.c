@@ -387,6 +387,9 @@ static const struct arfd_proc procs[] = {
 	P(ARF_OP_SETATTR, p_setattr, M | H, REQ),
 	P(ARF_OP_WRITE, p_write, M | H, REQ),
 	P(ARF_OP_FSYNC, p_fsync, H | ARFD_PROC_DURABLE, REQ),
+	P(ARF_OP_APPEND, arfd_proc_append, M | H, REQ),
+	P(ARF_OP_FALLOCATE, arfd_proc_fallocate, M | H, REQ),
+	P(ARF_OP_SEEK, arfd_proc_seek, H, REQ),
 	P(ARF_OP_STATUS, p_status, 0, REQ),
 	P(ARF_OP_CRED_MINT, p_cred_mint, 0, REQ),
 	/* served by progs.c, not under fs_lock, on the program workers */

@@ -189,6 +189,7 @@ void arf_fuse_ops_file(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_dir(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_xattr(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_ioctl(struct fuse_lowlevel_ops *ops); /* ioctl.c: ARF_IOC_CRED */
+void arf_fuse_ops_space(struct fuse_lowlevel_ops *ops); /* ops_space.c: fallocate, lseek */
 
 static inline struct arf_fuse *arf_fuse_of(fuse_req_t req)
 {

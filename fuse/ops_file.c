@@ -13,9 +13,10 @@
  *
  * O_APPEND: the kernel would append at its own idea of the size, which
  * another client may have outgrown since; so (without the writeback cache)
- * such files are opened for direct I/O and each write goes to the end of
- * file as the server has it then.  As on NFS, appends from two clients at
- * the same moment are not atomic with respect to each other.
+ * such files are opened for direct I/O and each write is an APPEND request:
+ * the server writes it at its own end of file under its lock, so appends
+ * from any number of clients never overwrite each other (NFS cannot
+ * promise that), and its reply says where the bytes went.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -226,16 +227,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 
 	(void)ino;
 	arf_set_thread_cred(&h->cred);
-	if (h->append) {
-		struct arf_stat st;
-		int rc = arf_getattr(fs->cf, n->ino, n->gen, &st);
-		if (rc) {
-			fuse_reply_err(req, arf_fuse_errno_fh(rc));
-			return;
-		}
-		off = (off_t)st.size;
-	}
-	ssize_t w = arf_write(fs->c, n->ino, n->gen, (uint64_t)off, buf, size);
+	ssize_t w = h->append ? arf_append(fs->c, n->ino, n->gen, buf, size, NULL)
+			      : arf_write(fs->c, n->ino, n->gen, (uint64_t)off, buf, size);
 	if (w < 0)
 		fuse_reply_err(req, arf_fuse_errno_fh((int)w));
 	else

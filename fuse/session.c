@@ -171,6 +171,7 @@ static struct fuse_session *new_session(struct arf_fuse *fs, char *err, size_t e
 	arf_fuse_ops_dir(&ops);
 	arf_fuse_ops_xattr(&ops);
 	arf_fuse_ops_ioctl(&ops);
+	arf_fuse_ops_space(&ops);
 
 	if (escape_opt(fs->opts.fsname[0] ? fs->opts.fsname : fs->opts.url, fsname,
 		       sizeof(fsname))) {

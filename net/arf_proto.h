@@ -50,6 +50,13 @@ enum arf_proto_op {
 	ARF_OP_SETATTR  = 0x118, /* fh, setattr -> attr */
 	ARF_OP_WRITE    = 0x119, /* fh, u64 off, bytes -> u32 written, attr */
 	ARF_OP_FSYNC    = 0x11a, /* fh -> - */
+	/* O_APPEND: written at the server's end of file, under its lock; the
+	 * reply says where (a re-send is answered from the reply cache) */
+	ARF_OP_APPEND   = 0x11c, /* fh, bytes -> u64 offset, u32 written, attr */
+	/* u32 mode: ARF_FALLOC_* (Linux's FALLOC_FL_* values) */
+	ARF_OP_FALLOCATE = 0x11f, /* fh, u32 mode, u64 off, u64 len -> attr */
+	/* u32 whence: ARF_SEEK_DATA or ARF_SEEK_HOLE (Linux's values) */
+	ARF_OP_SEEK     = 0x122, /* fh, u64 off, u32 whence -> u64 offset */
 	ARF_OP_STATUS   = 0x120, /* - -> string (JSON object) */
 	/* A credential token for the request's credentials, which a tool then
 	 * presents in its own HELLO (ARF_PROTO_HELLO_TOKEN).  Root-proven
@@ -70,7 +77,13 @@ int arf_proto_op_index(uint16_t op);
 /* The name of dense index i: a kind's, "other" for the last, "unknown"
  * out of range. */
 const char *arf_proto_kind_name(int i);
-#define ARF_PROTO_NKINDS 23
+#define ARF_PROTO_NKINDS 26
+
+/* FALLOCATE modes and SEEK whences on the wire (Linux's values). */
+#define ARF_FALLOC_KEEP_SIZE  0x01u
+#define ARF_FALLOC_PUNCH_HOLE 0x02u
+#define ARF_SEEK_DATA 3u
+#define ARF_SEEK_HOLE 4u
 
 /* Caller credentials, first in every request. */
 struct arf_proto_cred {

@@ -26,6 +26,8 @@ static const struct {
 	{ ARF_OP_WRITE, "write" },       { ARF_OP_FSYNC, "fsync" },
 	{ ARF_OP_STATUS, "status" },     { ARF_OP_PROG_LOAD, "prog_load" },
 	{ ARF_OP_PROG_EXEC, "prog_exec" }, { ARF_OP_CRED_MINT, "cred_mint" },
+	{ ARF_OP_APPEND, "append" },     { ARF_OP_FALLOCATE, "fallocate" },
+	{ ARF_OP_SEEK, "seek" },
 	{ 0, "other" },
 };
 

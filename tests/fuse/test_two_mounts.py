@@ -15,7 +15,9 @@ export, with default caching on both.
 - A non-owner who may write a root-owned set-id file (04777, 02777, 06777)
   writes and truncates it, and the mode loses its set-id bits, as on a
   local filesystem; the other mount sees the new mode.
-- Every SETATTR sets ctime, chown(f, -1, -1) included."""
+- Every SETATTR sets ctime, chown(f, -1, -1) included.
+- O_APPEND from two mounts (point 6): four writers, two on each mount,
+  4,000 lines in all, every one kept whole and in each writer's order."""
 import errno
 import os
 import shutil
@@ -234,6 +236,41 @@ class SetIdAndCtime(FuseTestCase):
         print("chown(f, -1, -1), chown and chmod to the same values, utime: each sets ctime, "
               "seen by the other mount; chown(f, -1, -1) clears a file's set-id bits and "
               "keeps a directory's, as ext4 does")
+
+
+class Appends(FuseTestCase):
+    WRITER = ("import os, sys\n"
+              "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)\n"
+              "for i in range(int(sys.argv[3])):\n"
+              "    os.write(fd, b'%s %04d ' % (sys.argv[2].encode(), i) + b'x' * 40 + b'\\n')\n")
+
+    def test_o_append_from_two_mounts_keeps_every_line(self):
+        a, b = self.mnt, self.mount()
+        write_file(a.p("log"), b"")
+        per = 1000
+        writers = (("A1", a), ("A2", a), ("B1", b), ("B2", b))
+        procs = [subprocess.Popen([sys.executable, "-c", self.WRITER, m.p("log"), tag, str(per)])
+                 for tag, m in writers]
+        for p in procs:
+            self.assertEqual(p.wait(timeout=600), 0)
+        lines = read_file(b.p("log")).split(b"\n")
+        self.assertEqual(lines[-1], b"")
+        lines = lines[:-1]
+        seen = {tag: [] for tag, _ in writers}
+        torn = 0
+        for line in lines:
+            parts = line.split(b" ")
+            if len(parts) != 3 or parts[2] != b"x" * 40 or parts[0].decode() not in seen:
+                torn += 1
+                continue
+            seen[parts[0].decode()].append(int(parts[1]))
+        self.assertEqual(torn, 0)
+        self.assertEqual(len(lines), per * len(writers),
+                         "%d of %d lines kept" % (len(lines), per * len(writers)))
+        for tag, numbers in seen.items():
+            self.assertEqual(numbers, list(range(per)), tag)
+        print("O_APPEND from two mounts, 2 writers on each: %d of %d lines kept, none torn, "
+              "each writer's in order" % (len(lines), per * len(writers)))
 
 
 if __name__ == "__main__":
