@@ -101,10 +101,14 @@ struct arf_client_opts {
 	 * NULL.  Read at connect; the secret is proved by challenge-response and
 	 * never sent.  The pointer need only be valid during arf_connect(). */
 	const char *secret_file;
-	/** When the connection breaks (arfd restarted, network cut), operations
-	 * wait and retry on a new connection for up to this long, then fail with
-	 * EIO (default 30000; 0 = fail at once).  A new incarnation of the
-	 * server drops the caches. */
+	/** When the connection breaks (arfd restarted, network cut, or silent
+	 * for timeout_ms), operations wait and retry on a new connection for up
+	 * to this long, then fail with EIO (default 30000; 0 = fail at once;
+	 * ARF_WAIT_FOREVER = never fail: NFS's hard mount, where only the
+	 * thread's cancel hook ends a wait, see arf_set_thread_cancel).  A call
+	 * is sent again with the request id it had, and arfd answers a
+	 * mutation it had applied from its reply cache.  A new incarnation of
+	 * the server drops the caches. */
 	uint32_t reconnect_ms;
 	/** After max_hops one-sided hops, look the name up with the shipped
 	 * chain-lookup program (1, default) rather than a LOOKUP request (0).
@@ -161,6 +165,7 @@ struct arf_client_opts {
 };
 
 void arf_client_opts_init(struct arf_client_opts *o);
+#define ARF_WAIT_FOREVER UINT32_MAX /**< reconnect_ms: wait for the server for ever */
 
 /** The mobile-code policy a client applies: its options with every
  * ARF_OPT_AUTO replaced by the value for its transport. */
@@ -334,6 +339,16 @@ struct arf_cred {
 	uint32_t groups[16];
 };
 void arf_set_thread_cred(const struct arf_cred *cred);
+
+/** While a call made by the calling thread waits for the server -- for a
+ * reply, or for a new connection -- fn(arg) is called about every 100 ms
+ * once the wait is that long (never for a quick call); a nonzero answer
+ * ends the call with -EINTR (a mutation may or may not have been applied).
+ * arf-fuse answers "the process that asked got a fatal signal", so a hard
+ * mount's waits end on SIGKILL and on nothing else.  NULL (default): waits
+ * end only as reconnect_ms says.  Not for the verbs transport's waits. */
+typedef int (*arf_cancel_func)(void *arg);
+void arf_set_thread_cancel(arf_cancel_func fn, void *arg);
 
 /**
  * Credential tokens: how a tool run by an ordinary user acts as that user

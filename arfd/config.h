@@ -35,6 +35,7 @@ struct arfd_config {
 	int  test_hooks;         /* test only: allow the control socket's scribble command */
 	int64_t test_fail_write; /* test only: RocksDB writes fail from the Nth on (0 = never) */
 	int64_t test_fail_sync;  /* test only: WAL syncs fail from the Nth on (0 = never) */
+	int64_t test_exit_after; /* test only: _exit once the Nth mutation is written, unanswered */
 	int  max_conns;          /* connections open at once */
 	int  max_conns_per_client; /* per uid (shm) or address (tcp, rdma); 0 = no limit */
 	int  reserved_root_conns;  /* slots only root-evident peers may take */

@@ -17,6 +17,10 @@ struct arfd_store {
 	rocksdb_writeoptions_t *wo_sync;
 	rocksdb_readoptions_t *ro;
 	uint8_t *scratch;             /* sealed copy of one object */
+	char stage_key[16];           /* a record for the next batch (arfd_store_stage) */
+	size_t stage_klen;            /* 0: none */
+	uint8_t *stage_val;
+	size_t stage_vlen;
 	/* fault injection (tests): the put_txn / sync call numbers (1 = the
 	 * next) from which on each fails; 0 = never */
 	uint64_t fail_write_at, fail_sync_at, writes, syncs;
@@ -44,6 +48,7 @@ void arfd_store_close(struct arfd_store *st)
 	if (st->ro)
 		rocksdb_readoptions_destroy(st->ro);
 	free(st->scratch);
+	free(st->stage_val);
 	free(st);
 }
 
@@ -223,14 +228,63 @@ int arfd_store_load(struct arfd_store *st, uint8_t *meta, uint64_t meta_size, ui
 	return rc;
 }
 
+void arfd_store_stage(struct arfd_store *st, const void *key, size_t klen, const void *val,
+		      size_t vlen)
+{
+	uint8_t *copy = malloc(vlen ? vlen : 1);
+
+	arfd_store_unstage(st);
+	if (!copy || klen > sizeof(st->stage_key)) {
+		free(copy); /* the record is lost, not the transaction: a cache miss later */
+		return;
+	}
+	memcpy(st->stage_key, key, klen);
+	memcpy(copy, val, vlen);
+	st->stage_klen = klen;
+	st->stage_val = copy;
+	st->stage_vlen = vlen;
+}
+
+void arfd_store_unstage(struct arfd_store *st)
+{
+	free(st->stage_val);
+	st->stage_val = NULL;
+	st->stage_klen = 0;
+}
+
+int arfd_store_each(struct arfd_store *st, char prefix,
+		    int (*fn)(void *ctx, const void *key, size_t klen, const void *val, size_t vlen),
+		    void *ctx, char *err, size_t errlen)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator(st->db, st->ro);
+	char *rerr = NULL;
+	int rc = 0;
+
+	for (rocksdb_iter_seek(it, &prefix, 1); rocksdb_iter_valid(it) && !rc; rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const char *k = rocksdb_iter_key(it, &klen);
+		const char *v = rocksdb_iter_value(it, &vlen);
+		if (!klen || k[0] != prefix)
+			break;
+		rc = fn(ctx, k, klen, v, vlen);
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rerr)
+		return fail(err, errlen, "iterate", rerr, -EIO);
+	return rc;
+}
+
 int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 		       const struct arf_meta_dirty *list, size_t n, char *err, size_t errlen)
 {
 	rocksdb_writebatch_t *wb;
 	char *rerr = NULL;
 
-	if (!n)
+	if (!n) {
+		arfd_store_unstage(st);
 		return 0;
+	}
 	if (st->fail_write_at && ++st->writes >= st->fail_write_at) {
 		snprintf(err, errlen, "rocksdb: write: injected failure (server.test_fail_write)");
 		return -EIO;
@@ -254,6 +308,10 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 					       ARF_BLOCK_SIZE);
 		}
 	}
+	if (st->stage_klen) /* the reply cache's record: with the transaction or not at all */
+		rocksdb_writebatch_put(wb, st->stage_key, st->stage_klen, (const char *)st->stage_val,
+				       st->stage_vlen);
+	arfd_store_unstage(st);
 	rocksdb_write(st->db, st->wo, wb, &rerr);
 	rocksdb_writebatch_destroy(wb);
 	if (rerr)

@@ -4,7 +4,8 @@
  *
  * Keys: "format" (u32 store format), "incarnation" (u64), 'M' + big-endian
  * u64 offset -> a META object's bytes (sealed), 'D' + big-endian u32 block ->
- * a data block's 4096 bytes.  At start the regions are rebuilt by copying
+ * a data block's 4096 bytes, 'R' + big-endian u32 slot -> a reply cache
+ * record (replies.c).  At start the regions are rebuilt by copying
  * every 'M' and 'D' value to its offset.  A transaction's objects go in one
  * WriteBatch, so a crash never leaves half of a mutation.
  */
@@ -41,6 +42,21 @@ int arfd_store_load(struct arfd_store *st, uint8_t *meta, uint64_t meta_size, ui
  * objects are sealed in the copy), as one batch.  Not synced: see sync. */
 int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 		       const struct arf_meta_dirty *list, size_t n, char *err, size_t errlen);
+
+/* One more record (key, value; copied) for the next put_txn's batch, so it
+ * is written with that transaction or not at all: the reply cache's
+ * (replies.c).  A put_txn with no objects writes nothing, and drops it, as
+ * does unstage.  One at a time: staging again replaces it. */
+void arfd_store_stage(struct arfd_store *st, const void *key, size_t klen, const void *val,
+		      size_t vlen);
+void arfd_store_unstage(struct arfd_store *st);
+
+/* Call fn for every record whose key starts with prefix (a byte the regions'
+ * keys do not use, such as 'R').  fn's nonzero return stops the walk and is
+ * returned.  0, fn's value, or -EIO with err. */
+int arfd_store_each(struct arfd_store *st, char prefix,
+		    int (*fn)(void *ctx, const void *key, size_t klen, const void *val, size_t vlen),
+		    void *ctx, char *err, size_t errlen);
 
 /* Make everything written so far durable (fsync of the write-ahead log). */
 int arfd_store_sync(struct arfd_store *st, char *err, size_t errlen);

@@ -46,6 +46,9 @@ struct arf_fuse_opts {
 	int ac;                  /* attribute caching on (default) */
 	uint32_t acregmin, acregmax, acdirmin, acdirmax; /* seconds */
 	int writeback;           /* kernel writeback cache (single-client semantics) */
+	int soft;                /* soft: give up after timeo x (retrans + 1); else hard */
+	uint32_t timeo;          /* tenths of a second a reply is waited for (NFS's timeo) */
+	uint32_t retrans;        /* soft: tries after the first before EIO (NFS's retrans) */
 	char lookupcache[12];    /* lookupcache=: "positive" (default), "all" or "none" */
 	int neg_cache;           /* from lookupcache: the kernel caches failed lookups */
 	int spin_set;            /* spin_us was given */
@@ -159,9 +162,21 @@ int arf_fuse_errno(int rc);
 /** The same for a file named by handle: a vanished file is ESTALE. */
 int arf_fuse_errno_fh(int rc);
 
-/* cred.c: every request runs with the caller's uid, gid and groups */
+/* cred.c: every request runs with the caller's uid, gid and groups (or an
+ * open file's: the opener's), and its waits answer to the caller's fate */
 void arf_fuse_cred_req(fuse_req_t req, struct arf_cred *cred);
 void arf_fuse_cred_set(fuse_req_t req);
+void arf_fuse_cred_file(fuse_req_t req, const struct arf_cred *cred);
+
+/* hardmount.c: hard and soft mounts.  Note req as the request this thread
+ * serves: a wait of its libarf calls for the server ends only when its
+ * caller has a fatal signal pending (or is gone), or when the session
+ * ends; then the call fails with EINTR.  wait_session: for work outside a
+ * request (unmount), which ends when the session has. */
+void arf_fuse_wait_for(fuse_req_t req);
+void arf_fuse_wait_session(struct arf_fuse *fs);
+/* The libarf options of a mount's timeo, retrans and hard/soft. */
+void arf_fuse_wait_opts(const struct arf_fuse_opts *o, struct arf_client_opts *co);
 
 /* hidden.c: NFS's silly rename, for files unlinked while open here */
 /** If name in (dir, dgen) is the last name of a file open on this mount,

@@ -208,7 +208,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	arf_set_thread_cred(&h->cred);
+	arf_fuse_cred_file(req, &h->cred);
 	ssize_t r = arf_read(arf_fuse_reader(fs, n), n->ino, n->gen, (uint64_t)off, buf, size);
 	if (r < 0)
 		fuse_reply_err(req, arf_fuse_errno_fh((int)r));
@@ -226,7 +226,7 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 	struct arf_fuse_node *n = h->node;
 
 	(void)ino;
-	arf_set_thread_cred(&h->cred);
+	arf_fuse_cred_file(req, &h->cred);
 	ssize_t w = h->append ? arf_append(fs->c, n->ino, n->gen, buf, size, NULL)
 			      : arf_write(fs->c, n->ino, n->gen, (uint64_t)off, buf, size);
 	if (w < 0)
@@ -246,6 +246,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
+	arf_fuse_wait_for(req); /* the last close may remove a hidden name */
 	file_free(arf_fuse_of(req), file_of(fi));
 	fuse_reply_err(req, 0);
 }
@@ -257,7 +258,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 	(void)datasync;
 	if (fi && fi->fh)
-		arf_set_thread_cred(&file_of(fi)->cred);
+		arf_fuse_cred_file(req, &file_of(fi)->cred);
 	else
 		arf_fuse_cred_set(req);
 	fuse_reply_err(req, arf_fuse_errno_fh(arf_fsync(fs->c, n->ino, n->gen)));

@@ -138,7 +138,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	}
 	/* ftruncate() acts with the opener's rights, as NFS does */
 	if (fi && fi->fh)
-		arf_set_thread_cred(&((struct arf_fuse_file *)(uintptr_t)fi->fh)->cred);
+		arf_fuse_cred_file(req, &((struct arf_fuse_file *)(uintptr_t)fi->fh)->cred);
 	else
 		arf_fuse_cred_set(req);
 	/* sent even when no field is set: chown(f, -1, -1), and the kernel's

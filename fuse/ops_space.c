@@ -16,7 +16,7 @@
 static void use_cred(fuse_req_t req, struct fuse_file_info *fi)
 {
 	if (fi && fi->fh)
-		arf_set_thread_cred(&((struct arf_fuse_file *)(uintptr_t)fi->fh)->cred);
+		arf_fuse_cred_file(req, &((struct arf_fuse_file *)(uintptr_t)fi->fh)->cred);
 	else
 		arf_fuse_cred_set(req);
 }

@@ -49,6 +49,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static void op_destroy(void *userdata)
 {
+	arf_fuse_wait_session(userdata); /* a hard wait ends with the session */
 	arf_fuse_hidden_cleanup(userdata);
 }
 
@@ -109,6 +110,7 @@ static int connect_clients(struct arf_fuse *fs, char *err, size_t errlen)
 	int rc;
 
 	arf_client_opts_init(&co);
+	arf_fuse_wait_opts(&fs->opts, &co); /* hard or soft, timeo, retrans */
 	if (fs->opts.secret[0])
 		co.secret_file = fs->opts.secret;
 	if (fs->opts.spin_set)
