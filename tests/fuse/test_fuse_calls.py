@@ -4,10 +4,15 @@
 FALLOC_FL_KEEP_SIZE, FALLOC_FL_PUNCH_HOLE; the other modes EOPNOTSUPP),
 SEEK_DATA / SEEK_HOLE (a 10 GiB sparse file is not all data, and cp copies
 it sparse), and renameat2's RENAME_EXCHANGE and RENAME_NOREPLACE through
-the mount, each checked on a second mount too."""
+the mount, each checked on a second mount too.  And (point 9) the command
+forms the README shows: its demo block run as written against a test
+arfd and mount (getfattr -n, not -d: the user.arf.* attributes are
+deliberately not listed), arfctl's options after the subcommand, and the
+hard/soft options in --help, mount.arf and an fstab-style option string."""
 import ctypes
 import errno
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +21,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fusetest  # noqa: E402
-from fusetest import FuseTestCase  # noqa: E402
+from fusetest import ARF_FUSE, BUILD, MOUNT_ARF, FuseTestCase, run  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ARFCTL = os.path.join(BUILD, "tools", "arfctl", "arfctl")
 
 FALLOC_FL_KEEP_SIZE = 0x01
 FALLOC_FL_PUNCH_HOLE = 0x02
@@ -196,6 +204,73 @@ class RenameFlags(FuseTestCase):
         print("RENAME_EXCHANGE swaps two files and a file with a directory (the other mount "
               "sees it), ENOENT with a missing name; RENAME_NOREPLACE: EEXIST over a name, "
               "a move otherwise")
+
+
+class DocumentedForms(FuseTestCase):
+    def readme_demo(self):
+        """The README's block of commands to try while scripts/run serves."""
+        with open(os.path.join(ROOT, "README.md")) as f:
+            text = f.read()
+        block = text.split("While `scripts/run` is serving", 1)[1].split("```sh\n", 1)[1]
+        return block.split("```", 1)[0].strip().splitlines()
+
+    def test_readme_demo_runs_as_written(self):
+        if not shutil.which("getfattr"):
+            self.skipTest("getfattr is not installed (package attr)")
+        lines = self.readme_demo()
+        self.assertTrue(any(line.startswith("ls -la /mnt/arf") for line in lines))
+        tcp = "arf://127.0.0.1:%d/" % self.arfd.port
+        script = ["set -e", "B=%s" % BUILD]
+        for line in lines:
+            if line.startswith("B="):
+                continue
+            line = line.replace("/mnt/arf", self.mnt.path).replace("arf://127.0.0.1/", tcp)
+            # an shm URL names the harness's socket after its path
+            line = re.sub(r"(arf\+shm://\S+)", r"\1?socket=" + self.arfd.socket, line)
+            script.append(line)
+        p = subprocess.run(["bash", "-c", "\n".join(script)], capture_output=True, timeout=300,
+                           env=dict(os.environ, PATH=os.path.dirname(ARFCTL) + ":" +
+                                    os.environ["PATH"]))
+        out = p.stdout.decode()
+        self.assertEqual(p.returncode, 0, p.stderr.decode() + out)
+        self.assertIn('user.arf.server="arf://127.0.0.1:%d/"' % self.arfd.port, out)
+        with open("/etc/services", "rb") as f:
+            self.assertIn(f.read()[:200].decode(errors="replace").splitlines()[0], out)
+        print("README's demo (%d commands): ran as written against a test arfd and mount; "
+              "getfattr -n user.arf.server printed the URL" % len(lines))
+
+    def test_arfctl_options_after_the_subcommand(self):
+        ctl = ["--control", self.arfd.control]
+        before = run([ARFCTL] + ctl + ["--prometheus", "stats"]).stdout.decode()
+        after = run([ARFCTL, "stats", "--prometheus"] + ctl).stdout.decode()
+        for out in (before, after):
+            self.assertIn("arf_requests_total", out)
+        url = "arf://127.0.0.1:%d/" % self.arfd.port
+        self.assertIn(b'"ino"', run([ARFCTL, "stat", url, "--json"]).stdout)
+        print("arfctl --prometheus stats and arfctl stats --prometheus agree; options after "
+              "the subcommand work")
+
+    def test_hard_and_soft_options_are_documented_and_accepted(self):
+        out = run([ARF_FUSE, "--help"]).stdout.decode()
+        for name in ("hard", "soft", "timeo=N", "retrans=N"):
+            self.assertIn("    " + name, out)
+        with open(os.path.join(ROOT, "man", "arf-fuse.8")) as f:
+            page = f.read()
+        for name in ("hard", "soft", "timeo=", "retrans="):
+            self.assertIn(".B" + ("I " if name.endswith("=") else " ") + name, page)
+        if os.path.exists(MOUNT_ARF):
+            spec = "127.0.0.1:%d:/" % self.arfd.port
+            run([MOUNT_ARF, spec, self.mnt.path, "-f", "-o",
+                 "_netdev,soft,timeo=10,retrans=1,intr"])
+            run([MOUNT_ARF, spec, self.mnt.path, "-f", "-o", "hard,timeo=600"])
+            p = subprocess.run([MOUNT_ARF, spec, self.mnt.path, "-f", "-o", "timeo=0"],
+                               capture_output=True)
+            self.assertNotEqual(p.returncode, 0)
+        m = self.mount("soft,timeo=50,retrans=3")
+        with open(m.p("x"), "wb") as f:
+            f.write(b"x")
+        print("hard, soft, timeo=, retrans= in --help and arf-fuse(8); mount.arf checks them "
+              "(timeo=0 refused); a soft mount with them works")
 
 
 if __name__ == "__main__":
