@@ -16,7 +16,7 @@
 - With arfd gone, 40 processes block on a hard mount; SIGKILL ends each
   within a second; a handled SIGCHLD does not turn a blocked read into
   EINTR (the read returns the data once arfd is back)."""
-import ctypes
+import fcntl
 import hashlib
 import os
 import shutil
@@ -112,6 +112,32 @@ class HardMount(HardMountTestCase):
         print("rm -rf of %d files in %d directories on a hard mount, arfd SIGKILLed and "
               "started again at once (away %.1f s): exit 0, the tree is gone" %
               (ndirs * nfiles, 2 * ndirs, away))
+
+
+class LockWait(HardMountTestCase):
+    def test_arfd_waits_for_a_dying_predecessors_lock(self):
+        """RocksDB's LOCK held (as by an arfd still exiting): the next arfd
+        waits for it, says so, and serves once it is released."""
+        write_file(self.mnt.p("f"), b"kept")
+        self.arfd.stop()
+        fd = os.open(os.path.join(self.arfd.data_dir, "LOCK"), os.O_RDWR)
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # RocksDB's own kind of lock
+        release = threading.Timer(2.0, lambda: os.close(fd))
+        release.start()
+        t = time.monotonic()
+        try:
+            self.arfd.keep_port = True
+            self.arfd.start(timeout=60)
+        finally:
+            release.join()
+        took = time.monotonic() - t
+        self.assertGreaterEqual(took, 1.5)
+        with open(self.arfd.log_path, errors="replace") as f:
+            self.assertIn("is locked by another process", f.read())
+        with open(self.mnt.p("f"), "rb") as f:
+            self.assertEqual(f.read(), b"kept")
+        print("arfd started while RocksDB's LOCK was held: it waited (saying so) and served "
+              "%.1f s later, once the lock was released; the mount carried on" % took)
 
 
 class ReplyCache(HardMountTestCase):
