@@ -250,6 +250,34 @@ class DocumentedForms(FuseTestCase):
         print("arfctl --prometheus stats and arfctl stats --prometheus agree; options after "
               "the subcommand work")
 
+    def test_arfctl_man_page_examples_run_as_written(self):
+        """arfctl(8)'s EXAMPLES that need no program or hash of their own,
+        with server -> the test arfd, the control socket and the shm socket
+        given after the arguments."""
+        with open(os.path.join(ROOT, "man", "arfctl.8")) as f:
+            page = f.read()
+        section = page.split(".SH EXAMPLES", 1)[1].split(".SH", 1)[0]
+        lines = [line.replace("\\-", "-") for line in section.splitlines()
+                 if line.startswith("arfctl ") and "exec" not in line and "progs" not in line]
+        self.assertGreaterEqual(len(lines), 8)
+        with tempfile.TemporaryDirectory(prefix="arf-man-") as tmp:
+            with open(os.path.join(tmp, "report.pdf"), "wb") as f:
+                f.write(b"%PDF-1.4 a report\n" * 100)
+            run([ARFCTL, "mkdir", "arf://127.0.0.1:%d/archive" % self.arfd.port])
+            for line in lines:
+                line = line.replace("arf://server/", "arf://127.0.0.1:%d/" % self.arfd.port)
+                line = re.sub(r"(arf\+shm://\S+)", r"\1?socket=" + self.arfd.socket, line)
+                line += " --control " + self.arfd.control
+                p = subprocess.run(["bash", "-c", "set -e; " + line], cwd=tmp, timeout=120,
+                                   capture_output=True,
+                                   env=dict(os.environ, PATH=os.path.dirname(ARFCTL) + ":" +
+                                            os.environ["PATH"]))
+                self.assertEqual(p.returncode, 0, "%s: %s" % (line, p.stderr.decode()))
+            with open(os.path.join(tmp, "copy.pdf"), "rb") as f:
+                self.assertEqual(f.read(), b"%PDF-1.4 a report\n" * 100)
+        print("arfctl(8) EXAMPLES: %d commands ran as written (options after the arguments "
+              "added for the test's sockets)" % len(lines))
+
     def test_hard_and_soft_options_are_documented_and_accepted(self):
         out = run([ARF_FUSE, "--help"]).stdout.decode()
         for name in ("hard", "soft", "timeo=N", "retrans=N"):
