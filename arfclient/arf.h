@@ -101,10 +101,14 @@ struct arf_client_opts {
 	 * NULL.  Read at connect; the secret is proved by challenge-response and
 	 * never sent.  The pointer need only be valid during arf_connect(). */
 	const char *secret_file;
-	/** When the connection breaks (arfd restarted, network cut), operations
-	 * wait and retry on a new connection for up to this long, then fail with
-	 * EIO (default 30000; 0 = fail at once).  A new incarnation of the
-	 * server drops the caches. */
+	/** When the connection breaks (arfd restarted, network cut, or silent
+	 * for timeout_ms), operations wait and retry on a new connection for up
+	 * to this long, then fail with EIO (default 30000; 0 = fail at once;
+	 * ARF_WAIT_FOREVER = never fail: NFS's hard mount, where only the
+	 * thread's cancel hook ends a wait, see arf_set_thread_cancel).  A call
+	 * is sent again with the request id it had, and arfd answers a
+	 * mutation it had applied from its reply cache.  A new incarnation of
+	 * the server drops the caches. */
 	uint32_t reconnect_ms;
 	/** After max_hops one-sided hops, look the name up with the shipped
 	 * chain-lookup program (1, default) rather than a LOOKUP request (0).
@@ -168,6 +172,7 @@ struct arf_client_opts {
 };
 
 void arf_client_opts_init(struct arf_client_opts *o);
+#define ARF_WAIT_FOREVER UINT32_MAX /**< reconnect_ms: wait for the server for ever */
 
 /** The mobile-code policy a client applies: its options with every
  * ARF_OPT_AUTO replaced by the value for its transport. */
@@ -238,6 +243,13 @@ int arf_root(arf_client *c, struct arf_stat *out);
 /** Look up a name in a directory ("." and ".." allowed). */
 int arf_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, struct arf_stat *out);
 int arf_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
+/** The attributes a reply to one of this client's changes just carried
+ * for (ino, gen) (NFS's post-op attributes: the server's state as of the
+ * change, read under its lock), handed out once and only within the
+ * attribute timeout: 0 with *out, else -ENOENT (no round trip either
+ * way).  For a caller that otherwise asks the server each time, as
+ * arf-fuse does for the kernel's GETATTR after a write or mkdir. */
+int arf_reply_attr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
 /** Resolve an absolute path inside the export; symbolic links in the middle
  * of the path are followed, a final one is not (like lstat).  -ELOOP after
  * 40 links. */
@@ -261,6 +273,26 @@ ssize_t arf_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *
 ssize_t arf_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const void *buf,
 		  size_t len);
 int arf_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap);
+/** Append len bytes at the end of the file as the server has it, in one
+ * request: appends of other clients never overlap it (O_APPEND).  *off
+ * (may be NULL) gets the offset the server chose; a request sent again
+ * after a reconnect is answered with that same offset.  Returns the count;
+ * -EINVAL when len is more than the server's largest I/O (4 MiB). */
+ssize_t arf_append(arf_client *c, uint64_t ino, uint32_t gen, const void *buf, size_t len,
+		   uint64_t *off);
+/** fallocate(2) on the server.  mode: 0 (preallocate zeroed blocks for the
+ * holes of [off, off + len) and extend the size), FALLOC_FL_KEEP_SIZE (the
+ * same without the size), or FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+ * (free the whole blocks of the range, zero its edges); Linux's values.
+ * Done in 64 MiB pieces, each all or nothing: -ENOSPC may leave the pieces
+ * before it done.  -EOPNOTSUPP for other modes, -EINVAL, -EFBIG. */
+int arf_fallocate(arf_client *c, uint64_t ino, uint32_t gen, int mode, uint64_t off, uint64_t len,
+		  struct arf_stat *out);
+/** lseek(2)'s SEEK_DATA or SEEK_HOLE (Linux's values) from off: the first
+ * data or hole at or after it (the end of file is a hole).  -ENXIO when
+ * off is at or past the end of file, or (SEEK_DATA) only holes follow. */
+int arf_seek(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, int whence,
+	     uint64_t *result);
 
 int arf_create(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
 	       int exclusive, struct arf_stat *out);
@@ -270,8 +302,10 @@ int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 	      uint64_t rdev, struct arf_stat *out);
 int arf_unlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name);
 int arf_rmdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name);
-/** flags: ARF_RENAME_NOREPLACE */
+/** flags: ARF_RENAME_NOREPLACE (-EEXIST if nname exists) or
+ * ARF_RENAME_EXCHANGE (swap the two names; -ENOENT unless both exist) */
 #define ARF_RENAME_NOREPLACE 0x1u
+#define ARF_RENAME_EXCHANGE  0x2u
 int arf_rename(arf_client *c, uint64_t odir, uint32_t ogen, const char *oname, uint64_t ndir,
 	       uint32_t ngen, const char *nname, unsigned flags);
 int arf_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t dgen,
@@ -393,6 +427,16 @@ struct arf_cred {
 };
 void arf_set_thread_cred(const struct arf_cred *cred);
 
+/** While a call made by the calling thread waits for the server -- for a
+ * reply, or for a new connection -- fn(arg) is called about every 100 ms
+ * once the wait is that long (never for a quick call); a nonzero answer
+ * ends the call with -EINTR (a mutation may or may not have been applied).
+ * arf-fuse answers "the process that asked got a fatal signal", so a hard
+ * mount's waits end on SIGKILL and on nothing else.  NULL (default): waits
+ * end only as reconnect_ms says.  Not for the verbs transport's waits. */
+typedef int (*arf_cancel_func)(void *arg);
+void arf_set_thread_cancel(arf_cancel_func fn, void *arg);
+
 /**
  * Credential tokens: how a tool run by an ordinary user acts as that user
  * on a connection of its own.  arf-fuse answers the ioctl ARF_IOC_CRED on
@@ -479,7 +523,7 @@ enum arf_fallback_reason {
 };
 const char *arf_fallback_reason_name(int reason);
 
-#define ARF_NKINDS 26
+#define ARF_NKINDS 29
 /** Name of request kind i (0 <= i < ARF_NKINDS), as counted below. */
 const char *arf_request_kind_name(int i);
 

@@ -66,6 +66,7 @@ void arf_icache_put(arf_client *c, const struct arf_meta_inode *in)
 	struct arf_icache_ent *e = &c->icache[islot(in->ino)];
 	e->ino = in->ino;
 	e->attrs_only = 0;
+	e->fresh = 0;
 	e->inode = *in;
 	e->stamp_ms = arf_now_ms();
 	pthread_mutex_unlock(&c->cache_lock);
@@ -94,8 +95,10 @@ void arf_icache_update_stat(arf_client *c, const struct arf_stat *st)
 	if (e->ino == st->ino && !e->attrs_only && e->inode.gen == st->gen &&
 	    e->inode.size == st->size && e->inode.mode == st->mode &&
 	    e->inode.mtime_ns == st->mtime_ns && e->inode.ctime_ns == st->ctime_ns &&
-	    e->inode.nlink == st->nlink && e->inode.uid == st->uid && e->inode.gid == st->gid)
-		goto out; /* agrees */
+	    e->inode.nlink == st->nlink && e->inode.uid == st->uid && e->inode.gid == st->gid) {
+		e->fresh = 1; /* agrees */
+		goto out;
+	}
 	if (e->ino == st->ino &&
 	    (e->attrs_only ? e->st.gen == st->gen && e->st.ctime_ns > st->ctime_ns
 			   : e->inode.gen == st->gen && e->inode.ctime_ns > st->ctime_ns))
@@ -104,8 +107,31 @@ void arf_icache_update_stat(arf_client *c, const struct arf_stat *st)
 	e->attrs_only = 1;
 	e->st = *st;
 	e->stamp_ms = arf_now_ms();
+	e->fresh = 1;
 out:
 	pthread_mutex_unlock(&c->cache_lock);
+}
+
+int arf_reply_attr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
+{
+	int rc = -ENOENT;
+
+	if (!c->opts.attr_timeout_ms)
+		return rc;
+	pthread_mutex_lock(&c->cache_lock);
+	struct arf_icache_ent *e = &c->icache[islot(ino)];
+	if (e->ino == ino && e->fresh && arf_now_ms() - e->stamp_ms < c->opts.attr_timeout_ms) {
+		if (e->attrs_only && e->st.gen == gen) {
+			*out = e->st;
+			rc = 0;
+		} else if (!e->attrs_only && e->inode.gen == gen) {
+			arf_stat_from_inode(&e->inode, out);
+			rc = 0;
+		}
+		e->fresh = 0;
+	}
+	pthread_mutex_unlock(&c->cache_lock);
+	return rc;
 }
 
 int arf_icache_get_stat(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)

@@ -141,6 +141,8 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 	}
 	pthread_rwlock_init(&c->conn_lock, NULL);
 	pthread_mutex_init(&c->cache_lock, NULL);
+	pthread_mutex_init(&c->dial_lock, NULL);
+	pthread_cond_init(&c->dial_cond, NULL);
 	if (opts)
 		c->opts = *opts;
 	else
@@ -175,6 +177,15 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 		hello.flags |= ARF_PROTO_HELLO_TOKEN;
 		memcpy(hello.token, c->token, sizeof(hello.token));
 	}
+	/* who we are across reconnections, for arfd's reply cache */
+	if (sodium_init() < 0) {
+		snprintf(err, errlen, "libsodium failed to initialise");
+		rc = -EIO;
+		goto fail;
+	}
+	randombytes_buf(c->client_id, sizeof(c->client_id));
+	hello.flags |= ARF_PROTO_HELLO_CLIENT;
+	memcpy(hello.client, c->client_id, sizeof(hello.client));
 	arf_proto_wr_init(&w);
 	arf_proto_put_hello(&w, &hello);
 	if (w.err) {
@@ -211,6 +222,8 @@ void arf_close(arf_client *c)
 	arf_net_close(c->conn);
 	pthread_rwlock_destroy(&c->conn_lock);
 	pthread_mutex_destroy(&c->cache_lock);
+	pthread_mutex_destroy(&c->dial_lock);
+	pthread_cond_destroy(&c->dial_cond);
 	sodium_memzero(c->auth_key, sizeof(c->auth_key));
 	free(c->hello);
 	arf_prog_free(c);

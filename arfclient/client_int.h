@@ -36,6 +36,8 @@ struct arf_icache_ent {
 				      * block map or listing fields (arf_getattr's alone) */
 	struct arf_stat st;          /* attrs_only: the attributes */
 	struct arf_meta_inode inode; /* !attrs_only: validated copy */
+	int fresh;                   /* a change's reply just carried these, not yet
+				      * handed out by arf_reply_attr */
 };
 
 struct arf_ecache_ent {
@@ -62,6 +64,12 @@ struct arf_client {
 	int has_auth_key;
 	struct arf_net_counters base; /* counters of the connections before this one */
 	uint64_t reconnects;
+	pthread_mutex_t dial_lock;    /* who dials a new connection (conn.c) ... */
+	pthread_cond_t dial_cond;     /* ... and the wait of the others for it */
+	int dialing;                  /* a thread is dialling (under dial_lock) */
+	int not_responding;           /* "not responding" was said (atomic) */
+	uint64_t next_xid;            /* request ids (atomic; net/'s ARF_NET_ID_CALLER range) */
+	uint8_t client_id[ARF_PROTO_CLIENT_ID]; /* random, in the hello: the reply cache's key */
 	struct arf_progstate *progs;  /* mobile code (progs.c), made on first use */
 	struct arf_client_opts opts;
 	struct arf_client_policy pol; /* opts' thresholds, ARF_OPT_AUTO resolved by transport */

@@ -28,7 +28,7 @@ int arf_create_write(arf_client *c, uint64_t dir, uint32_t dgen, const char *nam
 	struct arf_proto_wr w;
 	struct arf_net_buf resp;
 	size_t nlen = strlen(name);
-	int resent = 0, rc;
+	int rc;
 
 	arf_change_begin(c);
 	if (nlen == 0)
@@ -50,20 +50,11 @@ int arf_create_write(arf_client *c, uint64_t dir, uint32_t dgen, const char *nam
 	arf_proto_put_setattr(&w, &ps);
 	arf_proto_put_bytes(&w, data, (uint32_t)len);
 	arf_icache_drop(c, dir);
-	rc = arf_req_resent(c, ARF_OP_CREATE_WRITE, &w, &resp, &resent);
+	/* sent again after a reconnect, it is answered from arfd's reply
+	 * cache (conn.c keeps its request id): never made twice */
+	rc = arf_req(c, ARF_OP_CREATE_WRITE, &w, &resp);
 	arf_proto_wr_free(&w);
-	if (rc == -EEXIST && resent) {
-		/* sent again after a reconnect: the first one may have made it;
-		 * only a file of exactly these bytes counts as done */
-		struct arf_stat st;
-		if (!arf_req_lookup(c, dir, dgen, name, nlen, &st) && S_ISREG(st.mode) &&
-		    st.size == len) {
-			arf_log_msg(1, "create_write sent again after a reconnect: already done");
-			if (out)
-				*out = st;
-			rc = 0;
-		}
-	} else if (!rc) {
+	if (!rc) {
 		struct arf_proto_rd r;
 		struct arf_proto_attr a;
 		struct arf_stat st;

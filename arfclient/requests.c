@@ -92,49 +92,14 @@ int arf_req_as(arf_client *c, uint16_t op, const struct arf_proto_wr *args,
 
 /*
  * A mutation sent again after the connection broke (arfd restarted) may
- * have been applied by the server that went away, its reply lost; arfd
- * keeps no reply cache across restarts (NFS's duplicate request cache does
- * not survive a reboot either).  So, as NFS clients do, the sent-again
- * request's "already done" answer counts as the first one's success:
- * ENOENT from UNLINK, RMDIR or RENAME; EEXIST from an exclusive CREATE,
- * MKDIR, MKNOD, SYMLINK or LINK, once a lookup of the name finds an object
- * of the kind asked for.  replay_name (NULL: none) is that name.
+ * have been applied by the server that went away, its reply lost.  It is
+ * sent again with the request id it had (conn.c), and arfd answers it from
+ * its reply cache, which it writes in the mutation's own RocksDB batch
+ * (arfd/replies.c): the first reply, not ENOENT from an unlink or EEXIST
+ * from an exclusive create done twice.  So an error here is the server's
+ * real answer, and is never taken for "already done" as NFS clients
+ * guess (a name another client removed meanwhile is not this call's).
  */
-struct replay_name {
-	uint64_t dir;
-	uint32_t dgen;
-	const char *name;
-	uint32_t mode; /* S_IFMT of what was made; 0 = any */
-	uint64_t ino;  /* LINK: the inode linked; 0 = any */
-};
-
-static int replay_done(arf_client *c, uint16_t op, int rc, const struct replay_name *rn,
-		       struct arf_stat *out)
-{
-	struct arf_stat st;
-	switch (op) {
-	case ARF_OP_UNLINK:
-	case ARF_OP_RMDIR:
-	case ARF_OP_RENAME:
-		return rc == -ENOENT;
-	case ARF_OP_CREATE:
-	case ARF_OP_MKDIR:
-	case ARF_OP_MKNOD:
-	case ARF_OP_SYMLINK:
-	case ARF_OP_LINK:
-		if (rc != -EEXIST || !rn || arf_req_lookup(c, rn->dir, rn->dgen, rn->name,
-							   strlen(rn->name), &st))
-			return 0;
-		if ((rn->mode && (st.mode & S_IFMT) != rn->mode) || (rn->ino && st.ino != rn->ino))
-			return 0;
-		if (out)
-			*out = st;
-		return 1;
-	default:
-		return 0;
-	}
-}
-
 /* The calling thread's last change of names (arf_last_dir_change). */
 static __thread const arf_client *tls_change_c;
 static __thread struct arf_dir_change tls_change;
@@ -201,21 +166,15 @@ static void change_objs(arf_client *c, struct arf_proto_rd *r)
 }
 
 /* A request whose reply is an attr (when out is given), then the wcc of a
- * change of names (when wcc); rn: see replay_done. */
-static int req_attr_rn(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out,
-		       const struct replay_name *rn, int wcc)
+ * change of names (when wcc). */
+static int req_attr_wcc(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out,
+			int wcc)
 {
 	struct arf_net_buf resp;
-	int resent = 0;
 	if (wcc)
 		arf_change_begin(c);
-	int rc = arf_req_resent(c, op, w, &resp, &resent);
+	int rc = arf_req(c, op, w, &resp);
 	arf_proto_wr_free(w);
-	if (rc && resent && replay_done(c, op, rc, rn, out)) {
-		arf_log_msg(1, "request %u sent again after a reconnect: already done", op);
-		arf_net_buf_free(&resp);
-		return 0;
-	}
 	if (!rc && (out || wcc)) {
 		struct arf_proto_rd r;
 		struct arf_proto_attr a;
@@ -239,7 +198,7 @@ static int req_attr_rn(arf_client *c, uint16_t op, struct arf_proto_wr *w, struc
 
 static int req_attr(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out)
 {
-	return req_attr_rn(c, op, w, out, NULL, 0);
+	return req_attr_wcc(c, op, w, out, 0);
 }
 
 static void put_fh(struct arf_proto_wr *w, uint64_t ino, uint32_t gen)
@@ -274,11 +233,11 @@ static int dir_name_begin(arf_client *c, struct arf_proto_wr *w, uint64_t dir, u
  * the entry cache keeps (the kernel looks a rename's target up again,
  * and a name just made is often used at once).  tmp: out's stand-in. */
 static int req_made(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out,
-		    const struct replay_name *rn, uint64_t dir, const char *name, size_t len)
+		    uint64_t dir, const char *name, size_t len)
 {
 	struct arf_stat tmp;
 	struct arf_stat *st = out ? out : &tmp;
-	int rc = req_attr_rn(c, op, w, st, rn, 1);
+	int rc = req_attr_wcc(c, op, w, st, 1);
 	if (!rc)
 		arf_ecache_put(c, dir, name, len, st->ino, st->gen, (uint8_t)IFTODT(st->mode));
 	return rc;
@@ -438,8 +397,7 @@ int arf_create(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uin
 		return rc;
 	arf_proto_put_u32(&w, mode);
 	arf_proto_put_u32(&w, exclusive ? 1 : 0);
-	struct replay_name rn = { dir, dgen, name, S_IFREG, 0 };
-	return req_made(c, ARF_OP_CREATE, &w, out, exclusive ? &rn : NULL, dir, name, len);
+	return req_made(c, ARF_OP_CREATE, &w, out, dir, name, len);
 }
 
 int arf_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
@@ -451,8 +409,7 @@ int arf_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 	if (rc)
 		return rc;
 	arf_proto_put_u32(&w, mode);
-	struct replay_name rn = { dir, dgen, name, S_IFDIR, 0 };
-	return req_made(c, ARF_OP_MKDIR, &w, out, &rn, dir, name, len);
+	return req_made(c, ARF_OP_MKDIR, &w, out, dir, name, len);
 }
 
 int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
@@ -465,8 +422,7 @@ int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 		return rc;
 	arf_proto_put_u32(&w, mode);
 	arf_proto_put_u64(&w, rdev);
-	struct replay_name rn = { dir, dgen, name, mode & S_IFMT, 0 };
-	return req_made(c, ARF_OP_MKNOD, &w, out, &rn, dir, name, len);
+	return req_made(c, ARF_OP_MKNOD, &w, out, dir, name, len);
 }
 
 static int req_dir_name(arf_client *c, uint16_t op, uint64_t dir, uint32_t dgen, const char *name)
@@ -477,7 +433,7 @@ static int req_dir_name(arf_client *c, uint16_t op, uint64_t dir, uint32_t dgen,
 	if (rc)
 		return rc;
 	arf_ecache_drop(c, dir, name, len);
-	return req_attr_rn(c, op, &w, NULL, NULL, 1);
+	return req_attr_wcc(c, op, &w, NULL, 1);
 }
 
 int arf_unlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name)
@@ -517,7 +473,7 @@ int arf_rename(arf_client *c, uint64_t odir, uint32_t ogen, const char *oname, u
 	int moved = arf_ecache_get(c, odir, oname, olen, &child, &cgen, &type) == 0;
 	arf_ecache_drop(c, odir, oname, olen);
 	arf_ecache_drop(c, ndir, nname, nlen);
-	rc = req_attr_rn(c, ARF_OP_RENAME, &w, NULL, NULL, 1);
+	rc = req_attr_wcc(c, ARF_OP_RENAME, &w, NULL, 1);
 	if (!rc && moved && !(flags & ~ARF_RENAME_NOREPLACE)) /* not an exchange */
 		arf_ecache_put(c, ndir, nname, nlen, child, cgen, type); /* the name moved with it */
 	return rc;
@@ -537,8 +493,7 @@ int arf_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t d
 	arf_proto_put_bytes(&w, name, (uint32_t)len);
 	arf_icache_drop(c, dir);
 	arf_icache_drop(c, ino);
-	struct replay_name rn = { dir, dgen, name, 0, ino };
-	return req_made(c, ARF_OP_LINK, &w, out, &rn, dir, name, len);
+	return req_made(c, ARF_OP_LINK, &w, out, dir, name, len);
 }
 
 int arf_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, const char *target,
@@ -550,8 +505,7 @@ int arf_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, co
 	if (rc)
 		return rc;
 	arf_proto_put_bytes(&w, target, (uint32_t)strlen(target));
-	struct replay_name rn = { dir, dgen, name, S_IFLNK, 0 };
-	return req_made(c, ARF_OP_SYMLINK, &w, out, &rn, dir, name, len);
+	return req_made(c, ARF_OP_SYMLINK, &w, out, dir, name, len);
 }
 
 int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_setattr *sa,
@@ -565,7 +519,7 @@ int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_seta
 	put_fh(&w, ino, gen);
 	arf_proto_put_setattr(&w, &ps);
 	arf_icache_drop(c, ino);
-	return req_attr_rn(c, ARF_OP_SETATTR, &w, out ? out : &tmp, NULL, 1);
+	return req_attr_wcc(c, ARF_OP_SETATTR, &w, out ? out : &tmp, 1);
 }
 
 int arf_fsync(arf_client *c, uint64_t ino, uint32_t gen)

@@ -36,6 +36,7 @@ struct arf_cred;
 struct arf_proto_cred;
 struct arfd_control;
 struct arf_proto_wr;
+struct arfd_replies;
 
 /* Server-side counters (monotonic). */
 struct arfd_counters {
@@ -100,6 +101,7 @@ struct arfd {
 	struct arfd_progs *progs;            /* program cache and helpers (progs.c) */
 	struct arfd_nets nets;               /* [export] clients, parsed (under fs_lock) */
 	struct arfd_identity *identity;      /* token key, stale-handle counts (identity.c) */
+	struct arfd_replies *replies;        /* the reply cache (replies.c; under fs_lock) */
 	uint8_t auth_key[ARF_NET_AUTH_KEY_BYTES]; /* from secret_file */
 	int has_auth_key;
 };
@@ -146,6 +148,10 @@ struct arfd_proc {
 
 /* The procedure of a request kind; an unknown kind's answers ENOSYS.  Never NULL. */
 const struct arfd_proc *arfd_proc_find(uint16_t op);
+/* File space (procs_space.c): APPEND, FALLOCATE, SEEK. */
+int arfd_proc_append(struct arfd_req *q);
+int arfd_proc_fallocate(struct arfd_req *q);
+int arfd_proc_seek(struct arfd_req *q);
 
 /* procs_compound.c: the directories a change of names changes, as the
  * reply's wcc (arf_proto.h): arfd_wcc_pre notes each directory's ctime
@@ -221,6 +227,28 @@ static inline int arfd_failed(const struct arfd *d)
 {
 	return __atomic_load_n(&d->failed, __ATOMIC_ACQUIRE);
 }
+
+/*
+ * The reply cache (replies.c), under fs_lock: the replies of the last
+ * mutations, each written in its mutation's RocksDB batch, so that a call
+ * sent again after a reconnection (same client id and request id) is
+ * answered as the first time instead of being applied twice.
+ * start loads it from the store (0 or -errno with err); find puts a
+ * recorded reply's body in w and its transaction in *txn (0: durable
+ * already) and returns 1, or returns 0; stage records w as the reply to
+ * the mutation in progress (if the call is keyed and it fits), written
+ * with its transaction; done says which transaction that was (0: none,
+ * the record goes too).
+ */
+int arfd_replies_start(struct arfd *d, char *err, size_t errlen);
+void arfd_replies_stop(struct arfd *d);
+int arfd_replies_find(struct arfd *d, const struct arfd_conn *ac, uint64_t id, uint32_t uid,
+		      struct arf_proto_wr *w, uint64_t *txn);
+void arfd_replies_stage(struct arfd *d, const struct arfd_conn *ac, uint64_t id, uint32_t uid,
+			const struct arf_proto_wr *w);
+void arfd_replies_done(struct arfd *d, uint64_t txn);
+/* Calls answered from the cache so far. */
+uint64_t arfd_replies_replayed(const struct arfd *d);
 
 /* Mobile code (progs.c): the program cache, start to stop. */
 int arfd_progs_start(struct arfd *d, char *err, size_t errlen);

@@ -456,6 +456,9 @@ static const struct arfd_proc procs[] = {
 	P(ARF_OP_CREATE_WRITE, arfd_proc_create_write, M | H, REQ), /* procs_compound.c */
 	P(ARF_OP_COPY, arfd_proc_copy, M | H, REQ),
 	P(ARF_OP_COMMIT, p_commit, H | ARFD_PROC_DURABLE, REQ),
+	P(ARF_OP_APPEND, arfd_proc_append, M | H, REQ),
+	P(ARF_OP_FALLOCATE, arfd_proc_fallocate, M | H, REQ),
+	P(ARF_OP_SEEK, arfd_proc_seek, H, REQ),
 	P(ARF_OP_STATUS, p_status, 0, REQ),
 	P(ARF_OP_CRED_MINT, p_cred_mint, 0, REQ),
 	/* served by progs.c, not under fs_lock, on the program workers */

@@ -54,6 +54,10 @@ struct arfd_store {
 	uint8_t *meta;                /* the regions load filled (for begin's repairs) */
 	uint8_t *data;
 	uint64_t wal_bytes;
+	char stage_key[16];           /* a record for the next batch (arfd_store_stage) */
+	size_t stage_klen;            /* 0: none */
+	uint8_t *stage_val;
+	size_t stage_vlen;
 	/* fault injection (tests): the put_txn / sync call numbers (1 = the
 	 * next) from which on each fails; 0 = never */
 	uint64_t fail_write_at, fail_sync_at, writes, syncs;
@@ -103,6 +107,7 @@ void arfd_store_close(struct arfd_store *st)
 	free(st->groups);
 	free(st->conv);
 	free(st->repair);
+	free(st->stage_val);
 	free(st);
 }
 
@@ -688,6 +693,53 @@ static int tag_block(const struct arf_meta_super *sb, const struct arf_meta_dirt
 	return 1;
 }
 
+void arfd_store_stage(struct arfd_store *st, const void *key, size_t klen, const void *val,
+		      size_t vlen)
+{
+	uint8_t *copy = malloc(vlen ? vlen : 1);
+
+	arfd_store_unstage(st);
+	if (!copy || klen > sizeof(st->stage_key)) {
+		free(copy); /* the record is lost, not the transaction: a cache miss later */
+		return;
+	}
+	memcpy(st->stage_key, key, klen);
+	memcpy(copy, val, vlen);
+	st->stage_klen = klen;
+	st->stage_val = copy;
+	st->stage_vlen = vlen;
+}
+
+void arfd_store_unstage(struct arfd_store *st)
+{
+	free(st->stage_val);
+	st->stage_val = NULL;
+	st->stage_klen = 0;
+}
+
+int arfd_store_each(struct arfd_store *st, char prefix,
+		    int (*fn)(void *ctx, const void *key, size_t klen, const void *val, size_t vlen),
+		    void *ctx, char *err, size_t errlen)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator(st->db, st->ro);
+	char *rerr = NULL;
+	int rc = 0;
+
+	for (rocksdb_iter_seek(it, &prefix, 1); rocksdb_iter_valid(it) && !rc; rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const char *k = rocksdb_iter_key(it, &klen);
+		const char *v = rocksdb_iter_value(it, &vlen);
+		if (!klen || k[0] != prefix)
+			break;
+		rc = fn(ctx, k, klen, v, vlen);
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rerr)
+		return fail(err, errlen, "iterate", rerr, -EIO);
+	return rc;
+}
+
 int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 		       const struct arf_meta_dirty *list, size_t n, uint64_t seq, char *err,
 		       size_t errlen)
@@ -696,8 +748,10 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 	size_t nb = 0;
 	int rc;
 
-	if (!n)
+	if (!n) {
+		arfd_store_unstage(st);
 		return 0;
+	}
 	if (st->fail_write_at && ++st->writes >= st->fail_write_at) {
 		snprintf(err, errlen, "rocksdb: write: injected failure (server.test_fail_write)");
 		return -EIO;
@@ -777,6 +831,10 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 	}
 	st->ngroups = 0;
 	put_seq(wb, st->inc, seq);
+	if (st->stage_klen) /* the reply cache's record: with the transaction or not at all */
+		rocksdb_writebatch_put(wb, st->stage_key, st->stage_klen, (const char *)st->stage_val,
+				       st->stage_vlen);
+	arfd_store_unstage(st);
 	rc = write_batch(st, wb, 0, "write", err, errlen);
 	rocksdb_writebatch_destroy(wb);
 	if (!rc)

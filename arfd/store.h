@@ -13,7 +13,8 @@
  * u64 (the sequence that incarnation was found durable through when the
  * next one started), 'M' + big-endian u64 offset -> a META object's bytes
  * (sealed) other than tags, 'T' + big-endian u32 group -> the tags of 16
- * blocks (a write changes its tags together: one key, not 16).  Format 1 kept data blocks as 'D' + big-endian u32 block; such
+ * blocks (a write changes its tags together: one key, not 16), 'R' +
+ * big-endian u32 slot -> a reply cache record (replies.c).  Format 1 kept data blocks as 'D' + big-endian u32 block; such
  * a store is converted at its first start (arfd_store_begin).
  *
  * A transaction's data blocks are appended to the data log, then its
@@ -87,6 +88,21 @@ struct arfd_store_recovery {
 	uint64_t prev_inc, seq, through, repaired;
 };
 void arfd_store_recovered(struct arfd_store *st, struct arfd_store_recovery *r);
+
+/* One more record (key, value; copied) for the next put_txn's batch, so it
+ * is written with that transaction or not at all: the reply cache's
+ * (replies.c).  A put_txn with no objects writes nothing, and drops it, as
+ * does unstage.  One at a time: staging again replaces it. */
+void arfd_store_stage(struct arfd_store *st, const void *key, size_t klen, const void *val,
+		      size_t vlen);
+void arfd_store_unstage(struct arfd_store *st);
+
+/* Call fn for every record whose key starts with prefix (a byte the regions'
+ * keys do not use, such as 'R').  fn's nonzero return stops the walk and is
+ * returned.  0, fn's value, or -EIO with err. */
+int arfd_store_each(struct arfd_store *st, char prefix,
+		    int (*fn)(void *ctx, const void *key, size_t klen, const void *val, size_t vlen),
+		    void *ctx, char *err, size_t errlen);
 
 /*
  * Start a new incarnation, for a data region of nblocks blocks (after

@@ -8,7 +8,10 @@
  *
  * Consistency (DESIGN.md §6) is NFS's: the kernel caches attributes and
  * names for the ac* timeouts, open() revalidates with the server
- * (close-to-open), and libarf's own caches are bounded the same way.
+ * (close-to-open), and LOOKUP and GETATTR are answered from the server's
+ * current state (the uncached client), so the kernel's timeouts are the
+ * only cache of names and attributes on a mount; libarf's caches of the
+ * main client serve the data path only.
  * Locks (fcntl and flock) are local to one mount: no lock handlers are
  * registered, so the kernel arbitrates between processes of this mount
  * only.  Not installed; libarf's arf.h is the only interface used.
@@ -43,6 +46,9 @@ struct arf_fuse_opts {
 	int ac;                  /* attribute caching on (default) */
 	uint32_t acregmin, acregmax, acdirmin, acdirmax; /* seconds */
 	int writeback;           /* kernel writeback cache (single-client semantics) */
+	int soft;                /* soft: give up after timeo x (retrans + 1); else hard */
+	uint32_t timeo;          /* tenths of a second a reply is waited for (NFS's timeo) */
+	uint32_t retrans;        /* soft: tries after the first before EIO (NFS's retrans) */
 	char lookupcache[12];    /* lookupcache=: "positive" (default), "all" or "none" */
 	int neg_cache;           /* from lookupcache: the kernel caches failed lookups */
 	int spin_set;            /* spin_us was given */
@@ -80,6 +86,7 @@ struct arf_fuse_node {
 	uint32_t nopen;          /* open handles on this mount; under fs->lock */
 	int64_t seen_mtime_ns;   /* attributes the kernel was last given ... */
 	uint64_t seen_size;      /* ... (close-to-open compares against them) */
+	int64_t seen_ctime_ns;   /* (a change of ctime alone: the attributes, not the pages) */
 	uint64_t fresh_until_ms; /* until then read through the uncached client */
 	char *hidden;            /* silly-renamed to this name in (hdir, hgen); NULL if not */
 	uint64_t hdir;
@@ -97,8 +104,9 @@ struct arf_fuse_file {
 
 struct arf_fuse {
 	struct arf_fuse_opts opts;
-	arf_client *c;           /* main client: libarf caches bounded like the kernel's */
-	arf_client *cf;          /* uncached client for revalidation (== c under noac) */
+	arf_client *c;           /* main client: mutations, and reads through its caches */
+	arf_client *cf;          /* uncached client (== c under noac): LOOKUP, GETATTR,
+				  * readdirplus attributes and open()'s revalidation */
 	uint32_t cache_ms;       /* libarf attr/entry timeout of c */
 	struct fuse_session *se;
 	pthread_mutex_t lock;    /* the node table, nlookup, nopen, hidden */
@@ -148,7 +156,12 @@ arf_client *arf_fuse_reader(struct arf_fuse *fs, struct arf_fuse_node *n);
 int arf_fuse_names_init(struct arf_fuse *fs);
 void arf_fuse_names_fini(struct arf_fuse *fs);
 /** 1 when name is known not to be in (dir, dgen) now, else 0 (ask). */
-int arf_fuse_names_absent(struct arf_fuse *fs, uint64_t dir, uint32_t dgen, const char *name);
+enum { ARF_FUSE_NAME_UNKNOWN, ARF_FUSE_NAME_ABSENT, ARF_FUSE_NAME_PRESENT };
+/** What this mount knows of name in (dir, dgen): ARF_FUSE_NAME_* (known
+ * only within the name-cache time after the last proof). */
+int arf_fuse_names_state(struct arf_fuse *fs, uint64_t dir, uint32_t dgen, const char *name);
+/** Forget every directory's names (after an ESTALE). */
+void arf_fuse_names_forget_all(struct arf_fuse *fs);
 /** A directory this mount just made (its attributes from the reply). */
 void arf_fuse_names_new_dir(struct arf_fuse *fs, const struct arf_stat *st);
 /** One directory's part of a change of names: del went away, add came. */
@@ -190,9 +203,21 @@ int arf_fuse_errno(int rc);
 /** The same for a file named by handle: a vanished file is ESTALE. */
 int arf_fuse_errno_fh(int rc);
 
-/* cred.c: every request runs with the caller's uid, gid and groups */
+/* cred.c: every request runs with the caller's uid, gid and groups (or an
+ * open file's: the opener's), and its waits answer to the caller's fate */
 void arf_fuse_cred_req(fuse_req_t req, struct arf_cred *cred);
 void arf_fuse_cred_set(fuse_req_t req);
+void arf_fuse_cred_file(fuse_req_t req, const struct arf_cred *cred);
+
+/* hardmount.c: hard and soft mounts.  Note req as the request this thread
+ * serves: a wait of its libarf calls for the server ends only when its
+ * caller has a fatal signal pending (or is gone), or when the session
+ * ends; then the call fails with EINTR.  wait_session: for work outside a
+ * request (unmount), which ends when the session has. */
+void arf_fuse_wait_for(fuse_req_t req);
+void arf_fuse_wait_session(struct arf_fuse *fs);
+/* The libarf options of a mount's timeo, retrans and hard/soft. */
+void arf_fuse_wait_opts(const struct arf_fuse_opts *o, struct arf_client_opts *co);
 
 /* hidden.c: NFS's silly rename, for files unlinked while open here */
 /** If name in (dir, dgen) is the last name of a file open on this mount,
@@ -221,6 +246,7 @@ void arf_fuse_ops_dir(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_xattr(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_ioctl(struct fuse_lowlevel_ops *ops); /* ioctl.c: ARF_IOC_CRED */
 void arf_fuse_ops_copy(struct fuse_lowlevel_ops *ops);  /* ops_copy.c: copy_file_range */
+void arf_fuse_ops_space(struct fuse_lowlevel_ops *ops); /* ops_space.c: fallocate, lseek */
 
 static inline struct arf_fuse *arf_fuse_of(fuse_req_t req)
 {

@@ -22,7 +22,12 @@
  * there" is believed only for the mount's name-cache time after the last
  * proof (libarf's entry timeout: 1 s by default; never under noac or
  * lookupcache=none), the same bound libarf puts on names it has seen.
- * Names that are there are always looked up as before.  Bounded: at most
+ * A name that is there is looked up through libarf's cached client, whose
+ * entry and attributes this mount's own change just put there (the
+ * rename target the kernel always looks up again costs nothing); any other
+ * directory's names come from the server's current state.  An ESTALE from
+ * the server (another client replaced a file after all) drops everything
+ * known, so the kernel's retried lookup asks the server.  Bounded: at most
  * NAMES_DIRS directories (the least recently proven one gives way) and
  * NAMES_MAX names in all (a directory that would pass it is forgotten).
  */
@@ -185,21 +190,34 @@ void arf_fuse_names_fini(struct arf_fuse *fs)
 	fs->names = NULL;
 }
 
-int arf_fuse_names_absent(struct arf_fuse *fs, uint64_t dir, uint32_t dgen, const char *name)
+int arf_fuse_names_state(struct arf_fuse *fs, uint64_t dir, uint32_t dgen, const char *name)
 {
 	struct arf_fuse_names *t = fs->names;
-	int absent = 0;
+	int state = ARF_FUSE_NAME_UNKNOWN;
 
 	if (!t || !strcmp(name, ".") || !strcmp(name, ".."))
-		return 0;
+		return state;
 	pthread_mutex_lock(&t->lock);
 	struct names_dir *d = find(t, dir, dgen);
 	if (d && now_ms() - d->stamp_ms < t->window_ms) {
 		char **s = slot_of(d, name);
-		absent = !*s || *s == &tomb;
+		state = !*s || *s == &tomb ? ARF_FUSE_NAME_ABSENT : ARF_FUSE_NAME_PRESENT;
 	}
 	pthread_mutex_unlock(&t->lock);
-	return absent;
+	return state;
+}
+
+void arf_fuse_names_forget_all(struct arf_fuse *fs)
+{
+	struct arf_fuse_names *t = fs->names;
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	for (size_t i = 0; i < NAMES_DIRS; i++)
+		if (t->dir[i].ino)
+			forget(t, &t->dir[i]);
+	pthread_mutex_unlock(&t->lock);
 }
 
 void arf_fuse_names_new_dir(struct arf_fuse *fs, const struct arf_stat *st)

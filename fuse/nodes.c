@@ -236,6 +236,7 @@ void arf_fuse_node_seen(struct arf_fuse *fs, struct arf_fuse_node *n, const stru
 	pthread_mutex_lock(&fs->lock);
 	n->seen_mtime_ns = st->mtime_ns;
 	n->seen_size = st->size;
+	n->seen_ctime_ns = st->ctime_ns;
 	pthread_mutex_unlock(&fs->lock);
 }
 

@@ -86,7 +86,7 @@ static size_t add_plus(struct arf_fuse *fs, fuse_req_t req, char *buf, size_t ro
 	}
 	if (given)
 		st = *given; /* fetched with the listing */
-	if ((!given && arf_getattr(fs->c, de->ino, de->gen, &st)) || arf_fuse_fill_entry(fs, &e, &st))
+	if ((!given && arf_getattr(fs->cf, de->ino, de->gen, &st)) || arf_fuse_fill_entry(fs, &e, &st))
 		/* gone meanwhile (or no memory): a name without attributes */
 		return add_plain(req, 1, buf, room, de->name, de->ino, de->type, next);
 	refs->ids[refs->n++] = e.ino;

@@ -5,8 +5,9 @@
  * two that can remove a file's last name first give an open file a hidden
  * name (hidden.c).  Each reply's wcc keeps names.c's knowledge of the
  * directory, and libarf keeps the directory's new attributes for the
- * kernel's next GETATTR, so neither costs another round trip.  RENAME_EXCHANGE and RENAME_WHITEOUT are not supported
- * (EINVAL); RENAME_NOREPLACE is the server's.
+ * kernel's next GETATTR, so neither costs another round trip.
+ * RENAME_NOREPLACE and RENAME_EXCHANGE are the server's (one request,
+ * atomic there); RENAME_WHITEOUT is not supported (EINVAL).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +16,9 @@
 
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
+#endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
 #endif
 
 /* Reply to a request that made name in p (after names.c has seen it). */
@@ -118,7 +122,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	struct arf_cred cred;
 	int rc = 0;
 
-	if (flags & ~(unsigned)RENAME_NOREPLACE) { /* EXCHANGE, WHITEOUT */
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) { /* WHITEOUT */
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
@@ -126,14 +130,17 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	arf_set_thread_cred(&cred);
 	/* the kernel has checked the types and rights already, so once the
 	 * target is hidden the rename is not expected to fail */
-	if (!(flags & RENAME_NOREPLACE))
+	if (!(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE))) /* an exchange removes no file */
 		rc = arf_fuse_hide_if_open(fs, np->ino, np->gen, newname, &cred);
 	if (rc >= 0)
 		rc = arf_rename(fs->c, p->ino, p->gen, name, np->ino, np->gen, newname,
-				(flags & RENAME_NOREPLACE) ? ARF_RENAME_NOREPLACE : 0);
+				((flags & RENAME_NOREPLACE) ? ARF_RENAME_NOREPLACE : 0) |
+				((flags & RENAME_EXCHANGE) ? ARF_RENAME_EXCHANGE : 0));
 	struct arf_fuse_names_change ch[2] = { { p->ino, p->gen, name, NULL },
 					       { np->ino, np->gen, NULL, newname } };
-	if (p == np)
+	if (flags & RENAME_EXCHANGE) /* both names stay */
+		ch[0].del = ch[1].add = NULL;
+	else if (p == np)
 		ch[0].add = newname;
 	arf_fuse_names_after(fs, rc, ch, p == np ? 1 : 2);
 	fuse_reply_err(req, arf_fuse_errno(rc));

@@ -73,6 +73,13 @@ enum arf_proto_op {
 	 * stay holes where dst had none.  flags must be 0. */
 	ARF_OP_COPY     = 0x11e, /* fh(src), u64 src_off, fh(dst), u64 dst_off, u64 len, u32 flags
 				  * -> u64 copied, attr(dst) */
+	/* O_APPEND: written at the server's end of file, under its lock; the
+	 * reply says where (a re-send is answered from the reply cache) */
+	ARF_OP_APPEND   = 0x11c, /* fh, bytes -> u64 offset, u32 written, attr */
+	/* u32 mode: ARF_FALLOC_* (Linux's FALLOC_FL_* values) */
+	ARF_OP_FALLOCATE = 0x11f, /* fh, u32 mode, u64 off, u64 len -> attr */
+	/* u32 whence: ARF_SEEK_DATA or ARF_SEEK_HOLE (Linux's values) */
+	ARF_OP_SEEK     = 0x122, /* fh, u64 off, u32 whence -> u64 offset */
 	ARF_OP_STATUS   = 0x120, /* - -> string (JSON object) */
 	/* A credential token for the request's credentials, which a tool then
 	 * presents in its own HELLO (ARF_PROTO_HELLO_TOKEN).  Root-proven
@@ -93,7 +100,13 @@ int arf_proto_op_index(uint16_t op);
 /* The name of dense index i: a kind's, "other" for the last, "unknown"
  * out of range. */
 const char *arf_proto_kind_name(int i);
-#define ARF_PROTO_NKINDS 26
+#define ARF_PROTO_NKINDS 29
+
+/* FALLOCATE modes and SEEK whences on the wire (Linux's values). */
+#define ARF_FALLOC_KEEP_SIZE  0x01u
+#define ARF_FALLOC_PUNCH_HOLE 0x02u
+#define ARF_SEEK_DATA 3u
+#define ARF_SEEK_HOLE 4u
 
 /* Caller credentials, first in every request. */
 struct arf_proto_cred {
@@ -187,13 +200,19 @@ struct arf_proto_info {
 #define ARF_PROTO_TOKEN_SIZE 144u
 
 /* Client hello blob: what the client asks for. */
+#define ARF_PROTO_CLIENT_ID 16u
 struct arf_proto_hello {
 	uint32_t version;            /* ARF_PROTO_INFO_VERSION */
 	uint32_t flags;              /* ARF_PROTO_HELLO_* */
 	char     path[256];          /* URL path (export selection) */
 	uint8_t  token[ARF_PROTO_TOKEN_SIZE]; /* with ARF_PROTO_HELLO_TOKEN */
+	uint8_t  client[ARF_PROTO_CLIENT_ID]; /* with ARF_PROTO_HELLO_CLIENT */
 };
 #define ARF_PROTO_HELLO_TOKEN 0x1u   /* a credential token follows the path */
+/* A client id follows (the token, or) the path: random, the same on every
+ * connection of one client, so that arfd's reply cache recognises a
+ * request sent again after a reconnection (the frame id is kept) */
+#define ARF_PROTO_HELLO_CLIENT 0x2u
 #define ARF_PROTO_HELLO_SIZE (4 + 4 + 256) /* without a token */
 
 /* ---- encoder: a growable buffer ---- */

@@ -28,6 +28,8 @@ static const struct {
 	{ ARF_OP_PROG_EXEC, "prog_exec" }, { ARF_OP_CRED_MINT, "cred_mint" },
 	{ ARF_OP_CREATE_WRITE, "create_write" }, { ARF_OP_COPY, "copy" },
 	{ ARF_OP_COMMIT, "commit" },
+	{ ARF_OP_APPEND, "append" },     { ARF_OP_FALLOCATE, "fallocate" },
+	{ ARF_OP_SEEK, "seek" },
 	{ 0, "other" },
 };
 
@@ -181,6 +183,8 @@ void arf_proto_put_hello(struct arf_proto_wr *w, const struct arf_proto_hello *h
 	arf_proto_put(w, h->path, sizeof(h->path));
 	if (h->flags & ARF_PROTO_HELLO_TOKEN)
 		arf_proto_put(w, h->token, sizeof(h->token));
+	if (h->flags & ARF_PROTO_HELLO_CLIENT)
+		arf_proto_put(w, h->client, sizeof(h->client));
 }
 
 void arf_proto_put_prog_result(struct arf_proto_wr *w, const struct arf_proto_prog_result *r)
@@ -336,6 +340,10 @@ void arf_proto_get_hello(struct arf_proto_rd *r, struct arf_proto_hello *h)
 		arf_proto_get(r, h->token, sizeof(h->token));
 	else
 		memset(h->token, 0, sizeof(h->token));
+	if (h->flags & ARF_PROTO_HELLO_CLIENT)
+		arf_proto_get(r, h->client, sizeof(h->client));
+	else
+		memset(h->client, 0, sizeof(h->client));
 }
 
 const char *arf_proto_get_name(struct arf_proto_rd *r, uint32_t *n)

@@ -156,6 +156,30 @@ int arf_ops_create_write(struct arf_meta_fs *fs, const struct arf_cred *cr, uint
 int arf_ops_copy(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t src, uint32_t sgen,
 		 uint64_t soff, uint64_t dst, uint32_t dgen, uint64_t doff, uint64_t len,
 		 uint64_t *copied);
+/* Write len bytes at the end of file as it is now (O_APPEND); *off gets
+ * where they went.  Errors as arf_ops_write. */
+int arf_ops_append(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t ino, uint32_t gen,
+		   const void *buf, size_t len, uint64_t *off, size_t *written);
+
+/* fallocate(2) modes (Linux's values); others give -EOPNOTSUPP. */
+#define ARF_OPS_FALLOC_KEEP_SIZE  0x01u
+#define ARF_OPS_FALLOC_PUNCH_HOLE 0x02u /* only with KEEP_SIZE */
+/* Preallocate (mode 0: and extend the size; KEEP_SIZE: not) or punch a
+ * hole in [off, off + len) of a regular file, all or nothing (ops/space.c).
+ * -EINVAL (len 0), -EFBIG, -ENOSPC (blocks, or a map that would not fit
+ * the inode), -EOPNOTSUPP, -ESTALE, -EISDIR, -EACCES. */
+int arf_ops_fallocate(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t ino,
+		      uint32_t gen, uint32_t mode, uint64_t off, uint64_t len,
+		      struct arf_ops_attr *out);
+
+/* lseek(2) whences (Linux's values). */
+#define ARF_OPS_SEEK_DATA 3u
+#define ARF_OPS_SEEK_HOLE 4u
+/* The first data (SEEK_DATA) or hole (SEEK_HOLE; the end of file is one)
+ * at or after off.  -ENXIO when off is at or past the end of file, or no
+ * data follows it; -EINVAL (another whence, not a regular file). */
+int arf_ops_seek(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t ino, uint32_t gen,
+		 uint64_t off, uint32_t whence, uint64_t *result);
 
 /* Permission check used by the hooks and by mobile-code helpers. */
 int arf_ops_permitted(const struct arf_meta_inode *in, const struct arf_cred *cr, int mask);
