@@ -45,6 +45,9 @@ static int get_inode(arf_client *c, uint64_t ino, uint32_t gen, struct arf_meta_
 
 int arf_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
 {
+	/* a validated copy, or the attributes the last reply about it carried */
+	if (arf_icache_get_stat(c, ino, gen, out) == 0)
+		return 0;
 	if (use_os(c)) {
 		struct arf_meta_inode in;
 		int rc = get_inode(c, ino, gen, &in, 0);

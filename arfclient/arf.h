@@ -101,10 +101,14 @@ struct arf_client_opts {
 	 * NULL.  Read at connect; the secret is proved by challenge-response and
 	 * never sent.  The pointer need only be valid during arf_connect(). */
 	const char *secret_file;
-	/** When the connection breaks (arfd restarted, network cut), operations
-	 * wait and retry on a new connection for up to this long, then fail with
-	 * EIO (default 30000; 0 = fail at once).  A new incarnation of the
-	 * server drops the caches. */
+	/** When the connection breaks (arfd restarted, network cut, or silent
+	 * for timeout_ms), operations wait and retry on a new connection for up
+	 * to this long, then fail with EIO (default 30000; 0 = fail at once;
+	 * ARF_WAIT_FOREVER = never fail: NFS's hard mount, where only the
+	 * thread's cancel hook ends a wait, see arf_set_thread_cancel).  A call
+	 * is sent again with the request id it had, and arfd answers a
+	 * mutation it had applied from its reply cache.  A new incarnation of
+	 * the server drops the caches. */
 	uint32_t reconnect_ms;
 	/** After max_hops one-sided hops, look the name up with the shipped
 	 * chain-lookup program (1, default) rather than a LOOKUP request (0).
@@ -158,9 +162,17 @@ struct arf_client_opts {
 	 * process is; arfd refuses the connection when the token is forged,
 	 * expired or was minted for another host.  Copied at arf_connect(). */
 	const uint8_t *cred_token;
+	/** Writes are unstable on an export without [export] sync: arfd answers
+	 * before they are durable, and libarf keeps a copy of each until a
+	 * COMMIT (arf_fsync, arf_flush, arf_close) makes it durable, re-sending
+	 * it if arfd restarts first.  This bounds the bytes kept: a write that
+	 * reaches it is followed by a COMMIT (default 64 MiB; 0 = a COMMIT after
+	 * every write). */
+	uint32_t unstable_max_mib;
 };
 
 void arf_client_opts_init(struct arf_client_opts *o);
+#define ARF_WAIT_FOREVER UINT32_MAX /**< reconnect_ms: wait for the server for ever */
 
 /** The mobile-code policy a client applies: its options with every
  * ARF_OPT_AUTO replaced by the value for its transport. */
@@ -231,6 +243,13 @@ int arf_root(arf_client *c, struct arf_stat *out);
 /** Look up a name in a directory ("." and ".." allowed). */
 int arf_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, struct arf_stat *out);
 int arf_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
+/** The attributes a reply to one of this client's changes just carried
+ * for (ino, gen) (NFS's post-op attributes: the server's state as of the
+ * change, read under its lock), handed out once and only within the
+ * attribute timeout: 0 with *out, else -ENOENT (no round trip either
+ * way).  For a caller that otherwise asks the server each time, as
+ * arf-fuse does for the kernel's GETATTR after a write or mkdir. */
+int arf_reply_attr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
 /** Resolve an absolute path inside the export; symbolic links in the middle
  * of the path are followed, a final one is not (like lstat).  -ELOOP after
  * 40 links. */
@@ -245,10 +264,35 @@ int arf_readdirplus(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
 		    struct arf_dirent *ents, struct arf_stat *st, size_t max, size_t *n, int *eof);
 /** Read up to len bytes at off; returns the count (short at end of file). */
 ssize_t arf_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len);
-/** Write len bytes at off; returns the count.  Durable on return on a sync export. */
+/** Write len bytes at off; returns the count.  On an export without
+ * [export] sync the write is unstable, as NFSv3's: applied and seen by every
+ * client at once, durable at the next arf_fsync, arf_flush or arf_close (or
+ * when unstable_max_mib is reached); libarf keeps its bytes until then and
+ * re-sends them if arfd restarts before (counted in resent_bytes).  On a
+ * sync export it is durable on return. */
 ssize_t arf_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const void *buf,
 		  size_t len);
 int arf_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap);
+/** Append len bytes at the end of the file as the server has it, in one
+ * request: appends of other clients never overlap it (O_APPEND).  *off
+ * (may be NULL) gets the offset the server chose; a request sent again
+ * after a reconnect is answered with that same offset.  Returns the count;
+ * -EINVAL when len is more than the server's largest I/O (4 MiB). */
+ssize_t arf_append(arf_client *c, uint64_t ino, uint32_t gen, const void *buf, size_t len,
+		   uint64_t *off);
+/** fallocate(2) on the server.  mode: 0 (preallocate zeroed blocks for the
+ * holes of [off, off + len) and extend the size), FALLOC_FL_KEEP_SIZE (the
+ * same without the size), or FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+ * (free the whole blocks of the range, zero its edges); Linux's values.
+ * Done in 64 MiB pieces, each all or nothing: -ENOSPC may leave the pieces
+ * before it done.  -EOPNOTSUPP for other modes, -EINVAL, -EFBIG. */
+int arf_fallocate(arf_client *c, uint64_t ino, uint32_t gen, int mode, uint64_t off, uint64_t len,
+		  struct arf_stat *out);
+/** lseek(2)'s SEEK_DATA or SEEK_HOLE (Linux's values) from off: the first
+ * data or hole at or after it (the end of file is a hole).  -ENXIO when
+ * off is at or past the end of file, or (SEEK_DATA) only holes follow. */
+int arf_seek(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, int whence,
+	     uint64_t *result);
 
 int arf_create(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
 	       int exclusive, struct arf_stat *out);
@@ -258,8 +302,10 @@ int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 	      uint64_t rdev, struct arf_stat *out);
 int arf_unlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name);
 int arf_rmdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name);
-/** flags: ARF_RENAME_NOREPLACE */
+/** flags: ARF_RENAME_NOREPLACE (-EEXIST if nname exists) or
+ * ARF_RENAME_EXCHANGE (swap the two names; -ENOENT unless both exist) */
 #define ARF_RENAME_NOREPLACE 0x1u
+#define ARF_RENAME_EXCHANGE  0x2u
 int arf_rename(arf_client *c, uint64_t odir, uint32_t ogen, const char *oname, uint64_t ndir,
 	       uint32_t ngen, const char *nname, unsigned flags);
 int arf_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t dgen,
@@ -290,8 +336,76 @@ int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_seta
  * case the new file inherits that ACL instead, as a local filesystem
  * does (arf-fuse passes the caller's umask this way). */
 void arf_set_thread_umask(int umask);
-/** Make the file's acknowledged writes durable (as NFS COMMIT). */
+/** COMMIT (NFSv3's): everything the server applied before it, every
+ * client's writes included, is durable on return; (ino, gen) must name a
+ * file (-ESTALE), or be (0, 0).  Also returns the failure of a write of
+ * this file that libarf had to re-send after a restart (-ENOSPC, -EIO...),
+ * once. */
 int arf_fsync(arf_client *c, uint64_t ino, uint32_t gen);
+
+/**
+ * A new regular file named name in (dir, dgen), holding len bytes of data
+ * (at most the server's max_io, 4 MiB), with the attributes of sa (may be
+ * NULL) applied after the write: ARF_SET_MODE, _UID, _GID, _ATIME, _MTIME
+ * and the _NOW forms, checked as arf_setattr checks them for the caller.
+ * One request and one server transaction for what open(O_CREAT|O_EXCL),
+ * write, fchown, fchmod, futimens and close cost on their own: tar, rsync
+ * and git write many small files.  Always exclusive.  A failure after the
+ * file was made (-ENOSPC part-way through the data, -EPERM from sa) removes
+ * it again, so a failing call leaves no name.  out (may be NULL): the
+ * file's attributes at the end.  Errors: -EEXIST, -EINVAL (ARF_SET_SIZE in
+ * sa, or len past max_io), and those of arf_create, arf_write and
+ * arf_setattr; -ENOSYS from a server without it.
+ */
+int arf_create_write(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
+		     const void *data, size_t len, const struct arf_setattr *sa,
+		     struct arf_stat *out);
+
+/**
+ * Server-side copy, as copy_file_range(2) and NFS 4.2's COPY: up to len
+ * bytes of regular file (src, sgen) from soff into regular file (dst, dgen)
+ * at doff, copied block by block inside arfd (the bytes never cross the
+ * network; a few small requests do, one per ARF_COPY_CHUNK bytes).  Blocks
+ * are copied, never shared; a hole in src stays a hole in dst unless dst
+ * had data there.  Returns the count copied: less than len only at src's
+ * end (0 at or past it) or when space ran out part-way.  Read permission
+ * on src and write permission on dst, as for arf_read and arf_write.
+ * flags must be 0.  Errors: -EINVAL (one file and overlapping ranges, not
+ * a regular file, flags), -EISDIR, -EFBIG (doff at or past 16 TiB),
+ * -EOVERFLOW (an offset plus len past 2^64), -ENOSPC (nothing copied),
+ * -EACCES, -ESTALE; -ENOSYS from a server without it.  *dst_st (may be
+ * NULL): dst's attributes after the copy.
+ */
+#define ARF_COPY_CHUNK (8u << 20)
+ssize_t arf_copy(arf_client *c, uint64_t src, uint32_t sgen, uint64_t soff, uint64_t dst,
+		 uint32_t dgen, uint64_t doff, size_t len, unsigned flags, struct arf_stat *dst_st);
+
+/**
+ * What the calling thread's last change of names on c did to the
+ * directories it changed, as the server reported it with the reply (NFSv3's
+ * wcc_data): each directory's ctime just before the change and its
+ * attributes just after, read under the same lock as the change.  A caller
+ * that kept a directory's ctime from an earlier reply knows, when
+ * pre_ctime_ns matches it, that no one else changed the directory in
+ * between (arf-fuse keeps the names of such directories this way).  Set by
+ * arf_create, arf_mkdir, arf_mknod, arf_symlink, arf_link, arf_unlink,
+ * arf_rmdir, arf_rename and arf_create_write when they succeed, and by
+ * arf_setattr of a directory (the directory itself); any other
+ * outcome, or another thread, leaves n = 0.  Returns 0, or -ENOENT when
+ * this thread's last such call on c told nothing (out->n = 0 then).
+ */
+struct arf_dir_change {
+	uint32_t n;                /**< directories: 1, or 2 for a rename between two */
+	struct {
+		int64_t pre_ctime_ns;  /**< its ctime just before the change */
+		struct arf_stat post;  /**< its attributes just after (post.ino, post.gen name it) */
+	} dir[2];
+};
+int arf_last_dir_change(arf_client *c, struct arf_dir_change *out);
+/** arf_fsync if this client has writes of the file not yet committed (or a
+ * re-send failure to report), else nothing (no round trip): what close()
+ * does on a mount. */
+int arf_flush(arf_client *c, uint64_t ino, uint32_t gen);
 /** access(2) check on the server: mask of R_OK|W_OK|X_OK. */
 int arf_access(arf_client *c, uint64_t ino, uint32_t gen, int mask);
 
@@ -410,6 +524,16 @@ struct arf_cred {
 };
 void arf_set_thread_cred(const struct arf_cred *cred);
 
+/** While a call made by the calling thread waits for the server -- for a
+ * reply, or for a new connection -- fn(arg) is called about every 100 ms
+ * once the wait is that long (never for a quick call); a nonzero answer
+ * ends the call with -EINTR (a mutation may or may not have been applied).
+ * arf-fuse answers "the process that asked got a fatal signal", so a hard
+ * mount's waits end on SIGKILL and on nothing else.  NULL (default): waits
+ * end only as reconnect_ms says.  Not for the verbs transport's waits. */
+typedef int (*arf_cancel_func)(void *arg);
+void arf_set_thread_cancel(arf_cancel_func fn, void *arg);
+
 /**
  * Credential tokens: how a tool run by an ordinary user acts as that user
  * on a connection of its own.  arf-fuse answers the ioctl ARF_IOC_CRED on
@@ -496,7 +620,7 @@ enum arf_fallback_reason {
 };
 const char *arf_fallback_reason_name(int reason);
 
-#define ARF_NKINDS 31
+#define ARF_NKINDS 37
 /** Name of request kind i (0 <= i < ARF_NKINDS), as counted below. */
 const char *arf_request_kind_name(int i);
 
@@ -516,6 +640,10 @@ struct arf_client_stats {
 	uint64_t fallbacks_by_reason[ARF_FALLBACK_NREASONS];
 	uint64_t bytes_sent, bytes_received;
 	uint64_t cache_hits, cache_misses;
+	uint64_t commits;           /**< COMMITs sent (arf_fsync, arf_flush, the bound) */
+	uint64_t resent_bytes;      /**< bytes of uncommitted writes re-sent after arfd restarted */
+	uint64_t unstable_bytes;    /**< now: bytes of writes kept until a COMMIT */
+	uint64_t unstable_writes;   /**< now: those writes */
 };
 void arf_stats(arf_client *c, struct arf_client_stats *out);
 

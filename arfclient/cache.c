@@ -49,7 +49,7 @@ int arf_icache_get(arf_client *c, uint64_t ino, uint32_t gen, struct arf_meta_in
 		return -1;
 	pthread_mutex_lock(&c->cache_lock);
 	struct arf_icache_ent *e = &c->icache[islot(ino)];
-	if (e->ino == ino && e->inode.gen == gen &&
+	if (e->ino == ino && !e->attrs_only && e->inode.gen == gen &&
 	    arf_now_ms() - e->stamp_ms < c->opts.attr_timeout_ms) {
 		*out = e->inode;
 		rc = 0;
@@ -65,6 +65,8 @@ void arf_icache_put(arf_client *c, const struct arf_meta_inode *in)
 	pthread_mutex_lock(&c->cache_lock);
 	struct arf_icache_ent *e = &c->icache[islot(in->ino)];
 	e->ino = in->ino;
+	e->attrs_only = 0;
+	e->fresh = 0;
 	e->inode = *in;
 	e->stamp_ms = arf_now_ms();
 	pthread_mutex_unlock(&c->cache_lock);
@@ -79,16 +81,80 @@ void arf_icache_drop(arf_client *c, uint64_t ino)
 	pthread_mutex_unlock(&c->cache_lock);
 }
 
-/* A reply carried fresh attributes: keep the cached copy only if it agrees. */
+/* A reply carried fresh attributes: the cached copy stays only if it
+ * agrees; otherwise the reply's attributes take its place (NFS's post-op
+ * attributes), so that a GETATTR after a change needs no round trip.  A
+ * reply can be older than what is cached when two requests on one file
+ * overlap: the later ctime wins. */
 void arf_icache_update_stat(arf_client *c, const struct arf_stat *st)
 {
+	if (!c->opts.attr_timeout_ms || !st->ino)
+		return;
 	pthread_mutex_lock(&c->cache_lock);
 	struct arf_icache_ent *e = &c->icache[islot(st->ino)];
+	if (e->ino == st->ino && !e->attrs_only && e->inode.gen == st->gen &&
+	    e->inode.size == st->size && e->inode.mode == st->mode &&
+	    e->inode.mtime_ns == st->mtime_ns && e->inode.ctime_ns == st->ctime_ns &&
+	    e->inode.nlink == st->nlink && e->inode.uid == st->uid && e->inode.gid == st->gid) {
+		e->fresh = 1; /* agrees */
+		goto out;
+	}
 	if (e->ino == st->ino &&
-	    (e->inode.gen != st->gen || e->inode.size != st->size || e->inode.mode != st->mode ||
-	     e->inode.mtime_ns != st->mtime_ns || e->inode.ctime_ns != st->ctime_ns))
-		e->ino = 0;
+	    (e->attrs_only ? e->st.gen == st->gen && e->st.ctime_ns > st->ctime_ns
+			   : e->inode.gen == st->gen && e->inode.ctime_ns > st->ctime_ns))
+		goto out; /* the cache saw a later change */
+	e->ino = st->ino;
+	e->attrs_only = 1;
+	e->st = *st;
+	e->stamp_ms = arf_now_ms();
+	e->fresh = 1;
+out:
 	pthread_mutex_unlock(&c->cache_lock);
+}
+
+int arf_reply_attr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
+{
+	int rc = -ENOENT;
+
+	if (!c->opts.attr_timeout_ms)
+		return rc;
+	pthread_mutex_lock(&c->cache_lock);
+	struct arf_icache_ent *e = &c->icache[islot(ino)];
+	if (e->ino == ino && e->fresh && arf_now_ms() - e->stamp_ms < c->opts.attr_timeout_ms) {
+		if (e->attrs_only && e->st.gen == gen) {
+			*out = e->st;
+			rc = 0;
+		} else if (!e->attrs_only && e->inode.gen == gen) {
+			arf_stat_from_inode(&e->inode, out);
+			rc = 0;
+		}
+		e->fresh = 0;
+	}
+	pthread_mutex_unlock(&c->cache_lock);
+	return rc;
+}
+
+int arf_icache_get_stat(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
+{
+	int rc = -1;
+
+	if (!c->opts.attr_timeout_ms)
+		return -1;
+	pthread_mutex_lock(&c->cache_lock);
+	struct arf_icache_ent *e = &c->icache[islot(ino)];
+	if (e->ino == ino && arf_now_ms() - e->stamp_ms < c->opts.attr_timeout_ms) {
+		if (e->attrs_only && e->st.gen == gen) {
+			*out = e->st;
+			rc = 0;
+		} else if (!e->attrs_only && e->inode.gen == gen) {
+			arf_stat_from_inode(&e->inode, out);
+			rc = 0;
+		}
+	}
+	pthread_mutex_unlock(&c->cache_lock);
+	ARF_CTR_ADD(c, cache_hits, rc == 0);
+	ARF_CTR_ADD(c, cache_misses, rc != 0);
+	return rc;
 }
 
 static size_t eslot(uint64_t dir, const char *name, size_t len)

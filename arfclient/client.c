@@ -33,6 +33,7 @@ void arf_client_opts_init(struct arf_client_opts *o)
 	o->readdir_exec_min = ARF_OPT_AUTO;
 	o->readdir_req_min = ARF_OPT_AUTO;
 	o->resvport = 1;
+	o->unstable_max_mib = 64;
 }
 
 /*
@@ -140,6 +141,8 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 	}
 	pthread_rwlock_init(&c->conn_lock, NULL);
 	pthread_mutex_init(&c->cache_lock, NULL);
+	pthread_mutex_init(&c->dial_lock, NULL);
+	pthread_cond_init(&c->dial_cond, NULL);
 	if (opts)
 		c->opts = *opts;
 	else
@@ -147,7 +150,7 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 	if ((rc = arf_url_parse(url, &c->url, err, errlen)))
 		goto fail;
 	policy_resolve(&c->opts, c->url.transport, &c->pol);
-	if ((rc = arf_cache_init(c)) || (rc = arf_locks_init(c))) {
+	if ((rc = arf_cache_init(c)) || (rc = arf_wlog_init(c)) || (rc = arf_locks_init(c))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -174,6 +177,15 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 		hello.flags |= ARF_PROTO_HELLO_TOKEN;
 		memcpy(hello.token, c->token, sizeof(hello.token));
 	}
+	/* who we are across reconnections, for arfd's reply cache */
+	if (sodium_init() < 0) {
+		snprintf(err, errlen, "libsodium failed to initialise");
+		rc = -EIO;
+		goto fail;
+	}
+	randombytes_buf(c->client_id, sizeof(c->client_id));
+	hello.flags |= ARF_PROTO_HELLO_CLIENT;
+	memcpy(hello.client, c->client_id, sizeof(hello.client));
 	arf_proto_wr_init(&w);
 	arf_proto_put_hello(&w, &hello);
 	if (w.err) {
@@ -203,10 +215,16 @@ void arf_close(arf_client *c)
 {
 	if (!c)
 		return;
+	/* as close(2) on NFS: what this client wrote is committed */
+	if (c->wlog && c->conn && arf_wlog_holds(c, 0) && arf_fsync(c, 0, 0))
+		arf_log_msg(0, "closing: the last writes could not be committed");
+	arf_wlog_free(c);
 	arf_locks_free(c); /* its renewer uses the connection */
 	arf_net_close(c->conn);
 	pthread_rwlock_destroy(&c->conn_lock);
 	pthread_mutex_destroy(&c->cache_lock);
+	pthread_mutex_destroy(&c->dial_lock);
+	pthread_cond_destroy(&c->dial_cond);
 	sodium_memzero(c->auth_key, sizeof(c->auth_key));
 	free(c->hello);
 	arf_prog_free(c);
@@ -246,6 +264,10 @@ void arf_stats(arf_client *c, struct arf_client_stats *s)
 	s->execs = __atomic_load_n(&c->execs, __ATOMIC_RELAXED);
 	arf_prog_stats(c, s);
 	s->cache_hits = __atomic_load_n(&c->cache_hits, __ATOMIC_RELAXED);
+	s->resent_bytes = __atomic_load_n(&c->resent_bytes, __ATOMIC_RELAXED);
+	s->commits = __atomic_load_n(&c->commits, __ATOMIC_RELAXED);
+	if (c->wlog)
+		arf_wlog_counts(c, &s->unstable_bytes, &s->unstable_writes);
 	s->cache_misses = __atomic_load_n(&c->cache_misses, __ATOMIC_RELAXED);
 }
 

@@ -12,6 +12,7 @@
  *   locks.c  xattr.c         advisory locks (lease, reclaim); extended attributes
  *   requests.c  onesided.c   requests (mutations, fallbacks); one-sided reads
  *   conn.c                   the connection and its reconnection
+ *   wlog.c                   uncommitted writes, re-sent after a server restart
  *   cache.c                  inode and entry caches
  *   url.c attr.c errors.c util.c   parsing, conversions, texts, clock and log
  */
@@ -32,7 +33,12 @@
 struct arf_icache_ent {
 	uint64_t ino;                /* 0 = empty */
 	uint64_t stamp_ms;           /* when validated */
-	struct arf_meta_inode inode; /* validated copy */
+	int attrs_only;              /* only st holds: attributes a reply carried, no
+				      * block map or listing fields (arf_getattr's alone) */
+	struct arf_stat st;          /* attrs_only: the attributes */
+	struct arf_meta_inode inode; /* !attrs_only: validated copy */
+	int fresh;                   /* a change's reply just carried these, not yet
+				      * handed out by arf_reply_attr */
 };
 
 struct arf_ecache_ent {
@@ -59,6 +65,12 @@ struct arf_client {
 	int has_auth_key;
 	struct arf_net_counters base; /* counters of the connections before this one */
 	uint64_t reconnects;
+	pthread_mutex_t dial_lock;    /* who dials a new connection (conn.c) ... */
+	pthread_cond_t dial_cond;     /* ... and the wait of the others for it */
+	int dialing;                  /* a thread is dialling (under dial_lock) */
+	int not_responding;           /* "not responding" was said (atomic) */
+	uint64_t next_xid;            /* request ids (atomic; net/'s ARF_NET_ID_CALLER range) */
+	uint8_t client_id[ARF_PROTO_CLIENT_ID]; /* random, in the hello: the reply cache's key */
 	struct arf_progstate *progs;  /* mobile code (progs.c), made on first use */
 	struct arf_lockstate *locks;  /* advisory locks and the lease (locks.c) */
 	struct arf_client_opts opts;
@@ -76,7 +88,10 @@ struct arf_client {
 	struct arf_icache_ent *icache;
 	struct arf_ecache_ent *ecache;
 
+	struct arf_wlog *wlog;        /* uncommitted writes (wlog.c) */
+
 	/* counters (atomic) */
+	uint64_t resent_bytes, commits;
 	uint64_t requests_by_kind[ARF_NKINDS];
 	uint64_t fallbacks_by_reason[ARF_FALLBACK_NREASONS];
 	uint64_t retries, fallbacks, execs;
@@ -110,6 +125,46 @@ int arf_cl_dial(arf_client *c, char *err, size_t errlen);
 /* Transport counters of this connection and those it replaced. */
 void arf_cl_counters(arf_client *c, struct arf_net_counters *nc);
 
+/*
+ * wlog.c: writes the server answered before they were durable, kept until
+ * a COMMIT with the same verifier covers them (NFSv3's unstable writes).
+ */
+struct arf_wlog;
+int arf_wlog_init(arf_client *c);   /* 0 or -ENOMEM */
+void arf_wlog_free(arf_client *c);
+/* Keep a copy of a write the server answered with (verifier, seq): 1 when
+ * the bytes kept reach opts.unstable_max_mib (commit now), 0, or -ENOMEM
+ * (not kept: commit now). */
+int arf_wlog_keep(arf_client *c, const struct arf_proto_cred *cred, uint64_t ino, uint32_t gen,
+		  uint64_t off, const void *data, uint32_t len, uint64_t verifier, uint64_t seq);
+/* A COMMIT answered (verifier, durable): drop what it covers. */
+void arf_wlog_committed(arf_client *c, uint64_t verifier, uint64_t durable);
+/* Does the client keep writes of ino (0: of any file), or a re-send
+ * failure waiting to be reported? */
+int arf_wlog_holds(arf_client *c, uint64_t ino);
+/* The failure of a re-send to ino (0: any), reported once; 0 if none. */
+int arf_wlog_error(arf_client *c, uint64_t ino);
+/* Are writes kept under another verifier than this one? */
+int arf_wlog_stale(arf_client *c, uint64_t verifier);
+void arf_wlog_counts(arf_client *c, uint64_t *bytes, uint64_t *writes);
+/* After dialling a server of incarnation verifier, before anything else
+ * uses conn (conn.c, under conn_lock's write side): re-send what its
+ * restart lost, then commit.  0, or the error (a broken connection: dial
+ * again). */
+int arf_wlog_replay(arf_client *c, struct arf_net_conn *conn, uint64_t verifier);
+/* Replies, decoded: COMMIT's and WRITE's (after its count and attr). */
+struct arf_wlog_commit {
+	uint64_t verifier, durable, old_through;
+	uint32_t old_known;
+};
+struct arf_wlog_write {
+	uint64_t verifier, seq, off;
+	uint32_t flags;              /* ARF_PROTO_WRITE_* */
+};
+int arf_wlog_commit_reply(const struct arf_net_buf *resp, struct arf_wlog_commit *out);
+int arf_wlog_write_reply(const struct arf_net_buf *resp, uint32_t *written,
+			 struct arf_proto_attr *attr, struct arf_wlog_write *out);
+
 /* progs.c: the shipped standard programs and their policy hooks (api.c).
  * Each returns 0 when the program answered, 1 when it did not apply or
  * failed in a way the caller should answer by itself, or an authoritative
@@ -136,6 +191,11 @@ int arf_req_as(arf_client *c, uint16_t op, const struct arf_proto_wr *args,
 	       struct arf_net_buf *resp, int *resent, const struct arf_proto_cred *as);
 int arf_req_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, size_t len,
 		   struct arf_stat *out);
+/* The thread's record of its last change of names (arf_last_dir_change):
+ * arf_change_begin clears it before a change is sent; arf_change_wcc reads
+ * a reply's wcc into it and caches each directory's new attributes. */
+void arf_change_begin(arf_client *c);
+void arf_change_wcc(arf_client *c, struct arf_proto_rd *r);
 int arf_req_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
 ssize_t arf_req_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len);
 int arf_req_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap);
@@ -188,7 +248,13 @@ void arf_cache_clear(arf_client *c);
 int arf_icache_get(arf_client *c, uint64_t ino, uint32_t gen, struct arf_meta_inode *out);
 void arf_icache_put(arf_client *c, const struct arf_meta_inode *in);
 void arf_icache_drop(arf_client *c, uint64_t ino);
-void arf_icache_update_stat(arf_client *c, const struct arf_stat *st); /* drop if changed */
+/* A reply carried st, the file's attributes as the server had them then:
+ * a cached copy that disagrees gives way to them, kept as attributes alone
+ * (arf_icache_get no longer returns it; arf_icache_get_stat does) unless
+ * the cache holds something newer (a later ctime). */
+void arf_icache_update_stat(arf_client *c, const struct arf_stat *st);
+/* Cached attributes of (ino, gen), from either kind of entry: 0 or -1. */
+int arf_icache_get_stat(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
 int arf_ecache_get(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t *child,
 		   uint32_t *gen, uint8_t *type);
 void arf_ecache_put(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t child,

@@ -5,13 +5,22 @@
  * the two ways every other file talks to it -- a batch of one-sided reads
  * (arf_cl_read) and a request/response exchange (arf_cl_call).  When the
  * connection breaks they dial again, with backoff, for up to
- * opts.reconnect_ms, swapping the new connection in under conn_lock's
- * write side while operations hold its read side; a server that restarted
- * (a new incarnation) has its caches dropped.  Counters of the connections
- * replaced are kept in c->base so arf_stats() never goes backwards.
+ * opts.reconnect_ms (for ever with ARF_WAIT_FOREVER: a hard mount), one
+ * thread dialling while the others wait for it; the new connection is
+ * swapped in under conn_lock's write side while operations hold its read
+ * side; a server that restarted (a new incarnation) has its caches
+ * dropped, and before the new connection serves anything else, the writes
+ * its restart lost are re-sent (wlog.c), so that nothing this client sends
+ * later is overtaken by an older write.  A call keeps one request id
+ * however often it is sent, so arfd answers a mutation it applied before
+ * the connection broke from its reply cache instead of applying it again.
+ * Every wait answers to the thread's cancel hook.  Counters of the
+ * connections replaced are kept in
+ * c->base so arf_stats() never goes backwards.
  *
- * Below this file are only the net transport, the caches and util.c:
- * nothing here calls back up into requests, programs or the API.
+ * Below this file are only the net transport, the caches, the write log
+ * and util.c: nothing here calls back up into requests, programs or the
+ * API.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -86,16 +95,109 @@ static void add_counters(struct arf_net_counters *to, const struct arf_net_count
 	to->bytes_received += from->bytes_received;
 }
 
-/* Replace connection generation gen (if nobody did yet) with a new one,
- * trying until deadline_ms.  Returns 0 or -EIO. */
-static int reconnect(arf_client *c, uint64_t gen, uint64_t deadline_ms)
-{
-	char err[256];
-	uint32_t wait_ms = 20;
-	int rc = -EIO;
+/*
+ * Waiting.  A call waits for its reply, and after a broken connection for
+ * a new one; net/ takes every wait of this thread in slices and asks
+ * wait_abort between them whether to give up: when the embedder's cancel
+ * hook says so (arf_set_thread_cancel: arf-fuse's "the caller got a fatal
+ * signal"), the call ends with -EINTR; when the bound after the first
+ * failure (reconnect_ms; none with ARF_WAIT_FOREVER, a hard mount) has
+ * passed, with -EIO.
+ */
+static __thread arf_cancel_func tls_cancel;
+static __thread void *tls_cancel_arg;
 
-	pthread_rwlock_wrlock(&c->conn_lock);
-	if (c->conn_gen != gen) {
+void arf_set_thread_cancel(arf_cancel_func fn, void *arg)
+{
+	tls_cancel = fn;
+	tls_cancel_arg = arg;
+}
+
+enum { WHY_NONE, WHY_CANCEL, WHY_DEADLINE };
+
+struct wait_ctx {
+	uint64_t deadline_ms;   /* 0: none (yet) */
+	int why;                /* WHY_*: what made it give up */
+};
+
+static int wait_abort(void *arg)
+{
+	struct wait_ctx *w = arg;
+
+	if (tls_cancel && tls_cancel(tls_cancel_arg)) {
+		w->why = WHY_CANCEL;
+		return 1;
+	}
+	if (w->deadline_ms && arf_now_ms() >= w->deadline_ms) {
+		w->why = WHY_DEADLINE;
+		return 1;
+	}
+	return 0;
+}
+
+static int given_up(const struct wait_ctx *w)
+{
+	return w->why == WHY_CANCEL ? -EINTR : -EIO;
+}
+
+/* The bound starts at the first failure of a call (never for a hard wait). */
+static void start_deadline(arf_client *c, struct wait_ctx *w)
+{
+	if (!w->deadline_ms && c->opts.reconnect_ms != ARF_WAIT_FOREVER)
+		w->deadline_ms = arf_now_ms() + c->opts.reconnect_ms;
+}
+
+static void abs_in(struct timespec *ts, uint32_t ms)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	ts->tv_sec += ms / 1000u;
+	ts->tv_nsec += (long)(ms % 1000u) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/* Sleep ms, or less when the wait is given up: 0 or given_up's error. */
+static int sleep_abortable(struct wait_ctx *w, uint32_t ms)
+{
+	while (ms) {
+		uint32_t slice = ms > ARF_NET_ABORT_POLL_MS ? ARF_NET_ABORT_POLL_MS : ms;
+		struct timespec ts = { 0, (long)slice * 1000000L };
+		nanosleep(&ts, NULL);
+		ms -= slice;
+		if (wait_abort(w))
+			return given_up(w);
+	}
+	return 0;
+}
+
+/* conn_lock's write side, taken in slices: 0 or given_up's error. */
+static int wrlock_abortable(arf_client *c, struct wait_ctx *w)
+{
+	for (;;) {
+		struct timespec ts;
+		abs_in(&ts, ARF_NET_ABORT_POLL_MS);
+		if (pthread_rwlock_timedwrlock(&c->conn_lock, &ts) == 0)
+			return 0;
+		if (wait_abort(w))
+			return given_up(w);
+	}
+}
+
+/* Dial until a connection is up (0), the wait is given up, or the bound
+ * passes (-EIO).  The old connection, generation gen, is closed first. */
+static int dial_until_up(arf_client *c, uint64_t gen, struct wait_ctx *w)
+{
+	const char *where = c->url.host[0] ? c->url.host : c->url.socket;
+	uint64_t since = arf_now_ms();
+	uint32_t wait_ms = 20;
+	char err[256];
+	int rc;
+
+	if ((rc = wrlock_abortable(c, w)))
+		return rc;
+	if (c->conn_gen != gen) { /* replaced meanwhile */
 		pthread_rwlock_unlock(&c->conn_lock);
 		return 0;
 	}
@@ -104,15 +206,34 @@ static int reconnect(arf_client *c, uint64_t gen, uint64_t deadline_ms)
 		arf_net_counters(c->conn, &nc);
 		add_counters(&c->base, &nc);
 		arf_net_close(c->conn);
-		c->conn = NULL;
+		c->conn = NULL; /* callers meanwhile wait for us (ENOTCONN) */
 	}
+	pthread_rwlock_unlock(&c->conn_lock);
 	for (;;) {
 		struct arf_net_conn *conn;
 		struct arf_proto_info info;
 		struct arf_meta_super sb;
 		int have;
-		if (!dial(c, &conn, &info, &sb, &have, err, sizeof(err))) {
+		rc = dial(c, &conn, &info, &sb, &have, err, sizeof(err));
+		if (!rc) {
+			if ((rc = wrlock_abortable(c, w))) {
+				arf_net_close(conn);
+				return rc;
+			}
 			int restarted = info.incarnation != c->info.incarnation;
+			if (arf_wlog_stale(c, info.incarnation)) {
+				int wrc = arf_wlog_replay(c, conn, info.incarnation);
+				if (conn_broken(wrc)) { /* gone again: dial again */
+					pthread_rwlock_unlock(&c->conn_lock);
+					arf_net_close(conn);
+					snprintf(err, sizeof(err), "re-sending uncommitted writes: %s",
+						 strerror(-wrc));
+					goto wait;
+				}
+				if (wrc)
+					arf_log_msg(0, "re-sending uncommitted writes: %s",
+						    arf_strerror(wrc));
+			}
 			c->conn = conn;
 			c->info = info;
 			c->sb = sb;
@@ -121,65 +242,132 @@ static int reconnect(arf_client *c, uint64_t gen, uint64_t deadline_ms)
 			c->reconnects++;
 			if (restarted) /* what we cached may have changed meanwhile */
 				arf_cache_clear(c);
-			arf_log_msg(1, "reconnected to %s (incarnation %llu%s)", c->url.host[0] ?
-				    c->url.host : c->url.socket, (unsigned long long)info.incarnation,
+			pthread_rwlock_unlock(&c->conn_lock);
+			int said = __atomic_exchange_n(&c->not_responding, 0, __ATOMIC_RELAXED);
+			arf_log_msg(1, "%sreconnected to %s (incarnation %llu%s)",
+				    said ? "arfd OK: " : "", where, (unsigned long long)info.incarnation,
 				    restarted ? ", restarted: caches dropped" : "");
-			rc = 0;
-			break;
+			return 0;
 		}
-		if (arf_now_ms() + wait_ms >= deadline_ms) {
+wait:
+		if (rc == -ECANCELED || wait_abort(w))
+			return given_up(w);
+		uint64_t now = arf_now_ms();
+		if (c->opts.reconnect_ms == ARF_WAIT_FOREVER && now - since >= c->opts.timeout_ms &&
+		    !__atomic_exchange_n(&c->not_responding, 1, __ATOMIC_RELAXED))
+			arf_log_msg(0, "arfd at %s not responding, still trying (%s)", where, err);
+		if (w->deadline_ms && now + wait_ms >= w->deadline_ms) {
 			arf_log_msg(0, "reconnect failed: %s", err);
-			break;
+			return -EIO;
 		}
-		struct timespec ts = { 0, (long)wait_ms * 1000000L };
-		nanosleep(&ts, NULL);
+		if ((rc = sleep_abortable(w, wait_ms)))
+			return rc;
 		if (wait_ms < 500)
 			wait_ms *= 2;
 	}
-	pthread_rwlock_unlock(&c->conn_lock);
+}
+
+/* Replace connection generation gen (if nobody did yet) with a new one.
+ * One thread dials; the others wait for it, each still answering to its
+ * own cancel hook and bound (and taking over when the dialer gives up).
+ * Returns 0, -EIO (the bound passed) or -EINTR (cancelled). */
+static int reconnect(arf_client *c, uint64_t gen, struct wait_ctx *w)
+{
+	pthread_mutex_lock(&c->dial_lock);
+	while (c->conn_gen == gen && c->dialing) {
+		struct timespec ts;
+		abs_in(&ts, ARF_NET_ABORT_POLL_MS);
+		if (pthread_cond_timedwait(&c->dial_cond, &c->dial_lock, &ts) == ETIMEDOUT &&
+		    wait_abort(w)) {
+			pthread_mutex_unlock(&c->dial_lock);
+			return given_up(w);
+		}
+	}
+	if (c->conn_gen != gen) {
+		pthread_mutex_unlock(&c->dial_lock);
+		return 0;
+	}
+	c->dialing = 1;
+	pthread_mutex_unlock(&c->dial_lock);
+
+	int rc = dial_until_up(c, gen, w);
+
+	pthread_mutex_lock(&c->dial_lock);
+	c->dialing = 0;
+	pthread_cond_broadcast(&c->dial_cond);
+	pthread_mutex_unlock(&c->dial_lock);
 	return rc;
 }
 
 int arf_cl_read(arf_client *c, struct arf_net_read_op *ops, size_t n)
 {
-	uint64_t deadline = 0;
+	struct wait_ctx w = { 0, WHY_NONE };
+	int rc;
+
+	arf_net_set_thread_abort(wait_abort, &w);
 	for (;;) {
 		pthread_rwlock_rdlock(&c->conn_lock);
 		uint64_t gen = c->conn_gen;
-		int rc = c->conn ? arf_net_read(c->conn, ops, n) : -ENOTCONN;
+		rc = c->conn ? arf_net_read(c->conn, ops, n) : -ENOTCONN;
 		pthread_rwlock_unlock(&c->conn_lock);
-		if (!conn_broken(rc) || !c->opts.reconnect_ms)
-			return conn_broken(rc) ? -EIO : rc;
-		if (!deadline)
-			deadline = arf_now_ms() + c->opts.reconnect_ms;
-		if (reconnect(c, gen, deadline))
-			return -EIO;
-		if (!c->have_regions)
-			return ARF_ERETRY; /* the new connection has no keys: the caller asks instead */
+		if (rc == -ECANCELED) {
+			rc = given_up(&w);
+			break;
+		}
+		if (!conn_broken(rc) || !c->opts.reconnect_ms) {
+			if (conn_broken(rc))
+				rc = -EIO;
+			break;
+		}
+		start_deadline(c, &w);
+		if ((rc = reconnect(c, gen, &w)))
+			break;
+		if (!c->have_regions) {
+			rc = ARF_ERETRY; /* the new connection has no keys: the caller asks instead */
+			break;
+		}
 	}
+	arf_net_set_thread_abort(NULL, NULL);
+	return rc;
 }
 
 int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 		struct arf_net_buf *resp, int *resent)
 {
-	uint64_t deadline = 0;
+	struct wait_ctx w = { 0, WHY_NONE };
+	/* one id for every sending of this call: the server's reply cache
+	 * answers a mutation it applied before the connection broke */
+	uint64_t id = ARF_NET_ID_CALLER |
+		      (__atomic_add_fetch(&c->next_xid, 1, __ATOMIC_RELAXED) & ~ARF_NET_ID_CALLER);
+	int rc;
+
 	if (resent)
 		*resent = 0;
+	arf_net_set_thread_abort(wait_abort, &w);
 	for (;;) {
 		pthread_rwlock_rdlock(&c->conn_lock);
 		uint64_t gen = c->conn_gen;
-		int rc = c->conn ? arf_net_call(c->conn, op, iov, iovcnt, resp) : -ENOTCONN;
+		rc = c->conn ? arf_net_call_id(c->conn, op, id, iov, iovcnt, resp) : -ENOTCONN;
 		pthread_rwlock_unlock(&c->conn_lock);
-		if (!conn_broken(rc) || !c->opts.reconnect_ms)
-			return conn_broken(rc) ? -EIO : rc;
+		if (rc == -ECANCELED) {
+			arf_net_buf_free(resp);
+			rc = given_up(&w);
+			break;
+		}
+		if (!conn_broken(rc) || !c->opts.reconnect_ms) {
+			if (conn_broken(rc))
+				rc = -EIO;
+			break;
+		}
 		arf_net_buf_free(resp);
-		if (!deadline)
-			deadline = arf_now_ms() + c->opts.reconnect_ms;
-		if (reconnect(c, gen, deadline))
-			return -EIO;
+		start_deadline(c, &w);
+		if ((rc = reconnect(c, gen, &w)))
+			break;
 		if (resent)
 			*resent = 1;
 	}
+	arf_net_set_thread_abort(NULL, NULL);
+	return rc;
 }
 
 int arf_cl_dial(arf_client *c, char *err, size_t errlen)

@@ -3,6 +3,7 @@
  * libarf requests: every mutation, and the fallback for reads, is one
  * request carrying the caller's credentials, counted by kind.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <stdlib.h>
@@ -105,73 +106,105 @@ int arf_req_as(arf_client *c, uint16_t op, const struct arf_proto_wr *args,
 
 /*
  * A mutation sent again after the connection broke (arfd restarted) may
- * have been applied by the server that went away, its reply lost; arfd
- * keeps no reply cache across restarts (NFS's duplicate request cache does
- * not survive a reboot either).  So, as NFS clients do, the sent-again
- * request's "already done" answer counts as the first one's success:
- * ENOENT from UNLINK, RMDIR or RENAME; EEXIST from an exclusive CREATE,
- * MKDIR, MKNOD, SYMLINK or LINK, once a lookup of the name finds an object
- * of the kind asked for.  replay_name (NULL: none) is that name.
+ * have been applied by the server that went away, its reply lost.  It is
+ * sent again with the request id it had (conn.c), and arfd answers it from
+ * its reply cache, which it writes in the mutation's own RocksDB batch
+ * (arfd/replies.c): the first reply, not ENOENT from an unlink or EEXIST
+ * from an exclusive create done twice.  So an error here is the server's
+ * real answer, and is never taken for "already done" as NFS clients
+ * guess (a name another client removed meanwhile is not this call's).
  */
-struct replay_name {
-	uint64_t dir;
-	uint32_t dgen;
-	const char *name;
-	uint32_t mode; /* S_IFMT of what was made; 0 = any */
-	uint64_t ino;  /* LINK: the inode linked; 0 = any */
-};
+/* The calling thread's last change of names (arf_last_dir_change). */
+static __thread const arf_client *tls_change_c;
+static __thread struct arf_dir_change tls_change;
 
-static int replay_done(arf_client *c, uint16_t op, int rc, const struct replay_name *rn,
-		       struct arf_stat *out)
+int arf_last_dir_change(arf_client *c, struct arf_dir_change *out)
 {
-	struct arf_stat st;
-	switch (op) {
-	case ARF_OP_UNLINK:
-	case ARF_OP_RMDIR:
-	case ARF_OP_RENAME:
-		return rc == -ENOENT;
-	case ARF_OP_CREATE:
-	case ARF_OP_MKDIR:
-	case ARF_OP_MKNOD:
-	case ARF_OP_SYMLINK:
-	case ARF_OP_LINK:
-		if (rc != -EEXIST || !rn || arf_req_lookup(c, rn->dir, rn->dgen, rn->name,
-							   strlen(rn->name), &st))
-			return 0;
-		if ((rn->mode && (st.mode & S_IFMT) != rn->mode) || (rn->ino && st.ino != rn->ino))
-			return 0;
-		if (out)
-			*out = st;
-		return 1;
-	default:
-		return 0;
+	if (tls_change_c != c || !tls_change.n) {
+		memset(out, 0, sizeof(*out));
+		return -ENOENT;
+	}
+	*out = tls_change;
+	return 0;
+}
+
+void arf_change_begin(arf_client *c)
+{
+	tls_change_c = c;
+	tls_change.n = 0;
+}
+
+void arf_change_wcc(arf_client *c, struct arf_proto_rd *r)
+{
+	struct arf_proto_wcc v[ARF_PROTO_MAX_WCC];
+	uint32_t n = arf_proto_get_wcc(r, v, ARF_PROTO_MAX_WCC);
+
+	tls_change_c = c;
+	tls_change.n = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct arf_stat st;
+		arf_stat_from_proto(&v[i].post, &st);
+		if (st.ino != v[i].dir.ino || st.gen != v[i].dir.gen)
+			continue; /* not the directory it names: believe none of it */
+		tls_change.dir[tls_change.n].pre_ctime_ns = v[i].pre_ctime_ns;
+		tls_change.dir[tls_change.n].post = st;
+		tls_change.n++;
+		/* the kernel asks for a changed directory's attributes next: have them */
+		arf_icache_update_stat(c, &st);
 	}
 }
 
-/* A request whose reply is an attr (or nothing); rn: see replay_done. */
-static int req_attr_rn(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out,
-		       const struct replay_name *rn)
+/* The objs part after a wcc (UNLINK, RMDIR, RENAME): what became of the
+ * files the names named, dropped from the cache or refreshed in it. */
+static void change_objs(arf_client *c, struct arf_proto_rd *r)
+{
+	if (r->err || r->pos == r->len)
+		return; /* an older server */
+	uint32_t n = arf_proto_get_u32(r);
+	for (uint32_t i = 0; i < n && i < ARF_PROTO_MAX_WCC && !r->err; i++) {
+		struct arf_proto_fh fh;
+		struct arf_proto_attr a = { 0 };
+		struct arf_stat st;
+		arf_proto_get_fh(r, &fh);
+		uint32_t live = arf_proto_get_u32(r);
+		if (live)
+			arf_proto_get_attr(r, &a);
+		if (r->err)
+			break;
+		arf_stat_from_proto(&a, &st);
+		if (live && st.ino == fh.ino && st.gen == fh.gen)
+			arf_icache_update_stat(c, &st);
+		else
+			arf_icache_drop(c, fh.ino);
+	}
+}
+
+/* A request whose reply is an attr (when out is given), then the wcc of a
+ * change of names (when wcc). */
+static int req_attr_wcc(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out,
+			int wcc)
 {
 	struct arf_net_buf resp;
-	int resent = 0;
-	int rc = arf_req_resent(c, op, w, &resp, &resent);
+	if (wcc)
+		arf_change_begin(c);
+	int rc = arf_req(c, op, w, &resp);
 	arf_proto_wr_free(w);
-	if (rc && resent && replay_done(c, op, rc, rn, out)) {
-		arf_log_msg(1, "request %u sent again after a reconnect: already done", op);
-		arf_net_buf_free(&resp);
-		return 0;
-	}
-	if (!rc && out) {
+	if (!rc && (out || wcc)) {
 		struct arf_proto_rd r;
 		struct arf_proto_attr a;
 		arf_proto_rd_init(&r, resp.data, resp.len);
-		arf_proto_get_attr(&r, &a);
-		if (r.err)
+		if (out)
+			arf_proto_get_attr(&r, &a);
+		if (r.err) {
 			rc = ARF_EPROTO;
-		else {
+		} else if (out) {
 			arf_stat_from_proto(&a, out);
 			arf_icache_update_stat(c, out);
 		}
+		if (!rc && wcc)
+			arf_change_wcc(c, &r);
+		if (!rc && (op == ARF_OP_UNLINK || op == ARF_OP_RMDIR || op == ARF_OP_RENAME))
+			change_objs(c, &r);
 	}
 	arf_net_buf_free(&resp);
 	return rc;
@@ -179,7 +212,7 @@ static int req_attr_rn(arf_client *c, uint16_t op, struct arf_proto_wr *w, struc
 
 static int req_attr(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out)
 {
-	return req_attr_rn(c, op, w, out, NULL);
+	return req_attr_wcc(c, op, w, out, 0);
 }
 
 static void put_fh(struct arf_proto_wr *w, uint64_t ino, uint32_t gen)
@@ -208,6 +241,20 @@ static int dir_name_begin(arf_client *c, struct arf_proto_wr *w, uint64_t dir, u
 	arf_proto_put_bytes(w, name, (uint32_t)*len);
 	arf_icache_drop(c, dir);
 	return 0;
+}
+
+/* A request that makes name in dir: its reply names the new entry, which
+ * the entry cache keeps (the kernel looks a rename's target up again,
+ * and a name just made is often used at once).  tmp: out's stand-in. */
+static int req_made(arf_client *c, uint16_t op, struct arf_proto_wr *w, struct arf_stat *out,
+		    uint64_t dir, const char *name, size_t len)
+{
+	struct arf_stat tmp;
+	struct arf_stat *st = out ? out : &tmp;
+	int rc = req_attr_wcc(c, op, w, st, 1);
+	if (!rc)
+		arf_ecache_put(c, dir, name, len, st->ino, st->gen, (uint8_t)IFTODT(st->mode));
+	return rc;
 }
 
 int arf_req_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
@@ -256,43 +303,101 @@ ssize_t arf_req_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, vo
 	return (ssize_t)done;
 }
 
+/* COMMIT: everything this server applied so far durable (fh may be 0, 0);
+ * the kept writes it covers are dropped.  Then a re-send's failure for ino
+ * (0: any), if one waits. */
+static int commit(arf_client *c, uint64_t ino, uint32_t gen)
+{
+	struct arf_proto_wr w;
+	struct arf_net_buf resp;
+	struct arf_wlog_commit cm;
+
+	arf_proto_wr_init(&w);
+	put_fh(&w, ino, gen);
+	arf_proto_put_u64(&w, 0);
+	int rc = arf_req(c, ARF_OP_COMMIT, &w, &resp);
+	arf_proto_wr_free(&w);
+	if (!rc)
+		rc = arf_wlog_commit_reply(&resp, &cm);
+	arf_net_buf_free(&resp);
+	if (!rc) {
+		ARF_CTR_ADD(c, commits, 1);
+		arf_wlog_committed(c, cm.verifier, cm.durable);
+	}
+	int err = arf_wlog_error(c, ino);
+	return rc ? rc : err;
+}
+
+/*
+ * Writes are unstable on a default export (NFSv3's): the server applies
+ * them at once and answers before they are durable, with its verifier and
+ * the write's sequence; the client keeps each one (wlog.c) until a COMMIT
+ * covers it, and re-sends it if the server restarts first.  The bytes go as
+ * a separate piece of the request, not copied into it.
+ */
 ssize_t arf_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const void *buf,
 		  size_t len)
 {
+	struct arf_proto_cred pc;
 	size_t done = 0;
+	int full = 0;
 
+	fill_cred(&pc);
 	do {
-		struct arf_proto_wr w;
+		struct arf_proto_wr w, h;
 		struct arf_net_buf resp;
+		struct iovec iov[3];
 		uint32_t chunk = (uint32_t)(len - done > c->info.max_io ? c->info.max_io : len - done);
+		const uint8_t *src = (const uint8_t *)buf + done;
+		arf_proto_wr_init(&h);
+		arf_proto_put_cred(&h, &pc);
 		arf_proto_wr_init(&w);
 		put_fh(&w, ino, gen);
 		arf_proto_put_u64(&w, off + done);
-		arf_proto_put_bytes(&w, (const char *)buf + done, chunk);
-		int rc = arf_req(c, ARF_OP_WRITE, &w, &resp);
+		arf_proto_put_u32(&w, chunk); /* bytes(): the length, then the data */
+		int rc = h.err ? h.err : w.err;
+		if (!rc) {
+			iov[0] = (struct iovec){ h.buf, h.len };
+			iov[1] = (struct iovec){ w.buf, w.len };
+			iov[2] = (struct iovec){ (void *)src, chunk };
+			int idx = arf_proto_op_index(ARF_OP_WRITE);
+			ARF_CTR_ADD(c, requests_by_kind[idx], 1);
+			memset(&resp, 0, sizeof(resp));
+			rc = arf_cl_call(c, ARF_OP_WRITE, iov, chunk ? 3 : 2, &resp, NULL);
+		}
+		arf_proto_wr_free(&h);
 		arf_proto_wr_free(&w);
+		uint32_t written = 0;
+		struct arf_proto_attr a;
+		struct arf_wlog_write wr;
+		if (!rc)
+			rc = arf_wlog_write_reply(&resp, &written, &a, &wr);
+		arf_net_buf_free(&resp);
+		if (!rc && written > chunk)
+			rc = ARF_EPROTO;
 		if (rc) {
-			arf_net_buf_free(&resp);
 			arf_icache_drop(c, ino);
+			if (done && full)
+				commit(c, 0, 0);
 			return done ? (ssize_t)done : rc;
 		}
-		struct arf_proto_rd r;
-		struct arf_proto_attr a;
 		struct arf_stat st;
-		arf_proto_rd_init(&r, resp.data, resp.len);
-		uint32_t written = arf_proto_get_u32(&r);
-		arf_proto_get_attr(&r, &a);
-		arf_net_buf_free(&resp);
-		if (r.err || written > chunk) {
-			arf_icache_drop(c, ino);
-			return done ? (ssize_t)done : ARF_EPROTO;
-		}
 		arf_stat_from_proto(&a, &st);
 		arf_icache_update_stat(c, &st);
+		if (written && !(wr.flags & ARF_PROTO_WRITE_STABLE)) {
+			int k = arf_wlog_keep(c, &pc, ino, gen, wr.off, src, written, wr.verifier,
+					      wr.seq);
+			full |= k != 0; /* at the bound, or not kept: commit */
+		}
 		done += written;
 		if (written < chunk)
 			break;
 	} while (done < len);
+	if (full) {
+		int rc = commit(c, 0, 0);
+		if (rc)
+			return rc; /* what was written may not last: say so now */
+	}
 	return (ssize_t)done;
 }
 
@@ -307,8 +412,7 @@ int arf_create(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uin
 	arf_proto_put_u32(&w, mode);
 	arf_proto_put_u32(&w, exclusive ? 1 : 0);
 	put_umask(&w);
-	struct replay_name rn = { dir, dgen, name, S_IFREG, 0 };
-	return req_attr_rn(c, ARF_OP_CREATE, &w, out, exclusive ? &rn : NULL);
+	return req_made(c, ARF_OP_CREATE, &w, out, dir, name, len);
 }
 
 int arf_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
@@ -321,8 +425,7 @@ int arf_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 		return rc;
 	arf_proto_put_u32(&w, mode);
 	put_umask(&w);
-	struct replay_name rn = { dir, dgen, name, S_IFDIR, 0 };
-	return req_attr_rn(c, ARF_OP_MKDIR, &w, out, &rn);
+	return req_made(c, ARF_OP_MKDIR, &w, out, dir, name, len);
 }
 
 int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
@@ -336,8 +439,7 @@ int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 	arf_proto_put_u32(&w, mode);
 	arf_proto_put_u64(&w, rdev);
 	put_umask(&w);
-	struct replay_name rn = { dir, dgen, name, mode & S_IFMT, 0 };
-	return req_attr_rn(c, ARF_OP_MKNOD, &w, out, &rn);
+	return req_made(c, ARF_OP_MKNOD, &w, out, dir, name, len);
 }
 
 static int req_dir_name(arf_client *c, uint16_t op, uint64_t dir, uint32_t dgen, const char *name)
@@ -348,7 +450,7 @@ static int req_dir_name(arf_client *c, uint16_t op, uint64_t dir, uint32_t dgen,
 	if (rc)
 		return rc;
 	arf_ecache_drop(c, dir, name, len);
-	return req_attr(c, op, &w, NULL);
+	return req_attr_wcc(c, op, &w, NULL, 1);
 }
 
 int arf_unlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name)
@@ -382,9 +484,16 @@ int arf_rename(arf_client *c, uint64_t odir, uint32_t ogen, const char *oname, u
 	arf_proto_put_u32(&w, flags);
 	arf_icache_drop(c, odir);
 	arf_icache_drop(c, ndir);
+	uint64_t child = 0;
+	uint32_t cgen = 0;
+	uint8_t type = 0;
+	int moved = arf_ecache_get(c, odir, oname, olen, &child, &cgen, &type) == 0;
 	arf_ecache_drop(c, odir, oname, olen);
 	arf_ecache_drop(c, ndir, nname, nlen);
-	return req_attr(c, ARF_OP_RENAME, &w, NULL);
+	rc = req_attr_wcc(c, ARF_OP_RENAME, &w, NULL, 1);
+	if (!rc && moved && !(flags & ~ARF_RENAME_NOREPLACE)) /* not an exchange */
+		arf_ecache_put(c, ndir, nname, nlen, child, cgen, type); /* the name moved with it */
+	return rc;
 }
 
 int arf_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t dgen,
@@ -401,8 +510,7 @@ int arf_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t d
 	arf_proto_put_bytes(&w, name, (uint32_t)len);
 	arf_icache_drop(c, dir);
 	arf_icache_drop(c, ino);
-	struct replay_name rn = { dir, dgen, name, 0, ino };
-	return req_attr_rn(c, ARF_OP_LINK, &w, out, &rn);
+	return req_made(c, ARF_OP_LINK, &w, out, dir, name, len);
 }
 
 int arf_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, const char *target,
@@ -414,8 +522,7 @@ int arf_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, co
 	if (rc)
 		return rc;
 	arf_proto_put_bytes(&w, target, (uint32_t)strlen(target));
-	struct replay_name rn = { dir, dgen, name, S_IFLNK, 0 };
-	return req_attr_rn(c, ARF_OP_SYMLINK, &w, out, &rn);
+	return req_made(c, ARF_OP_SYMLINK, &w, out, dir, name, len);
 }
 
 int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_setattr *sa,
@@ -429,15 +536,20 @@ int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_seta
 	put_fh(&w, ino, gen);
 	arf_proto_put_setattr(&w, &ps);
 	arf_icache_drop(c, ino);
-	return req_attr(c, ARF_OP_SETATTR, &w, out ? out : &tmp);
+	return req_attr_wcc(c, ARF_OP_SETATTR, &w, out ? out : &tmp, 1);
 }
 
 int arf_fsync(arf_client *c, uint64_t ino, uint32_t gen)
 {
-	struct arf_proto_wr w;
-	arf_proto_wr_init(&w);
-	put_fh(&w, ino, gen);
-	return req_attr(c, ARF_OP_FSYNC, &w, NULL);
+	return commit(c, ino, gen);
+}
+
+int arf_flush(arf_client *c, uint64_t ino, uint32_t gen)
+{
+	/* nothing of the file waits for a commit: no round trip */
+	if (!arf_wlog_holds(c, ino))
+		return 0;
+	return commit(c, ino, gen);
 }
 
 int arf_access(arf_client *c, uint64_t ino, uint32_t gen, int mask)

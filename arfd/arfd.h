@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arfd — the server: one export's regions, its RocksDB store, the transport
- * server (soft-NIC) and the workers, put together.
+ * arfd — the server: one export's regions, its store (RocksDB and the data
+ * log), the transport server (soft-NIC) and the workers, put together.
  *
  * Threads: the soft-NIC thread(s) of net/ serve one-sided operations and
  * queue requests in two lanes (lanes.c); [server] workers threads take
  * plain requests, run ops/ hooks under the filesystem lock and write each
- * mutation's objects to RocksDB inside that lock (so batches land in commit
+ * mutation to the store inside that lock (so batches land in commit
  * order); [programs] workers threads, at a lower priority, load and run
  * programs (progs.c), never holding up the request workers; the committer
- * thread syncs the write-ahead log for every group of waiting mutations
- * (group commit), seals the objects they changed (on sync exports they stay
- * invisible to one-sided readers until then) and sends their replies.
+ * thread syncs the data log and the write-ahead log for every group of
+ * waiting mutations and COMMITs (group commit), seals the objects they
+ * changed (every change but an unstable write stays invisible to one-sided
+ * readers until then), sends their replies, and reclaims the data log.
  */
 #ifndef ARFD_H
 #define ARFD_H
@@ -37,12 +38,17 @@ struct arf_cred;
 struct arf_proto_cred;
 struct arfd_control;
 struct arf_proto_wr;
+struct arfd_replies;
 
 /* Server-side counters (monotonic). */
 struct arfd_counters {
 	uint64_t requests[ARF_PROTO_NKINDS]; /* by arf_proto_op_index; last = other */
 	uint64_t errors;         /* requests answered with a failure status */
 	uint64_t mutations;      /* transactions persisted */
+	uint64_t unstable_writes;/* WRITEs answered before they were durable (until a COMMIT) */
+	uint64_t stable_writes;  /* WRITEs answered once durable ([export] sync) */
+	uint64_t commits;        /* COMMITs answered (everything before them durable) */
+	uint64_t reclaims;       /* data log segments copied out by reclamation */
 	uint64_t objects_written;/* objects in those transactions */
 	uint64_t syncs;          /* WAL syncs (group commits) */
 	uint64_t synced_txns;    /* transactions made durable by those syncs */
@@ -78,9 +84,11 @@ struct arfd {
 	int committer_started;
 
 	/* group commit (under fs_lock) */
-	uint64_t applied_seq;                /* last transaction applied and written */
-	uint64_t durable_seq;                /* last transaction whose WAL is synced */
+	uint64_t applied_seq;                /* last transaction applied and written; sequences
+					      * go on across restarts (store.h) */
+	uint64_t durable_seq;                /* last transaction whose data log and WAL are synced */
 	uint64_t sync_wanted;                /* highest seq someone waits to see durable */
+	int sync_forced;                     /* reclamation needs one more sync (commit.c) */
 	struct arfd_pending *pending;        /* deferred seals and waiting replies */
 	pthread_cond_t commit_cond;          /* wakes the committer */
 	pthread_t committer;
@@ -97,6 +105,7 @@ struct arfd {
 	struct arfd_identity *identity;      /* token key, stale-handle counts (identity.c) */
 	struct arfd_locks *locks;            /* advisory locks, leases, grace (locks.c) */
 	struct arfd_xattrs *xattrs;          /* extended attributes and ACLs (xattr.c) */
+	struct arfd_replies *replies;        /* the reply cache (replies.c; under fs_lock) */
 	uint8_t auth_key[ARF_NET_AUTH_KEY_BYTES]; /* from secret_file */
 	int has_auth_key;
 };
@@ -118,6 +127,9 @@ enum arfd_lane_id {
 #define ARFD_PROC_MUTATES 1u    /* changes the filesystem: a transaction; EROFS on read-only */
 #define ARFD_PROC_HANDLE  2u    /* may name a file handle: stale-handle limits apply */
 #define ARFD_PROC_DURABLE 4u    /* replies once everything applied before it is durable */
+#define ARFD_PROC_UNSTABLE 8u   /* a data write: answered before it is durable (NFSv3's
+				 * UNSTABLE) unless [export] sync; every other mutation
+				 * replies once durable */
 #define ARFD_PROC_BASE    ARF_OP_GETATTR /* the lowest request kind */
 #define ARFD_PROC_LATER   1      /* a procedure's return: it kept the request and will
 				  * answer it itself (arf_net_reply), later */
@@ -145,6 +157,34 @@ struct arfd_proc {
 
 /* The procedure of a request kind; an unknown kind's answers ENOSYS.  Never NULL. */
 const struct arfd_proc *arfd_proc_find(uint16_t op);
+/* File space (procs_space.c): APPEND, FALLOCATE, SEEK. */
+int arfd_proc_append(struct arfd_req *q);
+int arfd_proc_fallocate(struct arfd_req *q);
+int arfd_proc_seek(struct arfd_req *q);
+
+/* procs_compound.c: the directories a change of names changes, as the
+ * reply's wcc (arf_proto.h): arfd_wcc_pre notes each directory's ctime
+ * before the hook runs (a and b, b NULL or the same for one directory);
+ * arfd_wcc_reply, after it, appends their attributes when rc is 0 and
+ * returns rc. */
+struct arfd_wcc {
+	uint32_t n;
+	struct arf_proto_fh fh[2];
+	int64_t pre[2];
+	int objs;                    /* the reply has an objs part (UNLINK, RMDIR, RENAME) */
+	uint32_t nobj;
+	struct arf_proto_fh obj[2];  /* the files the names named before the change */
+};
+void arfd_wcc_pre(struct arfd_req *q, struct arfd_wcc *x, const struct arf_proto_fh *a,
+		  const struct arf_proto_fh *b);
+/* Also report, after the wcc, what becomes of the file name names in dir
+ * now (an objs part: arf_proto.h); call once per name, after arfd_wcc_pre. */
+void arfd_wcc_obj(struct arfd_req *q, struct arfd_wcc *x, const struct arf_proto_fh *dir,
+		  const char *name, uint32_t nlen);
+int arfd_wcc_reply(struct arfd_req *q, int rc, const struct arfd_wcc *x);
+/* CREATE_WRITE and COPY (the table's entries for them). */
+int arfd_proc_create_write(struct arfd_req *q);
+int arfd_proc_copy(struct arfd_req *q);
 
 /*
  * Lanes (lanes.c): the soft-NIC's callback queues a request in its kind's
@@ -174,15 +214,16 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
  * may change then: the caller answers EIO). */
 int arfd_txn_begin(struct arfd *d);
 /*
- * End the transaction, write it to RocksDB (in the lock, so batches land in
- * commit order) and make it visible: sealed at once on an async export,
- * queued for the group commit on a sync one.  Returns its sequence number
- * (0: nothing changed, or it failed; on a sync export the reply must wait
- * for durable_seq >= it).  When RocksDB refuses the write, or the change
- * could not be recorded (out of memory), the export fails (arfd_fail) and
- * *rc becomes -EIO.
+ * End the transaction, write it to the store (in the lock, so batches land
+ * in commit order: applied_seq + 1 is its sequence) and make it visible:
+ * an unstable one (a data write, not on a sync export) is sealed at once,
+ * any other is sealed by the group commit that makes it durable.  Returns
+ * its sequence number (0: nothing changed, or it failed; unless unstable,
+ * the reply must wait for durable_seq >= it).  When the store refuses the
+ * write, or the change could not be recorded (out of memory), the export
+ * fails (arfd_fail) and *rc becomes -EIO.
  */
-uint64_t arfd_txn_commit(struct arfd *d, int *rc);
+uint64_t arfd_txn_commit(struct arfd *d, int unstable, int *rc);
 /* The committer thread: group commits (WAL sync, seals, waiting replies). */
 void *arfd_committer_main(void *arg);
 /* Fail-stop (fs_lock held): mark the export failed for the reason why
@@ -195,6 +236,28 @@ static inline int arfd_failed(const struct arfd *d)
 {
 	return __atomic_load_n(&d->failed, __ATOMIC_ACQUIRE);
 }
+
+/*
+ * The reply cache (replies.c), under fs_lock: the replies of the last
+ * mutations, each written in its mutation's RocksDB batch, so that a call
+ * sent again after a reconnection (same client id and request id) is
+ * answered as the first time instead of being applied twice.
+ * start loads it from the store (0 or -errno with err); find puts a
+ * recorded reply's body in w and its transaction in *txn (0: durable
+ * already) and returns 1, or returns 0; stage records w as the reply to
+ * the mutation in progress (if the call is keyed and it fits), written
+ * with its transaction; done says which transaction that was (0: none,
+ * the record goes too).
+ */
+int arfd_replies_start(struct arfd *d, char *err, size_t errlen);
+void arfd_replies_stop(struct arfd *d);
+int arfd_replies_find(struct arfd *d, const struct arfd_conn *ac, uint64_t id, uint32_t uid,
+		      struct arf_proto_wr *w, uint64_t *txn);
+void arfd_replies_stage(struct arfd *d, const struct arfd_conn *ac, uint64_t id, uint32_t uid,
+			const struct arf_proto_wr *w);
+void arfd_replies_done(struct arfd *d, uint64_t txn);
+/* Calls answered from the cache so far. */
+uint64_t arfd_replies_replayed(const struct arfd *d);
 
 /* Mobile code (progs.c): the program cache, start to stop. */
 int arfd_progs_start(struct arfd *d, char *err, size_t errlen);

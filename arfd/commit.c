@@ -1,15 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arfd/commit — a mutation's way to RocksDB, the group commit, and what
- * happens when RocksDB refuses: fail-stop.
+ * arfd/commit — a mutation's way to the store, the group commit, and what
+ * happens when the store refuses: fail-stop.
  *
  * Requests (dispatch.c) and programs' hooks (helpers.c) alike run an ops/
  * hook between arfd_txn_begin and arfd_txn_commit, under fs_lock.  The
- * commit writes the transaction's objects to RocksDB in that lock (so
- * batches land in commit order) and only then lets one-sided readers see
- * them: on an async export it seals them at once, on a sync export the
- * committer thread seals them after the write-ahead log holding them is
- * synced (pending.c), and sends the replies that waited for it.
+ * commit writes the transaction to the store in that lock (data blocks to
+ * the data log, the rest to RocksDB, so batches land in commit order,
+ * numbered by a sequence that goes on across restarts) and only then lets
+ * one-sided readers see it.  As NFSv3 does, a data write is unstable by
+ * default: sealed at once (every client sees it) and answered before it
+ * is durable, with the server's write verifier (its incarnation) and its
+ * sequence, so that its client keeps the data until a COMMIT says it is
+ * durable and re-sends it after a restart.  Every other mutation, and
+ * every write on an [export] sync export, is sealed and answered by the
+ * committer thread once the data log and the write-ahead log holding it
+ * are synced (pending.c): one sync for every mutation waiting (group
+ * commit).  After a sync the committer also reclaims the data log's
+ * garbage (store.h).
  *
  * Fail-stop.  The exported regions are changed in place before the write,
  * and nothing can take a change back out of them; so when RocksDB refuses
@@ -27,9 +35,10 @@
  *   - replies waiting for a sync that failed are sent as EIO, never as
  *     success; the WAL sync is not retried (after a failed fsync the kernel
  *     may have dropped the pages: a retry that succeeds proves nothing).
- * What was acknowledged before is in RocksDB; restarting arfd rebuilds the
- * regions from it and clients carry on (async writes not yet committed are
- * re-sent by clients on the new incarnation, as after a crash).
+ * What was acknowledged before (committed, for data writes) is in the
+ * store; restarting arfd rebuilds the regions from it and clients carry on
+ * (writes not yet committed are re-sent by their clients on the new
+ * incarnation, as after a crash).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -62,7 +71,7 @@ int arfd_txn_begin(struct arfd *d)
 	return 0;
 }
 
-uint64_t arfd_txn_commit(struct arfd *d, int *rc)
+uint64_t arfd_txn_commit(struct arfd *d, int unstable, int *rc)
 {
 	const struct arf_meta_dirty *list;
 	char err[256];
@@ -77,16 +86,17 @@ uint64_t arfd_txn_commit(struct arfd *d, int *rc)
 	if (!n)
 		return 0;
 	arfd_xattr_txn(d, list, n); /* a freed inode's attributes go in the same batch */
-	if (arfd_store_put_txn(d->store, &d->fs, list, n, err, sizeof(err))) {
+	uint64_t seq = d->applied_seq + 1;
+	if (arfd_store_put_txn(d->store, &d->fs, list, n, seq, err, sizeof(err))) {
 		arfd_fail(d, err);
 		*rc = -EIO;
 		return 0;
 	}
-	uint64_t seq = ++d->applied_seq;
+	d->applied_seq = seq;
 	d->ctr.mutations++;
 	d->ctr.objects_written += n;
-	if (!d->cfg.sync) {
-		/* written (not synced: async, as NFS's unstable writes): visible now */
+	if (unstable) {
+		/* written, not synced (NFS's unstable write): visible now */
 		for (size_t i = 0; i < n; i++)
 			if (list[i].region == ARF_REGION_META)
 				arf_meta_obj_seal(d->fs.meta + list[i].off, list[i].len);
@@ -99,6 +109,25 @@ uint64_t arfd_txn_commit(struct arfd *d, int *rc)
 	return seq;
 }
 
+/* After a sync (no lock held): the data log's reclamation.  A segment whose
+ * live records were copied goes once a later sync has made the copies and
+ * everything applied so far durable: ask for that sync. */
+static void reclaim(struct arfd *d, uint64_t durable)
+{
+	char err[256];
+	int rc = arfd_store_reclaim(d->store, durable, err, sizeof(err));
+
+	pthread_mutex_lock(&d->fs_lock);
+	if (rc < 0) {
+		arfd_fail(d, err); /* the head segment may hold half a copy */
+	} else if (rc > 0) {
+		arfd_store_reclaim_wait(d->store, d->applied_seq);
+		d->ctr.reclaims++;
+		d->sync_forced = 1;
+	}
+	pthread_mutex_unlock(&d->fs_lock);
+}
+
 void *arfd_committer_main(void *arg)
 {
 	struct arfd *d = arg;
@@ -107,17 +136,19 @@ void *arfd_committer_main(void *arg)
 
 	pthread_mutex_lock(&d->fs_lock);
 	for (;;) {
-		while (d->sync_wanted <= d->durable_seq && !__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE))
+		while (d->sync_wanted <= d->durable_seq && !d->sync_forced &&
+		       !__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE))
 			pthread_cond_wait(&d->commit_cond, &d->fs_lock);
-		if (d->sync_wanted <= d->durable_seq)
+		if (d->sync_wanted <= d->durable_seq && !d->sync_forced)
 			break; /* stopping, and nobody waits */
 		struct arfd_reply *rep;
+		uint64_t target = d->applied_seq; /* everything written so far */
+		d->sync_forced = 0;
 		if (sync_failed) {
 			/* nothing becomes durable any more: whoever waits hears EIO */
 			rep = arfd_pending_fail(d->pending);
 			d->sync_wanted = d->durable_seq;
 		} else {
-			uint64_t target = d->applied_seq; /* everything written so far */
 			pthread_mutex_unlock(&d->fs_lock);
 			int rc = arfd_store_sync(d->store, err, sizeof(err));
 			pthread_mutex_lock(&d->fs_lock);
@@ -133,6 +164,8 @@ void *arfd_committer_main(void *arg)
 		}
 		pthread_mutex_unlock(&d->fs_lock);
 		arfd_pending_send(rep);
+		if (!sync_failed && !arfd_failed(d))
+			reclaim(d, target);
 		pthread_mutex_lock(&d->fs_lock);
 	}
 	pthread_mutex_unlock(&d->fs_lock);

@@ -63,6 +63,15 @@ static const struct centry table[] = {
 	{ "server", "test_fail_sync", C_INT, S(test_fail_sync), 0, 1LL << 40, "0",
 	  "test only: the Nth RocksDB WAL sync after start, and every later one, fails "
 	  "(0 = never)" },
+	{ "server", "test_power_loss", C_BOOL, S(test_power_loss), 0, 1, "false",
+	  "test only: keep what is not yet synced in arfd's memory (RocksDB's WAL, the data log), "
+	  "so that a SIGKILL loses what a power cut would" },
+	{ "server", "test_blob_store", C_BOOL, S(test_blob_store), 0, 1, "false",
+	  "bench only: keep file data in RocksDB's integrated BlobDB instead of the data log "
+	  "(the alternative bench/writecost.py measures); a data directory keeps its choice" },
+	{ "server", "test_exit_after", C_INT, S(test_exit_after), 0, 1LL << 40, "0",
+	  "test only: exit at once, as if killed, once the Nth mutation after start is written to "
+	  "RocksDB and before it is answered (0 = never)" },
 	{ "server", "max_conns", C_INT, S(max_conns), 1, 65536, "1024",
 	  "client connections open at once, all transports together" },
 	{ "server", "max_conns_per_client", C_INT, S(max_conns_per_client), 0, 65536, "256",
@@ -85,8 +94,10 @@ static const struct centry table[] = {
 	  "close a connection whose frame stays unfinished this long after the previous one "
 	  "(its buffer is freed)" },
 	{ "export", "name", C_STR, S(export_name), 0, 0, "/", "export path clients name in URLs" },
-	{ "export", "sync", C_BOOL, S(sync), 0, 1, "true",
-	  "true: changes are durable (WAL synced, group commit) before the reply; false: as NFS async" },
+	{ "export", "sync", C_BOOL, S(sync), 0, 1, "false",
+	  "false: data writes are unstable (applied and visible at once, durable at the next "
+	  "COMMIT: fsync, close), as NFSv3's; true: every write is durable before its reply.  "
+	  "Every other change is durable before its reply either way (group commit)" },
 	{ "export", "read_only", C_BOOL, S(read_only), 0, 1, "false", "refuse every change (EROFS)" },
 	{ "export", "root_squash", C_BOOL, S(root_squash), 0, 1, "true",
 	  "map uid 0 to anon_uid/anon_gid, as NFS, and give a client's root no region keys "

@@ -35,6 +35,10 @@ struct arfd_config {
 	int  test_hooks;         /* test only: allow the control socket's scribble command */
 	int64_t test_fail_write; /* test only: RocksDB writes fail from the Nth on (0 = never) */
 	int64_t test_fail_sync;  /* test only: WAL syncs fail from the Nth on (0 = never) */
+	int  test_power_loss;    /* test only: keep everything unsynced in memory, so that a
+				  * SIGKILL loses what a power cut would */
+	int  test_blob_store;    /* bench only: data blocks in RocksDB's BlobDB, not the data log */
+	int64_t test_exit_after; /* test only: _exit once the Nth mutation is written, unanswered */
 	int  max_conns;          /* connections open at once */
 	int  max_conns_per_client; /* per uid (shm) or address (tcp, rdma); 0 = no limit */
 	int  reserved_root_conns;  /* slots only root-evident peers may take */
@@ -44,7 +48,9 @@ struct arfd_config {
 	int  frame_timeout_s;    /* close a connection mid-frame this long */
 	/* [export] */
 	char export_name[64];    /* export path clients name ("/") */
-	int  sync;               /* 1 = WAL synced before the reply (group commit) */
+	int  sync;               /* 1 = every WRITE durable before its reply (stable);
+				  * 0 = WRITEs unstable until a COMMIT.  Other changes are
+				  * durable before their reply either way (group commit) */
 	int  read_only;
 	int  root_squash;        /* map uid 0 to anon_uid */
 	int  insecure;           /* believe the credentials of unproven peers (NFS insecure) */

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -130,8 +131,9 @@ struct stat_snap {
 	struct arfd_counters ctr;
 	struct arf_net_server_counters nc;
 	struct arf_ops_statfs sf;
+	struct arfd_store_stats store;
 	double uptime;
-	uint64_t incarnation, data_bytes, data_free_bytes;
+	uint64_t incarnation, data_bytes, data_free_bytes, cpu_us, applied_seq, durable_seq;
 };
 
 static void snap(struct arfd *d, struct stat_snap *s)
@@ -141,7 +143,14 @@ static void snap(struct arfd *d, struct stat_snap *s)
 	pthread_mutex_lock(&d->fs_lock);
 	s->ctr = d->ctr;
 	arf_ops_statfs(&d->fs, &s->sf);
+	arfd_store_stats(d->store, &s->store);
+	s->applied_seq = d->applied_seq;
+	s->durable_seq = d->durable_seq;
 	pthread_mutex_unlock(&d->fs_lock);
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	s->cpu_us = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
+		    (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 	arf_net_server_counters(d->net, &s->nc);
 	s->uptime = (double)(now.tv_sec - d->started.tv_sec) +
 		    (double)(now.tv_nsec - d->started.tv_nsec) / 1e9;
@@ -190,11 +199,45 @@ static const struct metric metrics[] = {
 	{ "mutations", "arf_mutations_total", "counter", "Changes made durable in RocksDB.",
 	  U64(ctr.mutations) },
 	{ "objects_written", "arf_objects_written_total", "counter",
-	  "Objects those changes wrote to RocksDB.", U64(ctr.objects_written) },
-	{ "wal_syncs", "arf_wal_syncs_total", "counter", "Write-ahead log syncs (group commits).",
-	  U64(ctr.syncs) },
+	  "Objects those changes wrote (META objects to RocksDB, data blocks to the data log).",
+	  U64(ctr.objects_written) },
+	{ "wal_syncs", "arf_wal_syncs_total", "counter",
+	  "Syncs of the data log and the write-ahead log (group commits).", U64(ctr.syncs) },
 	{ "synced_txns", "arf_synced_changes_total", "counter",
 	  "Changes made durable by those syncs.", U64(ctr.synced_txns) },
+	{ "applied_seq", "arf_applied_sequence", "gauge",
+	  "Sequence of the last change applied (it goes on across restarts).", U64(applied_seq) },
+	{ "durable_seq", "arf_durable_sequence", "gauge",
+	  "Sequence through which every change is durable.", U64(durable_seq) },
+	{ "writes.unstable", "arf_unstable_writes_total", "counter",
+	  "WRITEs answered before they were durable (durable at the next COMMIT).",
+	  U64(ctr.unstable_writes) },
+	{ "writes.stable", "arf_stable_writes_total", "counter",
+	  "WRITEs answered once durable ([export] sync).", U64(ctr.stable_writes) },
+	{ "writes.commits", "arf_commits_total", "counter",
+	  "COMMITs answered (everything before each durable).", U64(ctr.commits) },
+	{ "store.wal_bytes", "arf_wal_bytes_total", "counter",
+	  "Bytes of RocksDB write batches (metadata: the write-ahead log's payload).",
+	  U64(store.wal_bytes) },
+	{ "store.log_bytes", "arf_data_log_bytes", "gauge", "Bytes in the data log's segments.",
+	  U64(store.log_bytes) },
+	{ "store.log_live_bytes", "arf_data_log_live_bytes", "gauge",
+	  "Of those, the live block records.", U64(store.log_live_bytes) },
+	{ "store.log_segments", "arf_data_log_segments", "gauge", "Data log segment files.",
+	  U64(store.log_segments) },
+	{ "store.log_appended_bytes", "arf_data_log_appended_bytes_total", "counter",
+	  "Bytes appended to the data log by writes.", U64(store.log_appended_bytes) },
+	{ "store.log_syncs", "arf_data_log_syncs_total", "counter", "Data log fdatasync rounds.",
+	  U64(store.log_syncs) },
+	{ "store.log_reclaims", "arf_data_log_reclaims_total", "counter",
+	  "Data log segments whose live records were copied out by reclamation.",
+	  U64(ctr.reclaims) },
+	{ "store.log_reclaimed_bytes", "arf_data_log_reclaimed_bytes_total", "counter",
+	  "Data log segment bytes deleted by reclamation.", U64(store.log_reclaimed_bytes) },
+	{ "store.log_copied_bytes", "arf_data_log_copied_bytes_total", "counter",
+	  "Live records reclamation rewrote.", U64(store.log_copied_bytes) },
+	{ "cpu_us", NULL, "counter",
+	  "CPU time arfd used (user and system, getrusage).", U64(cpu_us) },
 	{ "connections.open", "arf_connections_open", "gauge", "Client connections open.",
 	  U64(nc.conns_open) },
 	{ "connections.accepted", "arf_connections_accepted_total", "counter",

@@ -7,9 +7,10 @@
  * the procedure table (procs.c), and does around the
  * procedure what every request shares: the credentials it acts with
  * (identity.c), the counters, the stale-handle limits, and for a mutation
- * the transaction, written to RocksDB under the filesystem lock (so batches
- * land in commit order); then it replies — at once on an async export or for
- * a read, after the group commit on a sync export.
+ * the transaction, written to the store under the filesystem lock (so
+ * batches land in commit order); then it replies — at once for a read or
+ * an unstable data write, after the group commit for every other mutation,
+ * a COMMIT and, on an [export] sync export, every write.
  */
 #include <errno.h>
 #include <sched.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "arf_ops.h"
 #include "arf_proto.h"
@@ -55,17 +57,40 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 		rc = -ESTALE; /* too many stale handles: a guesser; not looked at */
 		guarded = 0;
 	} else if (proc->flags & ARFD_PROC_MUTATES) {
+		uint64_t txn = 0;
+		int unstable = (proc->flags & ARFD_PROC_UNSTABLE) && !d->cfg.sync;
 		if (d->cfg.read_only) {
 			rc = -EROFS;
+		} else if (arfd_replies_find(d, ac, id, cr.uid, &w, &txn)) {
+			/* sent again after a reconnection, and applied the first
+			 * time: the first reply (replies.c), once it is durable */
+			rc = 0;
+			if (txn > d->durable_seq && !unstable)
+				deferred = 1;
+			arfd_log_limited(ARFD_LOG_INFO, "%s from %s: sent again, answered from the "
+					 "reply cache", arf_proto_op_name(op),
+					 arf_net_sconn_peer(c)->addr);
 		} else if (!(rc = arfd_txn_begin(d))) {
 			rc = proc->run(&q);
-			if (arfd_txn_commit(d, &rc) && d->cfg.sync)
-				deferred = 1;
+			if (!rc)
+				arfd_replies_stage(d, ac, id, cr.uid, &w);
+			txn = arfd_txn_commit(d, unstable, &rc);
+			arfd_replies_done(d, rc ? 0 : txn);
+			if (txn && !unstable)
+				deferred = 1; /* durable before the reply (RFC 1813) */
+			static int64_t written; /* under fs_lock */
+			if (txn && d->cfg.test_exit_after && ++written == d->cfg.test_exit_after) {
+				/* test only: a crash after the write, before the answer */
+				arfd_log(ARFD_LOG_WARN, "server.test_exit_after: exiting after mutation "
+					 "%lld (%s), unanswered", (long long)written,
+					 arf_proto_op_name(op));
+				_exit(137);
+			}
 		}
 	} else {
 		rc = proc->run(&q);
 		if ((proc->flags & ARFD_PROC_DURABLE) && !rc && d->applied_seq > d->durable_seq)
-			deferred = 1; /* durable on every export, as NFS COMMIT */
+			deferred = 1; /* everything before it durable, as NFS COMMIT */
 	}
 	if (rc == ARFD_PROC_LATER) { /* the procedure answers it itself (locks.c) */
 		pthread_mutex_unlock(&d->fs_lock);

@@ -24,8 +24,9 @@
  * The hooks run exactly as a request's would: the request's credentials
  * (squashed as the export says), the same ops/ functions with their
  * permission checks, under the filesystem lock, inside a transaction that
- * arfd_txn_commit writes to RocksDB and, on a sync export, hands to the
- * group commit; the run's reply then waits for that commit.  A hook's
+ * arfd_txn_commit writes to the store and hands to the group commit;
+ * the run's reply then waits for that commit (metadata is durable before
+ * its reply on every export).  A hook's
  * failure is the program's to handle: r0 = -errno, the run goes on.
  *
  * file_view reads a range of a regular file as a READ request does (the
@@ -149,7 +150,7 @@ static int h_make(struct arf_mc_call *c, uint64_t *ret)
 			rc = arf_ops_create(&d->fs, &ex->cr, pa->ino, pa->gen, name, nlen, mode, excl,
 					    &a);
 		arfd_xattr_inherit_end(d, &ih, rc ? NULL : &a);
-		uint64_t seq = arfd_txn_commit(d, &rc);
+		uint64_t seq = arfd_txn_commit(d, 0, &rc);
 		if (seq)
 			ex->seq = seq;
 	}

@@ -35,6 +35,8 @@ struct arfd_conn {
 	char from[48];           /* "uid:N" or "addr:HOST": the key stale handles count under */
 	uint8_t addr[16];        /* the peer's address (IPv4 mapped; zeros for shm) */
 	uint64_t suspect_until_ms; /* named a stale handle lately: watched until then (atomic) */
+	uint8_t client_id[ARF_PROTO_CLIENT_ID]; /* from the hello: the reply cache's key */
+	int has_client_id;
 };
 
 /* "root", "pinned", "claimed" or "anonymous" (arfctl clients). */

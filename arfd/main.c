@@ -22,14 +22,15 @@ static void usage(FILE *out)
 	fprintf(out,
 		"Usage: arfd [OPTIONS]\n"
 		"Serve an ARF filesystem: metadata and data blocks in exported memory regions,\n"
-		"read one-sidedly by clients, made durable in RocksDB.\n"
+		"read one-sidedly by clients, made durable in RocksDB (metadata) and a data log\n"
+		"(file data); writes are unstable until a COMMIT, as NFSv3's.\n"
 		"\n"
 		"  -c, --config FILE     read this INI file (default %s if it exists)\n"
 		"      --listen ADDR:PORT  tcp address (default %s; \"\" = none; port 0 = any)\n"
 		"      --socket PATH     UNIX socket for shm clients (default %s; \"\" = none)\n"
 		"      --rdma-listen ADDR:PORT  also serve rdma (verbs) here (default none;\n"
 		"                        \":%u\" = every RDMA-capable address)\n"
-		"      --data-dir DIR    RocksDB directory (default %s)\n"
+		"      --data-dir DIR    data directory: RocksDB and the data log (default %s)\n"
 		"  -f, --foreground      stay in the foreground (default: detach once serving)\n"
 		"      --set SECTION.KEY=VALUE  set any configuration key (repeatable)\n"
 		"      --log-level LEVEL error, warn, info or debug\n"
@@ -41,7 +42,7 @@ static void usage(FILE *out)
 		"\n"
 		"Flags override the file.  With no file and no flags arfd serves %s on\n"
 		"%s and %s, creating the data directory.\n"
-		"Signals: SIGTERM/SIGINT stop cleanly (everything acknowledged is durable);\n"
+		"Signals: SIGTERM/SIGINT stop cleanly (everything applied is made durable);\n"
 		"SIGHUP re-reads the configuration (export settings and log level).\n",
 		ARFD_DEFAULT_CONFIG, ARFD_DEFAULT_LISTEN, ARFD_DEFAULT_SOCKET,
 		ARF_NET_DEFAULT_RDMA_PORT, ARFD_DEFAULT_DATA_DIR,

@@ -214,6 +214,7 @@ static int get_umask(struct arf_proto_rd *r, int *has, uint32_t *umask)
 
 static int p_create(struct arfd_req *q)
 {
+	struct arfd_wcc x;
 	struct arf_proto_fh fh;
 	struct arf_ops_attr a;
 	uint32_t nlen = 0;
@@ -225,14 +226,16 @@ static int p_create(struct arfd_req *q)
 	int has_umask, rc;
 	if (get_umask(q->r, &has_umask, &umask))
 		return ARF_EPROTO;
+	arfd_wcc_pre(q, &x, &fh, NULL);
 	arfd_xattr_inherit_begin(q->d, fh.ino, fh.gen, name, nlen, &mode, has_umask, umask, &ih);
 	rc = arf_ops_create(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, mode, (int)excl, &a);
 	arfd_xattr_inherit_end(q->d, &ih, rc ? NULL : &a);
-	return reply_attr(q->w, rc, &a);
+	return arfd_wcc_reply(q, reply_attr(q->w, rc, &a), &x);
 }
 
 static int p_mkdir(struct arfd_req *q)
 {
+	struct arfd_wcc x;
 	struct arf_proto_fh fh;
 	struct arf_ops_attr a;
 	uint32_t nlen = 0;
@@ -244,14 +247,16 @@ static int p_mkdir(struct arfd_req *q)
 	int has_umask, rc;
 	if (get_umask(q->r, &has_umask, &umask))
 		return ARF_EPROTO;
+	arfd_wcc_pre(q, &x, &fh, NULL);
 	arfd_xattr_inherit_begin(q->d, fh.ino, fh.gen, name, nlen, &mode, has_umask, umask, &ih);
 	rc = arf_ops_mkdir(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, mode, &a);
 	arfd_xattr_inherit_end(q->d, &ih, rc ? NULL : &a);
-	return reply_attr(q->w, rc, &a);
+	return arfd_wcc_reply(q, reply_attr(q->w, rc, &a), &x);
 }
 
 static int p_mknod(struct arfd_req *q)
 {
+	struct arfd_wcc x;
 	struct arf_proto_fh fh;
 	struct arf_ops_attr a;
 	uint32_t nlen = 0;
@@ -265,23 +270,29 @@ static int p_mknod(struct arfd_req *q)
 	int has_umask, rc;
 	if (get_umask(q->r, &has_umask, &umask))
 		return ARF_EPROTO;
+	arfd_wcc_pre(q, &x, &fh, NULL);
 	arfd_xattr_inherit_begin(q->d, fh.ino, fh.gen, name, nlen, &mode, has_umask, umask, &ih);
 	rc = arf_ops_mknod(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, mode, rdev, &a);
 	arfd_xattr_inherit_end(q->d, &ih, rc ? NULL : &a);
-	return reply_attr(q->w, rc, &a);
+	return arfd_wcc_reply(q, reply_attr(q->w, rc, &a), &x);
 }
 
-/* unlink and rmdir: (directory, name); no reply body. */
+/* unlink and rmdir: (directory, name); the reply is the directory's wcc
+ * and what became of the file. */
 static int remove_name(struct arfd_req *q, int dir)
 {
 	struct arf_proto_fh fh;
+	struct arfd_wcc x;
 	uint32_t nlen = 0;
 
 	arf_proto_get_fh(q->r, &fh);
 	const char *name = arf_proto_get_name(q->r, &nlen);
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
-	return (dir ? arf_ops_rmdir : arf_ops_unlink)(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen);
+	arfd_wcc_pre(q, &x, &fh, NULL);
+	arfd_wcc_obj(q, &x, &fh, name, nlen);
+	return arfd_wcc_reply(q, (dir ? arf_ops_rmdir : arf_ops_unlink)(&q->d->fs, q->cr, fh.ino,
+									   fh.gen, name, nlen), &x);
 }
 
 static int p_unlink(struct arfd_req *q)
@@ -296,6 +307,7 @@ static int p_rmdir(struct arfd_req *q)
 
 static int p_rename(struct arfd_req *q)
 {
+	struct arfd_wcc x;
 	struct arf_proto_fh fh, fh2;
 	uint32_t nlen = 0, nlen2 = 0;
 
@@ -306,12 +318,16 @@ static int p_rename(struct arfd_req *q)
 	uint32_t flags = arf_proto_get_u32(q->r);
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
-	return arf_ops_rename(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen, fh2.ino, fh2.gen, name2,
-			      nlen2, flags);
+	arfd_wcc_pre(q, &x, &fh, &fh2);
+	arfd_wcc_obj(q, &x, &fh, name, nlen);
+	arfd_wcc_obj(q, &x, &fh2, name2, nlen2);
+	return arfd_wcc_reply(q, arf_ops_rename(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen,
+						fh2.ino, fh2.gen, name2, nlen2, flags), &x);
 }
 
 static int p_link(struct arfd_req *q)
 {
+	struct arfd_wcc x;
 	struct arf_proto_fh fh, fh2;
 	struct arf_ops_attr a;
 	uint32_t nlen = 0;
@@ -321,12 +337,15 @@ static int p_link(struct arfd_req *q)
 	const char *name = arf_proto_get_name(q->r, &nlen);
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
-	return reply_attr(q->w, arf_ops_link(&q->d->fs, q->cr, fh.ino, fh.gen, fh2.ino, fh2.gen,
-					     name, nlen, &a), &a);
+	arfd_wcc_pre(q, &x, &fh2, NULL);
+	return arfd_wcc_reply(q, reply_attr(q->w, arf_ops_link(&q->d->fs, q->cr, fh.ino, fh.gen,
+								 fh2.ino, fh2.gen, name, nlen, &a),
+					    &a), &x);
 }
 
 static int p_symlink(struct arfd_req *q)
 {
+	struct arfd_wcc x;
 	struct arf_proto_fh fh;
 	struct arf_ops_attr a;
 	uint32_t nlen = 0, tlen = 0;
@@ -336,12 +355,15 @@ static int p_symlink(struct arfd_req *q)
 	const uint8_t *target = arf_proto_get_bytes(q->r, ARF_PATH_MAX, &tlen);
 	if (!arf_proto_rd_done(q->r))
 		return ARF_EPROTO;
-	return reply_attr(q->w, arf_ops_symlink(&q->d->fs, q->cr, fh.ino, fh.gen, name, nlen,
-						(const char *)target, tlen, &a), &a);
+	arfd_wcc_pre(q, &x, &fh, NULL);
+	return arfd_wcc_reply(q, reply_attr(q->w, arf_ops_symlink(&q->d->fs, q->cr, fh.ino, fh.gen,
+								    name, nlen, (const char *)target,
+								    tlen, &a), &a), &x);
 }
 
 static int p_setattr(struct arfd_req *q)
 {
+	struct arfd_wcc x;
 	struct arf_proto_fh fh;
 	struct arf_proto_setattr ps;
 	struct arf_ops_setattr sa;
@@ -358,12 +380,18 @@ static int p_setattr(struct arfd_req *q)
 	sa.size = ps.size;
 	sa.atime_ns = ps.atime_ns;
 	sa.mtime_ns = ps.mtime_ns;
+	arfd_wcc_pre(q, &x, &fh, NULL); /* a directory's own wcc: its names stay known */
 	int rc = arf_ops_setattr(&q->d->fs, q->cr, fh.ino, fh.gen, &sa, &a);
 	if (!rc && (sa.valid & ARF_OPS_SET_MODE)) /* an access ACL follows the mode */
 		arfd_xattr_chmod(q->d, fh.ino, fh.gen, a.mode);
-	return reply_attr(q->w, rc, &a);
+	return arfd_wcc_reply(q, reply_attr(q->w, rc, &a), &x);
 }
 
+/* A data write.  Unstable unless [export] sync (dispatch.c): the reply
+ * carries the write verifier (this incarnation) and the sequence the
+ * transaction gets (applied_seq + 1: the commit that follows, under the same
+ * lock, assigns exactly that), so that the client keeps the data until a
+ * COMMIT covers it; and the offset the bytes went to. */
 static int p_write(struct arfd_req *q)
 {
 	struct arf_proto_fh fh;
@@ -386,7 +414,42 @@ static int p_write(struct arfd_req *q)
 		nanosleep(&ts, NULL);
 	}
 	arf_proto_put_u32(q->w, (uint32_t)written);
-	return reply_attr(q->w, arf_ops_getattr(&q->d->fs, fh.ino, fh.gen, &a), &a);
+	rc = reply_attr(q->w, arf_ops_getattr(&q->d->fs, fh.ino, fh.gen, &a), &a);
+	arf_proto_put_u64(q->w, q->d->incarnation);
+	arf_proto_put_u64(q->w, q->d->applied_seq + 1);
+	arf_proto_put_u64(q->w, off);
+	arf_proto_put_u32(q->w, q->d->cfg.sync ? ARF_PROTO_WRITE_STABLE : 0);
+	if (!rc && written)
+		(*(q->d->cfg.sync ? &q->d->ctr.stable_writes : &q->d->ctr.unstable_writes))++;
+	return rc;
+}
+
+/* COMMIT: replies once everything applied before it is durable
+ * (ARFD_PROC_DURABLE); how far that is, and how far an earlier incarnation
+ * the client names was found durable through. */
+static int p_commit(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	struct arf_ops_attr a;
+	uint64_t through = 0;
+	int rc;
+
+	arf_proto_get_fh(q->r, &fh);
+	uint64_t old = arf_proto_get_u64(q->r);
+	if (!arf_proto_rd_done(q->r))
+		return ARF_EPROTO;
+	if ((fh.ino || fh.gen) && (rc = arf_ops_getattr(&q->d->fs, fh.ino, fh.gen, &a)))
+		return rc;
+	int known = old == q->d->incarnation ||
+		    (old && arfd_store_durable_through(q->d->store, old, &through) == 0);
+	if (old == q->d->incarnation)
+		through = q->d->applied_seq;
+	arf_proto_put_u64(q->w, q->d->incarnation);
+	arf_proto_put_u64(q->w, q->d->applied_seq); /* durable when the reply goes */
+	arf_proto_put_u64(q->w, through);
+	arf_proto_put_u32(q->w, (uint32_t)known);
+	q->d->ctr.commits++;
+	return 0;
 }
 
 /* ---- the table ------------------------------------------------------------- */
@@ -414,8 +477,14 @@ static const struct arfd_proc procs[] = {
 	P(ARF_OP_LINK, p_link, M | H, REQ),
 	P(ARF_OP_SYMLINK, p_symlink, M | H, REQ),
 	P(ARF_OP_SETATTR, p_setattr, M | H, REQ),
-	P(ARF_OP_WRITE, p_write, M | H, REQ),
+	P(ARF_OP_WRITE, p_write, M | H | ARFD_PROC_UNSTABLE, REQ),
 	P(ARF_OP_FSYNC, p_fsync, H | ARFD_PROC_DURABLE, REQ),
+	P(ARF_OP_CREATE_WRITE, arfd_proc_create_write, M | H, REQ), /* procs_compound.c */
+	P(ARF_OP_COPY, arfd_proc_copy, M | H, REQ),
+	P(ARF_OP_COMMIT, p_commit, H | ARFD_PROC_DURABLE, REQ),
+	P(ARF_OP_APPEND, arfd_proc_append, M | H, REQ),
+	P(ARF_OP_FALLOCATE, arfd_proc_fallocate, M | H, REQ),
+	P(ARF_OP_SEEK, arfd_proc_seek, H, REQ),
 	P(ARF_OP_STATUS, p_status, 0, REQ),
 	P(ARF_OP_CRED_MINT, p_cred_mint, 0, REQ),
 	/* locks.c: a LOCK that must wait is kept there, not on a worker */

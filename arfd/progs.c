@@ -29,9 +29,8 @@
  *
  * On failure the reply body says what happened (struct
  * arf_proto_prog_error: instruction, instructions executed, message).  A
- * run whose hooks changed the filesystem is answered, on a sync export,
- * once the group commit has made those changes durable, as a request's
- * would be.
+ * run whose hooks changed the filesystem is answered once the group
+ * commit has made those changes durable, as a request's would be.
  *
  * The control socket (control.c) lists the cache, shows one program with
  * its counters or its disassembly, and unloads one (arfctl progs): those
@@ -649,7 +648,7 @@ void arfd_prog_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uin
 		if (rc == ARF_EBUDGET)
 			d->ctr.prog_budget_stops++;
 	}
-	if (seq && d->cfg.sync && d->durable_seq < seq) {
+	if (seq && d->durable_seq < seq) {
 		/* the program's changes are not durable yet: reply after the group commit */
 		arfd_pending_add_reply(d->pending, seq, c, id, op, arf_net_status_from_err(rc), w.buf,
 				       w.len);

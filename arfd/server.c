@@ -6,11 +6,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -110,6 +112,10 @@ static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_pee
 	if (rc) {
 		free(ac);
 		return rc;
+	}
+	if (h.flags & ARF_PROTO_HELLO_CLIENT) {
+		memcpy(ac->client_id, h.client, sizeof(ac->client_id));
+		ac->has_client_id = 1;
 	}
 	arf_net_sconn_set_grant(c, ac->grant);
 	__atomic_add_fetch(&d->clients, 1, __ATOMIC_RELAXED);
@@ -221,6 +227,8 @@ static int open_fs(struct arfd *d, char *err, size_t errlen)
 
 	if (!found) {
 		const struct arf_meta_dirty *list;
+		if ((rc = arfd_store_begin(d->store, sb.n_blocks, &d->incarnation, err, errlen)))
+			return rc;
 		rc = arf_meta_fs_format(&d->fs, d->meta, d->meta_size, d->data, d->data_size, &sb,
 					0, 0);
 		if (rc) {
@@ -229,7 +237,8 @@ static int open_fs(struct arfd *d, char *err, size_t errlen)
 		}
 		list = d->fs.dirty; /* format ran as one transaction */
 		size_t n = d->fs.ndirty;
-		rc = arfd_store_put_txn(d->store, &d->fs, list, n, err, errlen);
+		rc = arfd_store_put_txn(d->store, &d->fs, list, n, arfd_store_seq(d->store) + 1, err,
+					errlen);
 		if (!rc)
 			rc = arfd_store_sync(d->store, err, errlen);
 		if (rc)
@@ -238,18 +247,31 @@ static int open_fs(struct arfd *d, char *err, size_t errlen)
 			 cfg->data_dir, sb.n_inodes, sb.n_blocks);
 	} else {
 		uint64_t nobj = 0;
+		struct arfd_store_recovery rec;
 		rc = arfd_store_load(d->store, d->meta, d->meta_size, d->data, d->data_size, &nobj,
 				     err, errlen);
 		if (rc)
+			return rc;
+		arfd_store_recovered(d->store, &rec);
+		if ((rc = arfd_store_begin(d->store, sb.n_blocks, &d->incarnation, err, errlen)))
 			return rc;
 		rc = arf_meta_fs_attach(&d->fs, d->meta, d->meta_size, d->data, d->data_size, err,
 					errlen);
 		if (rc)
 			return rc;
-		arfd_log(ARFD_LOG_INFO, "rebuilt the regions from %s: %llu objects", cfg->data_dir,
-			 (unsigned long long)nobj);
+		arfd_log(ARFD_LOG_INFO, "rebuilt the regions from %s: %llu objects; incarnation "
+			 "%llu was durable through transaction %llu", cfg->data_dir,
+			 (unsigned long long)nobj, (unsigned long long)rec.prev_inc,
+			 (unsigned long long)rec.through);
+		if (rec.through < rec.seq)
+			arfd_log(ARFD_LOG_WARN, "RocksDB recovered transactions up to %llu, the data "
+				 "log up to %llu: the writes in between are lost (%llu blocks zeroed); "
+				 "their clients re-send them", (unsigned long long)rec.seq,
+				 (unsigned long long)rec.through, (unsigned long long)rec.repaired);
 	}
-	/* every export: objects are sealed once RocksDB has them (commit.c) */
+	d->applied_seq = d->durable_seq = d->sync_wanted = arfd_store_seq(d->store);
+	/* objects are sealed by commit.c: at once for unstable writes, once
+	 * durable for everything else */
 	d->fs.defer_seal = 1;
 	return 0;
 }
@@ -276,6 +298,42 @@ static int split_listen(const char *listen, char *addr, size_t alen, uint16_t *p
 	return 0;
 }
 
+/*
+ * RocksDB's LOCK is held by a process until it has exited; an arfd killed
+ * a moment ago may still be exiting (unmapping large regions takes a
+ * while) when the next one starts, as systemd's Restart= or an operator
+ * does.  So a busy data directory is waited for, up to STORE_LOCK_WAIT_MS,
+ * saying so once, before it is reported as in use.
+ */
+#define STORE_LOCK_WAIT_MS 30000
+
+static int open_store(struct arfd *d, char *err, size_t errlen)
+{
+	struct timespec start, now, pause = { 0, 100 * 1000000L };
+	int said = 0, rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		rc = arfd_store_open(d->cfg.data_dir,
+				     (d->cfg.test_power_loss ? ARFD_STORE_POWER_LOSS : 0) |
+				     (d->cfg.test_blob_store ? ARFD_STORE_BLOB : 0), &d->store, err, errlen);
+		if (rc != -EBUSY)
+			return rc;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		long waited = (now.tv_sec - start.tv_sec) * 1000L +
+			      (now.tv_nsec - start.tv_nsec) / 1000000L;
+		if (waited >= STORE_LOCK_WAIT_MS)
+			return rc; /* err says who holds it */
+		if (!said) {
+			arfd_log(ARFD_LOG_WARN, "data directory %s is locked by another process (an "
+				 "arfd still exiting?): waiting up to %d s for it", d->cfg.data_dir,
+				 STORE_LOCK_WAIT_MS / 1000);
+			said = 1;
+		}
+		nanosleep(&pause, NULL);
+	}
+}
+
 /* The pid a pid file holds (0: none, unreadable or not a number). */
 static long pid_file_read(const char *path)
 {
@@ -290,6 +348,28 @@ static long pid_file_read(const char *path)
 	char *end;
 	long pid = strtol(buf, &end, 10);
 	return end != buf && (*end == '\n' || !*end) && pid > 0 ? pid : 0;
+}
+
+/* Has pid finished (a zombie) or been killed (SIGKILL pending)? */
+static int pid_exiting(long pid)
+{
+	char path[64], line[256];
+	FILE *f;
+	int dying = 0;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
+	if (!(f = fopen(path, "r")))
+		return 1;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long mask;
+		if (!strncmp(line, "State:", 6) && (strchr(line, 'Z') || strchr(line, 'X')))
+			dying = 1;
+		if ((!strncmp(line, "SigPnd:", 7) || !strncmp(line, "ShdPnd:", 7)) &&
+		    sscanf(line + 7, "%llx", &mask) == 1 && (mask & (1ull << (SIGKILL - 1))))
+			dying = 1;
+	}
+	fclose(f);
+	return dying;
 }
 
 /* A pid file naming another arfd that runs belongs to that daemon: refuse
@@ -309,8 +389,8 @@ static int pid_file_check(const char *path, char *err, size_t errlen)
 		return 0; /* no such process */
 	int is_arfd = fgets(comm, sizeof(comm), f) && !strcmp(comm, "arfd\n");
 	fclose(f);
-	if (!is_arfd)
-		return 0;
+	if (!is_arfd || pid_exiting(pid))
+		return 0; /* an arfd on its way out: the data directory's lock is waited for */
 	snprintf(err, errlen, "pid file %s: arfd %ld is running with it (is this configuration "
 		 "already served?)", path, pid);
 	return -EEXIST;
@@ -407,13 +487,12 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 		snprintf(err, errlen, "identity keys: %s", strerror(-rc));
 		return rc;
 	}
-	if ((rc = arfd_store_open(d->cfg.data_dir, &d->store, err, errlen)))
-		return rc;
-	if ((rc = arfd_store_incarnation(d->store, &d->incarnation, err, errlen)))
+	if ((rc = open_store(d, err, errlen)))
 		return rc;
 	if ((rc = open_fs(d, err, errlen)))
 		return rc;
-	if ((rc = arfd_xattr_start(d, err, errlen)) || (rc = arfd_locks_start(d, err, errlen)))
+	if ((rc = arfd_replies_start(d, err, errlen)) || (rc = arfd_xattr_start(d, err, errlen)) ||
+	    (rc = arfd_locks_start(d, err, errlen)))
 		return rc;
 	/* test only: RocksDB failing from here on (commit.c's fail-stop) */
 	arfd_store_inject_faults(d->store, (uint64_t)d->cfg.test_fail_write,
@@ -465,14 +544,9 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 	if ((rc = arfd_control_start(d, err, errlen)))
 		return rc;
 
+	/* the pid file before the port file: whoever waits for the port (the
+	 * tests, scripts) then finds the pid file current too */
 	char buf[64];
-	if (d->cfg.port_file[0]) {
-		snprintf(buf, sizeof(buf), "%u\n", arf_net_server_port(d->net));
-		if ((rc = write_file(d->cfg.port_file, buf))) {
-			snprintf(err, errlen, "port file %s: %s", d->cfg.port_file, strerror(-rc));
-			return rc;
-		}
-	}
 	if (d->cfg.pid_file[0]) {
 		snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
 		if ((rc = write_file(d->cfg.pid_file, buf))) {
@@ -480,6 +554,13 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 			return rc;
 		}
 		d->pid_file_written = 1;
+	}
+	if (d->cfg.port_file[0]) {
+		snprintf(buf, sizeof(buf), "%u\n", arf_net_server_port(d->net));
+		if ((rc = write_file(d->cfg.port_file, buf))) {
+			snprintf(err, errlen, "port file %s: %s", d->cfg.port_file, strerror(-rc));
+			return rc;
+		}
 	}
 	char where[400] = "";
 	if (d->cfg.listen[0])
@@ -496,7 +577,8 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 			 strchr(raddr, ':') ? "]" : "", arf_net_server_rdma_port(d->net));
 	}
 	arfd_log(ARFD_LOG_INFO, "serving export '%s' (%s) on %s, incarnation %llu",
-		 d->cfg.export_name, d->cfg.sync ? "sync" : "async", where,
+		 d->cfg.export_name, d->cfg.sync ? "sync: stable writes"
+						 : "unstable writes until COMMIT", where,
 		 (unsigned long long)d->incarnation);
 	return 0;
 }
@@ -525,6 +607,7 @@ void arfd_stop(struct arfd *d)
 	arfd_pending_destroy(d->pending);
 	arfd_locks_stop(d);
 	arfd_xattr_stop(d);
+	arfd_replies_stop(d);
 	arfd_progs_stop(d);
 	arfd_identity_stop(d);
 	arf_meta_fs_detach(&d->fs);

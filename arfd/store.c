@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * arfd/store: RocksDB persistence of the exported regions (see store.h).
+ * arfd/store: metadata in RocksDB, data in the data log (see store.h).
  */
 #include <errno.h>
 #include <rocksdb/c.h>
@@ -8,7 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "datalog.h"
 #include "store.h"
+
+#define SEGMENT_BYTES (64ull << 20)
+/* Tags go to RocksDB in groups: a 1 MiB write changes 256 tags, and 256
+ * keys cost more in RocksDB's memtable than all else the write does. */
+#define TAG_GROUP 16u
+#define TAG_BYTES sizeof(struct arf_meta_tag)
+#define GROUP_BYTES (TAG_GROUP * TAG_BYTES)
+
+struct dend {
+	uint64_t inc, through;
+};
 
 struct arfd_store {
 	rocksdb_t *db;
@@ -16,7 +28,36 @@ struct arfd_store {
 	rocksdb_writeoptions_t *wo;   /* not synced: arfd_store_sync syncs */
 	rocksdb_writeoptions_t *wo_sync;
 	rocksdb_readoptions_t *ro;
+	char dir[512];
+	unsigned flags;               /* ARFD_STORE_* */
+	uint32_t format;              /* as found: 1 is converted at begin */
 	uint8_t *scratch;             /* sealed copy of one object */
+	struct arfd_datalog *log;     /* opened by load or begin */
+	uint64_t prev_inc;            /* the incarnation that ran last (0: none) */
+	uint64_t prev_start;          /* its first sequence */
+	uint64_t inc;                 /* ours, once begun */
+	uint64_t seq;                 /* last transaction written or recovered (atomic) */
+	uint64_t through;             /* what prev_inc is durable through (load) */
+	int loaded;
+	struct dend *dends;           /* 'E' records, by incarnation */
+	size_t ndends;
+	uint32_t *blocks;             /* one transaction's data blocks */
+	uint64_t *csums;              /* and their hashes */
+	size_t blkcap;
+	uint64_t *tagmark;            /* bitmap: blocks whose tag the transaction wrote */
+	uint32_t *groups;             /* one transaction's tag groups put so far */
+	size_t ngroups;
+	uint32_t *conv;               /* format 1: blocks loaded from 'D' keys */
+	size_t nconv;
+	uint32_t *repair;             /* load: blocks zeroed for lost writes */
+	size_t nrepair;
+	uint8_t *meta;                /* the regions load filled (for begin's repairs) */
+	uint8_t *data;
+	uint64_t wal_bytes;
+	char stage_key[16];           /* a record for the next batch (arfd_store_stage) */
+	size_t stage_klen;            /* 0: none */
+	uint8_t *stage_val;
+	size_t stage_vlen;
 	/* fault injection (tests): the put_txn / sync call numbers (1 = the
 	 * next) from which on each fails; 0 = never */
 	uint64_t fail_write_at, fail_sync_at, writes, syncs;
@@ -30,10 +71,25 @@ static int fail(char *err, size_t errlen, const char *what, char *rerr, int code
 	return code;
 }
 
+static void be64(char *k, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		k[i] = (char)(v >> (56 - 8 * i));
+}
+
+static uint64_t get_be(const unsigned char *k, size_t n)
+{
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++)
+		v = v << 8 | k[i];
+	return v;
+}
+
 void arfd_store_close(struct arfd_store *st)
 {
 	if (!st)
 		return;
+	arfd_datalog_close(st->log);
 	if (st->db)
 		rocksdb_close(st->db);
 	if (st->opts)
@@ -47,10 +103,78 @@ void arfd_store_close(struct arfd_store *st)
 	if (st->staged)
 		rocksdb_writebatch_destroy(st->staged);
 	free(st->scratch);
+	free(st->dends);
+	free(st->blocks);
+	free(st->csums);
+	free(st->tagmark);
+	free(st->groups);
+	free(st->conv);
+	free(st->repair);
+	free(st->stage_val);
 	free(st);
 }
 
-int arfd_store_open(const char *dir, struct arfd_store **out, char *err, size_t errlen)
+/* A u64 record ("incarnation", "inc_start"): 0 when absent. */
+static int get_u64(struct arfd_store *st, const char *key, uint64_t *v, char *err, size_t errlen)
+{
+	char *rerr = NULL;
+	size_t vlen = 0;
+	char *p = rocksdb_get(st->db, st->ro, key, strlen(key), &vlen, &rerr);
+
+	if (rerr)
+		return fail(err, errlen, key, rerr, -EIO);
+	*v = 0;
+	if (p && vlen == 8)
+		memcpy(v, p, 8);
+	free(p);
+	return 0;
+}
+
+/* What the store says about earlier runs: incarnation, sequence, 'E' records. */
+static int read_state(struct arfd_store *st, char *err, size_t errlen)
+{
+	char *rerr = NULL;
+	size_t vlen = 0;
+	int rc;
+
+	if ((rc = get_u64(st, "incarnation", &st->prev_inc, err, errlen)) ||
+	    (rc = get_u64(st, "inc_start", &st->prev_start, err, errlen)))
+		return rc;
+	char *v = rocksdb_get(st->db, st->ro, "seq", 3, &vlen, &rerr);
+	if (rerr)
+		return fail(err, errlen, "read seq", rerr, -EIO);
+	if (v && vlen == 16)
+		memcpy(&st->seq, v + 8, 8);
+	free(v);
+	rocksdb_iterator_t *it = rocksdb_create_iterator(st->db, st->ro);
+	for (rocksdb_iter_seek(it, "E", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t klen;
+		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &klen);
+		const char *val = rocksdb_iter_value(it, &vlen);
+		if (klen != 9 || k[0] != 'E')
+			break;
+		if (vlen != 8)
+			continue;
+		struct dend *d = realloc(st->dends, (st->ndends + 1) * sizeof(*d));
+		if (!d) {
+			rocksdb_iter_destroy(it);
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		st->dends = d;
+		d[st->ndends].inc = get_be(k + 1, 8);
+		memcpy(&d[st->ndends].through, val, 8);
+		st->ndends++;
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rerr)
+		return fail(err, errlen, "read incarnations", rerr, -EIO);
+	return 0;
+}
+
+int arfd_store_open(const char *dir, unsigned flags, struct arfd_store **out, char *err,
+		    size_t errlen)
 {
 	struct arfd_store *st = calloc(1, sizeof(*st));
 	char *rerr = NULL;
@@ -59,6 +183,8 @@ int arfd_store_open(const char *dir, struct arfd_store **out, char *err, size_t 
 	*out = NULL;
 	if (!st)
 		goto fail;
+	snprintf(st->dir, sizeof(st->dir), "%s", dir);
+	st->flags = flags;
 	st->scratch = malloc(ARF_BLOCK_SIZE);
 	st->opts = rocksdb_options_create();
 	st->wo = rocksdb_writeoptions_create();
@@ -69,6 +195,16 @@ int arfd_store_open(const char *dir, struct arfd_store **out, char *err, size_t 
 	rocksdb_options_set_create_if_missing(st->opts, 1);
 	rocksdb_options_increase_parallelism(st->opts, 2);
 	rocksdb_options_set_max_open_files(st->opts, 256);
+	if (flags & ARFD_STORE_POWER_LOSS)
+		rocksdb_options_set_manual_wal_flush(st->opts, 1);
+	if (flags & ARFD_STORE_BLOB) {
+		/* the measured alternative (bench/writecost.py): data blocks as
+		 * RocksDB values in its integrated BlobDB */
+		rocksdb_options_set_enable_blob_files(st->opts, 1);
+		rocksdb_options_set_min_blob_size(st->opts, ARF_BLOCK_SIZE);
+		rocksdb_options_set_blob_file_size(st->opts, 64u << 20);
+		rocksdb_options_set_enable_blob_gc(st->opts, 1);
+	}
 	rocksdb_writeoptions_set_sync(st->wo_sync, 1);
 	st->db = rocksdb_open(st->opts, dir, &rerr);
 	if (!st->db) {
@@ -96,18 +232,46 @@ int arfd_store_open(const char *dir, struct arfd_store **out, char *err, size_t 
 		if (vlen == 4)
 			memcpy(&fmt, v, 4);
 		free(v);
-		if (fmt != ARFD_STORE_FORMAT) {
+		if (fmt != ARFD_STORE_FORMAT && fmt != 1) {
 			snprintf(err, errlen,
-				 "%s holds an ARF store of format %u; this arfd reads format %u only",
-				 dir, fmt, ARFD_STORE_FORMAT);
+				 "%s holds an ARF store of format %u; this arfd reads format %u "
+				 "(and converts format 1)", dir, fmt, ARFD_STORE_FORMAT);
 			rc = ARF_EVERSION;
 			goto fail;
 		}
+		st->format = fmt;
 	} else {
 		uint32_t fmt = ARFD_STORE_FORMAT;
 		rocksdb_put(st->db, st->wo_sync, "format", 6, (const char *)&fmt, 4, &rerr);
 		if (rerr) {
 			rc = fail(err, errlen, "write format", rerr, -EIO);
+			goto fail;
+		}
+		st->format = fmt;
+	}
+	if ((rc = read_state(st, err, errlen)))
+		goto fail;
+	{
+		uint64_t blob = 0, want = (flags & ARFD_STORE_BLOB) != 0;
+		if ((rc = get_u64(st, "blobstore", &blob, err, errlen)))
+			goto fail;
+		char *p = rocksdb_get(st->db, st->ro, "M\0\0\0\0\0\0\0\0", 9, &vlen, &rerr);
+		free(p);
+		if (rerr) {
+			rc = fail(err, errlen, "read superblock", rerr, -EIO);
+			goto fail;
+		}
+		if (p && blob != want) {
+			snprintf(err, errlen, "%s keeps its data %s; [server] test_blob_store must be %s",
+				 dir, blob ? "in RocksDB's BlobDB" : "in the data log",
+				 blob ? "true" : "false");
+			rc = -EINVAL;
+			goto fail;
+		}
+		if (!p && want)
+			rocksdb_put(st->db, st->wo_sync, "blobstore", 9, (const char *)&want, 8, &rerr);
+		if (rerr) {
+			rc = fail(err, errlen, "write blobstore", rerr, -EIO);
 			goto fail;
 		}
 	}
@@ -120,38 +284,60 @@ fail:
 	return rc;
 }
 
-int arfd_store_incarnation(struct arfd_store *st, uint64_t *out, char *err, size_t errlen)
+uint64_t arfd_store_seq(struct arfd_store *st)
 {
-	char *rerr = NULL;
-	size_t vlen = 0;
-	uint64_t inc = 0;
-	char *v = rocksdb_get(st->db, st->ro, "incarnation", 11, &vlen, &rerr);
+	return __atomic_load_n(&st->seq, __ATOMIC_ACQUIRE);
+}
 
-	if (rerr)
-		return fail(err, errlen, "read incarnation", rerr, -EIO);
-	if (v && vlen == 8)
-		memcpy(&inc, v, 8);
-	free(v);
-	inc++;
-	rocksdb_put(st->db, st->wo_sync, "incarnation", 11, (const char *)&inc, 8, &rerr);
-	if (rerr)
-		return fail(err, errlen, "write incarnation", rerr, -EIO);
-	*out = inc;
-	return 0;
+int arfd_store_durable_through(struct arfd_store *st, uint64_t inc, uint64_t *through)
+{
+	for (size_t i = 0; i < st->ndends; i++)
+		if (st->dends[i].inc == inc) {
+			*through = st->dends[i].through;
+			return 0;
+		}
+	return -ENOENT;
 }
 
 static void key_meta(char k[9], uint64_t off)
 {
 	k[0] = 'M';
-	for (int i = 0; i < 8; i++)
-		k[1 + i] = (char)(off >> (56 - 8 * i));
+	be64(k + 1, off);
 }
 
-static void key_data(char k[5], uint32_t blk)
+static void key_tags(char k[5], uint32_t group)
 {
-	k[0] = 'D';
+	k[0] = 'T';
 	for (int i = 0; i < 4; i++)
-		k[1 + i] = (char)(blk >> (24 - 8 * i));
+		k[1 + i] = (char)(group >> (24 - 8 * i));
+}
+
+/* The bytes of tag group g in meta (clipped to the last block). */
+static uint64_t group_off(const struct arf_meta_super *sb, uint32_t g)
+{
+	return arf_meta_tag_off(sb, g * TAG_GROUP);
+}
+
+static size_t group_len(const struct arf_meta_super *sb, uint32_t g)
+{
+	uint32_t n = sb->n_blocks - g * TAG_GROUP;
+	return (n < TAG_GROUP ? n : TAG_GROUP) * TAG_BYTES;
+}
+
+/* Put tag group g, from meta, with every tag in it sealed (a tag an
+ * earlier, not yet durable transaction changed is odd in the region). */
+static void put_group(struct arfd_store *st, rocksdb_writebatch_t *wb,
+		      const struct arf_meta_super *sb, const uint8_t *meta, uint32_t g)
+{
+	char k[5];
+	size_t len = group_len(sb, g);
+
+	memcpy(st->scratch, meta + group_off(sb, g), len);
+	for (size_t o = 0; o < len; o += TAG_BYTES)
+		if (((struct arf_meta_hdr *)(st->scratch + o))->ver & 1)
+			arf_meta_obj_seal(st->scratch + o, TAG_BYTES);
+	key_tags(k, g);
+	rocksdb_writebatch_put(wb, k, sizeof(k), (const char *)st->scratch, len);
 }
 
 int arfd_store_super(struct arfd_store *st, struct arf_meta_super *sb, char *err, size_t errlen)
@@ -176,22 +362,82 @@ int arfd_store_super(struct arfd_store *st, struct arf_meta_super *sb, char *err
 	return 1;
 }
 
+static int open_log(struct arfd_store *st, uint32_t nblocks, char *err, size_t errlen)
+{
+	char p[600];
+
+	if (st->log)
+		return 0;
+	snprintf(p, sizeof(p), "%s/datalog", st->dir);
+	return arfd_datalog_open(p, nblocks, SEGMENT_BYTES, (st->flags & ARFD_STORE_POWER_LOSS) != 0,
+				 &st->log, err, errlen);
+}
+
+/* Recovery's rule for a data log record (datalog.h). */
+static int record_valid(void *ctx, uint64_t inc, uint64_t seq)
+{
+	struct arfd_store *st = ctx;
+	uint64_t through;
+
+	if (inc == st->prev_inc)
+		return seq <= st->through;
+	return arfd_store_durable_through(st, inc, &through) == 0 && seq <= through;
+}
+
+struct tags {
+	const uint8_t *meta;
+	const struct arf_meta_super *sb;
+};
+
+static const struct arf_meta_tag *tag_of(const uint8_t *meta, const struct arf_meta_super *sb,
+					 uint32_t blk)
+{
+	return (const void *)(meta + arf_meta_tag_off(sb, blk));
+}
+
+static int block_free(void *ctx, uint32_t blk)
+{
+	struct tags *t = ctx;
+	return tag_of(t->meta, t->sb, blk)->ino == 0;
+}
+
+static int is_free_cb(void *ctx, uint32_t blk)
+{
+	struct arfd_store *st = ctx;
+	struct tags t = { st->meta, (const void *)st->meta };
+	return block_free(&t, blk);
+}
+
+static int push_u32(uint32_t **a, size_t *n, uint32_t v)
+{
+	if (*n >= 64 ? !(*n & (*n - 1)) : !*n) { /* full at 64, 128, 256, ... */
+		size_t cap = *n ? *n * 2 : 64;
+		uint32_t *x = realloc(*a, cap * sizeof(*x));
+		if (!x)
+			return -ENOMEM;
+		*a = x;
+	}
+	(*a)[(*n)++] = v;
+	return 0;
+}
+
 int arfd_store_load(struct arfd_store *st, uint8_t *meta, uint64_t meta_size, uint8_t *data,
 		    uint64_t data_size, uint64_t *nobjects, char *err, size_t errlen)
 {
 	rocksdb_iterator_t *it = rocksdb_create_iterator(st->db, st->ro);
+	const struct arf_meta_super *sb = (const void *)meta;
 	uint64_t n = 0;
 	int rc = 0;
 
+	*nobjects = 0;
 	for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
 		size_t klen, vlen;
 		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &klen);
 		const char *v = rocksdb_iter_value(it, &vlen);
-		uint64_t off = 0;
+		uint64_t off;
 
 		if (klen == 9 && k[0] == 'M') {
-			for (int i = 0; i < 8; i++)
-				off = off << 8 | k[1 + i];
+			off = get_be(k + 1, 8);
 			if (!arf_range_ok(off, vlen, meta_size)) {
 				snprintf(err, errlen,
 					 "stored META object at %llu (+%zu) lies outside the region (%llu bytes)",
@@ -201,10 +447,20 @@ int arfd_store_load(struct arfd_store *st, uint8_t *meta, uint64_t meta_size, ui
 			}
 			memcpy(meta + off, v, vlen);
 			n++;
-		} else if (klen == 5 && k[0] == 'D') {
-			for (int i = 0; i < 4; i++)
-				off = off << 8 | k[1 + i];
-			off *= ARF_BLOCK_SIZE;
+		} else if (klen == 5 && k[0] == 'T') {
+			/* after every 'M' key: a tag group overrides the M tags of
+			 * a converted store */
+			uint32_t g = (uint32_t)get_be(k + 1, 4);
+			if (g >= (sb->n_blocks + TAG_GROUP - 1) / TAG_GROUP || vlen != group_len(sb, g) ||
+			    !arf_range_ok(group_off(sb, g), vlen, meta_size)) {
+				snprintf(err, errlen, "stored tag group %u is malformed or out of range", g);
+				rc = -EIO;
+				break;
+			}
+			memcpy(meta + group_off(sb, g), v, vlen);
+			n++;
+		} else if (klen == 5 && k[0] == 'D' && (st->format == 1 || (st->flags & ARFD_STORE_BLOB))) {
+			off = get_be(k + 1, 4) * ARF_BLOCK_SIZE;
 			if (vlen != ARF_BLOCK_SIZE || !arf_range_ok(off, vlen, data_size)) {
 				snprintf(err, errlen, "stored data block %llu is malformed or out of range",
 					 (unsigned long long)(off / ARF_BLOCK_SIZE));
@@ -212,6 +468,12 @@ int arfd_store_load(struct arfd_store *st, uint8_t *meta, uint64_t meta_size, ui
 				break;
 			}
 			memcpy(data + off, v, vlen);
+			if (st->format == 1 &&
+			    push_u32(&st->conv, &st->nconv, (uint32_t)(off / ARF_BLOCK_SIZE))) {
+				snprintf(err, errlen, "out of memory");
+				rc = -ENOMEM;
+				break;
+			}
 			n++;
 		}
 	}
@@ -222,61 +484,415 @@ int arfd_store_load(struct arfd_store *st, uint8_t *meta, uint64_t meta_size, ui
 			rc = fail(err, errlen, "iterate", rerr, -EIO);
 	}
 	rocksdb_iter_destroy(it);
+	if (rc)
+		return rc;
+	if (meta_size < sizeof(*sb) || (uint64_t)sb->n_blocks * ARF_BLOCK_SIZE > data_size ||
+	    arf_meta_tag_off(sb, sb->n_blocks) > meta_size) {
+		snprintf(err, errlen, "stored superblock does not fit the regions");
+		return -EIO;
+	}
+	st->meta = meta;
+	st->data = data;
+
+	/* the data log: how far the last run's blocks are whole, then each
+	 * block's latest image from what is whole */
+	st->through = st->seq;
+	if (st->format != 1 && !(st->flags & ARFD_STORE_BLOB)) {
+		uint64_t through = 0, blocks = 0;
+		if ((rc = open_log(st, sb->n_blocks, err, errlen)) ||
+		    (rc = arfd_datalog_scan(st->log, st->prev_inc, st->prev_start, &through, err,
+					    errlen)))
+			return rc;
+		if (st->prev_inc && through < st->through)
+			st->through = through;
+		if ((rc = arfd_datalog_replay(st->log, data, data_size, record_valid, is_free_cb, st,
+					      &blocks, err, errlen)))
+			return rc;
+		n += blocks;
+	}
+
+	/* RocksDB got further than the data log (D > L): the transactions in
+	 * between have their metadata but lost their blocks.  A live block
+	 * whose bytes are not what its tag says lost its write: zero it and say
+	 * so in its tag, so that nobody reads another file's old bytes or a
+	 * checksum failure; its client re-sends the write.  Otherwise a
+	 * mismatch is damage, left for fsck to report. */
+	struct tags t = { meta, sb };
+	for (uint32_t b = 0; st->through < st->seq && b < sb->n_blocks; b++) {
+		struct arf_meta_tag *tag = (void *)(meta + arf_meta_tag_off(sb, b));
+		if (block_free(&t, b))
+			continue;
+		uint8_t *blk = data + (uint64_t)b * ARF_BLOCK_SIZE;
+		if (arf_meta_block_csum(blk) == tag->data_csum)
+			continue;
+		memset(blk, 0, ARF_BLOCK_SIZE);
+		arf_meta_obj_begin(tag, sizeof(*tag));
+		tag->data_csum = arf_meta_block_csum(blk);
+		arf_meta_obj_seal(tag, sizeof(*tag));
+		if (push_u32(&st->repair, &st->nrepair, b)) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	st->loaded = 1;
 	*nobjects = n;
+	return 0;
+}
+
+void arfd_store_recovered(struct arfd_store *st, struct arfd_store_recovery *r)
+{
+	r->prev_inc = st->prev_inc;
+	r->seq = arfd_store_seq(st);
+	r->through = st->through;
+	r->repaired = st->nrepair;
+}
+
+/* Write a batch (synced when sync), flushing RocksDB's buffered WAL too. */
+static int write_batch(struct arfd_store *st, rocksdb_writebatch_t *wb, int sync, const char *what,
+		       char *err, size_t errlen)
+{
+	char *rerr = NULL;
+	size_t len = 0;
+
+	rocksdb_writebatch_data(wb, &len);
+	rocksdb_write(st->db, sync ? st->wo_sync : st->wo, wb, &rerr);
+	if (!rerr && sync && (st->flags & ARFD_STORE_POWER_LOSS))
+		rocksdb_flush_wal(st->db, 1, &rerr);
+	if (rerr)
+		return fail(err, errlen, what, rerr, -EIO);
+	st->wal_bytes += len;
+	return 0;
+}
+
+static void put_seq(rocksdb_writebatch_t *wb, uint64_t inc, uint64_t seq)
+{
+	char v[16];
+
+	memcpy(v, &inc, 8);
+	memcpy(v + 8, &seq, 8);
+	rocksdb_writebatch_put(wb, "seq", 3, v, sizeof(v));
+}
+
+int arfd_store_begin(struct arfd_store *st, uint32_t nblocks, uint64_t *incarnation, char *err,
+		     size_t errlen)
+{
+	rocksdb_writebatch_t *wb;
+	char k[9];
+	int rc;
+
+	int blob = (st->flags & ARFD_STORE_BLOB) != 0;
+	if (!blob && (rc = open_log(st, nblocks, err, errlen)))
+		return rc;
+	if (!blob && !st->loaded && (rc = arfd_datalog_wipe(st->log, err, errlen)))
+		return rc; /* a new filesystem: a stray log is nobody's */
+	uint64_t inc = st->prev_inc + 1, seq = arfd_store_seq(st);
+
+	/* the last run's durable end, and who runs now, from which sequence */
+	wb = rocksdb_writebatch_create();
+	if (st->prev_inc) {
+		k[0] = 'E';
+		be64(k + 1, st->prev_inc);
+		rocksdb_writebatch_put(wb, k, 9, (const char *)&st->through, 8);
+	}
+	uint64_t start = seq + 1;
+	rocksdb_writebatch_put(wb, "incarnation", 11, (const char *)&inc, 8);
+	rocksdb_writebatch_put(wb, "inc_start", 9, (const char *)&start, 8);
+	rc = write_batch(st, wb, 1, "write incarnation", err, errlen);
+	rocksdb_writebatch_destroy(wb);
+	if (rc)
+		return rc;
+	if (st->prev_inc) {
+		struct dend *d = realloc(st->dends, (st->ndends + 1) * sizeof(*d));
+		if (!d) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		st->dends = d;
+		d[st->ndends++] = (struct dend){ st->prev_inc, st->through };
+	}
+	st->inc = inc;
+	if (blob) {
+		*incarnation = inc;
+		return 0;
+	}
+	if ((rc = arfd_datalog_begin(st->log, inc, err, errlen)))
+		return rc;
+
+	if (st->format == 1) {
+		/* convert: the blocks of 'D' keys into the data log, then drop
+		 * the keys.  A crash in between converts again. */
+		struct tags t = { st->meta, (const void *)st->meta };
+		size_t live = 0;
+		for (size_t i = 0; st->meta && i < st->nconv; i++)
+			if (!block_free(&t, st->conv[i]))
+				st->conv[live++] = st->conv[i];
+		if ((rc = arfd_datalog_append(st->log, inc, seq, st->conv, NULL, live, st->data,
+					      ARFD_DATALOG_GC, err, errlen)) ||
+		    (rc = arfd_datalog_sync(st->log, inc, seq, err, errlen)))
+			return rc;
+		uint32_t fmt = ARFD_STORE_FORMAT;
+		wb = rocksdb_writebatch_create();
+		rocksdb_writebatch_delete_range(wb, "D", 1, "E", 1);
+		if (st->meta) { /* tags: from one key each to groups */
+			const struct arf_meta_super *sb = (const void *)st->meta;
+			char k0[9], k1[9];
+			for (uint32_t g = 0; g * TAG_GROUP < sb->n_blocks; g++)
+				put_group(st, wb, sb, st->meta, g);
+			key_meta(k0, sb->off_tags);
+			key_meta(k1, arf_meta_tag_off(sb, sb->n_blocks));
+			rocksdb_writebatch_delete_range(wb, k0, 9, k1, 9);
+		}
+		rocksdb_writebatch_put(wb, "format", 6, (const char *)&fmt, 4);
+		rc = write_batch(st, wb, 1, "convert format 1", err, errlen);
+		rocksdb_writebatch_destroy(wb);
+		if (rc)
+			return rc;
+		st->format = fmt;
+	}
+	if (st->nrepair) {
+		/* the zeroed blocks and their tags, as a transaction */
+		const struct arf_meta_super *sb = (const void *)st->meta;
+		seq++;
+		if ((rc = arfd_datalog_append(st->log, inc, seq, st->repair, NULL, st->nrepair, st->data, 0,
+					      err, errlen)))
+			return rc;
+		wb = rocksdb_writebatch_create();
+		for (size_t i = 0; i < st->nrepair; i++)
+			if (i == 0 || st->repair[i] / TAG_GROUP != st->repair[i - 1] / TAG_GROUP)
+				put_group(st, wb, sb, st->meta, st->repair[i] / TAG_GROUP);
+		put_seq(wb, inc, seq);
+		rc = write_batch(st, wb, 0, "write repairs", err, errlen);
+		rocksdb_writebatch_destroy(wb);
+		__atomic_store_n(&st->seq, seq, __ATOMIC_RELEASE);
+		if (rc || (rc = arfd_store_sync(st, err, errlen)))
+			return rc;
+	}
+	*incarnation = inc;
+	return 0;
+}
+
+/* Was tag group g put in this batch already?  If not, remember it.  (A
+ * linear look: a transaction touches few groups out of order.) */
+static int group_seen(struct arfd_store *st, uint32_t g)
+{
+	for (size_t i = 0; i < st->ngroups; i++)
+		if (st->groups[i] == g)
+			return 1;
+	if (push_u32(&st->groups, &st->ngroups, g))
+		return 0; /* out of memory: put it again, harmless */
+	return 0;
+}
+
+/* Is the META object at off a block's tag?  Its block number if so. */
+static int tag_block(const struct arf_meta_super *sb, const struct arf_meta_dirty *d,
+		     uint32_t *blk)
+{
+	if (d->len != sizeof(struct arf_meta_tag) || d->off < sb->off_tags)
+		return 0;
+	uint64_t i = (d->off - sb->off_tags) / sizeof(struct arf_meta_tag);
+	if (i >= sb->n_blocks || (d->off - sb->off_tags) % sizeof(struct arf_meta_tag))
+		return 0;
+	*blk = (uint32_t)i;
+	return 1;
+}
+
+void arfd_store_stage(struct arfd_store *st, const void *key, size_t klen, const void *val,
+		      size_t vlen)
+{
+	uint8_t *copy = malloc(vlen ? vlen : 1);
+
+	arfd_store_unstage(st);
+	if (!copy || klen > sizeof(st->stage_key)) {
+		free(copy); /* the record is lost, not the transaction: a cache miss later */
+		return;
+	}
+	memcpy(st->stage_key, key, klen);
+	memcpy(copy, val, vlen);
+	st->stage_klen = klen;
+	st->stage_val = copy;
+	st->stage_vlen = vlen;
+}
+
+void arfd_store_unstage(struct arfd_store *st)
+{
+	free(st->stage_val);
+	st->stage_val = NULL;
+	st->stage_klen = 0;
+}
+
+int arfd_store_each(struct arfd_store *st, char prefix,
+		    int (*fn)(void *ctx, const void *key, size_t klen, const void *val, size_t vlen),
+		    void *ctx, char *err, size_t errlen)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator(st->db, st->ro);
+	char *rerr = NULL;
+	int rc = 0;
+
+	for (rocksdb_iter_seek(it, &prefix, 1); rocksdb_iter_valid(it) && !rc; rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const char *k = rocksdb_iter_key(it, &klen);
+		const char *v = rocksdb_iter_value(it, &vlen);
+		if (!klen || k[0] != prefix)
+			break;
+		rc = fn(ctx, k, klen, v, vlen);
+	}
+	rocksdb_iter_get_error(it, &rerr);
+	rocksdb_iter_destroy(it);
+	if (rerr)
+		return fail(err, errlen, "iterate", rerr, -EIO);
 	return rc;
 }
 
 int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
-		       const struct arf_meta_dirty *list, size_t n, char *err, size_t errlen)
+		       const struct arf_meta_dirty *list, size_t n, uint64_t seq, char *err,
+		       size_t errlen)
 {
 	rocksdb_writebatch_t *wb;
-	char *rerr = NULL;
+	size_t nb = 0;
+	int rc;
 
-	if (!n)
+	if (!n) {
+		arfd_store_unstage(st);
 		return 0;
+	}
 	if (st->fail_write_at && ++st->writes >= st->fail_write_at) {
 		snprintf(err, errlen, "rocksdb: write: injected failure (server.test_fail_write)");
 		return -EIO;
 	}
+	if (n > st->blkcap) {
+		uint32_t *b = realloc(st->blocks, n * sizeof(*b));
+		uint64_t *c = b ? realloc(st->csums, n * sizeof(*c)) : NULL;
+		if (b)
+			st->blocks = b;
+		if (!c) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		st->csums = c;
+		st->blkcap = n;
+	}
+	if (!st->tagmark && !(st->tagmark = calloc((fs->sb->n_blocks + 63) / 64, 8))) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	/* each block's hash, for its data log record: its tag's checksum when
+	 * the transaction wrote the tag too (every ops/ write does), computed
+	 * otherwise (arf-inject changes bytes behind the tag's back) */
+	for (size_t i = 0; i < n; i++) {
+		uint32_t blk;
+		if (list[i].region == ARF_REGION_DATA)
+			st->blocks[nb++] = (uint32_t)(list[i].off / ARF_BLOCK_SIZE);
+		else if (tag_block(fs->sb, &list[i], &blk))
+			st->tagmark[blk / 64] |= 1ull << (blk % 64);
+	}
+	for (size_t i = 0; i < nb; i++) {
+		uint32_t b = st->blocks[i];
+		st->csums[i] = (st->tagmark[b / 64] >> (b % 64)) & 1
+				       ? arf_meta_tag_ptr(fs, b)->data_csum
+				       : arf_meta_block_csum(fs->data + (uint64_t)b * ARF_BLOCK_SIZE);
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t blk;
+		if (list[i].region == ARF_REGION_META && tag_block(fs->sb, &list[i], &blk))
+			st->tagmark[blk / 64] = 0;
+	}
+	/* the blocks first: a batch RocksDB recovers never names blocks the
+	 * log lost for want of ordering */
+	if (nb && st->log && (rc = arfd_datalog_append(st->log, st->inc, seq, st->blocks, st->csums,
+						       nb, fs->data, 0, err, errlen)))
+		return rc;
 	wb = st->staged ? st->staged : rocksdb_writebatch_create();
 	st->staged = NULL;
+	for (size_t i = 0; i < nb && !st->log; i++) { /* test_blob_store */
+		char k[5] = { 'D', (char)(st->blocks[i] >> 24), (char)(st->blocks[i] >> 16),
+			      (char)(st->blocks[i] >> 8), (char)st->blocks[i] };
+		rocksdb_writebatch_put(wb, k, 5, (const char *)fs->data +
+				       (uint64_t)st->blocks[i] * ARF_BLOCK_SIZE, ARF_BLOCK_SIZE);
+	}
+	uint32_t last_group = UINT32_MAX;
 	for (size_t i = 0; i < n; i++) {
 		const struct arf_meta_dirty *d = &list[i];
-		if (d->region == ARF_REGION_META) {
-			char k[9];
-			if (d->len > ARF_BLOCK_SIZE)
-				continue; /* no META object is larger than a page */
-			key_meta(k, d->off);
-			memcpy(st->scratch, fs->meta + d->off, d->len);
-			if (((struct arf_meta_hdr *)st->scratch)->ver & 1)
-				arf_meta_obj_seal(st->scratch, d->len);
-			rocksdb_writebatch_put(wb, k, sizeof(k), (const char *)st->scratch, d->len);
-		} else if (d->region == ARF_REGION_DATA) {
-			char k[5];
-			key_data(k, (uint32_t)(d->off / ARF_BLOCK_SIZE));
-			rocksdb_writebatch_put(wb, k, sizeof(k), (const char *)fs->data + d->off,
-					       ARF_BLOCK_SIZE);
+		char k[9];
+		uint32_t blk;
+		if (d->region != ARF_REGION_META || d->len > ARF_BLOCK_SIZE)
+			continue; /* no META object is larger than a page */
+		if (tag_block(fs->sb, d, &blk)) {
+			if (st->log && !((const struct arf_meta_tag *)(fs->meta + d->off))->ino)
+				arfd_datalog_drop(st->log, blk); /* freed: its image is garbage */
+			/* a write touches its tags in block order: most repeats of a
+			 * group are the one just put */
+			if (blk / TAG_GROUP != last_group && !group_seen(st, blk / TAG_GROUP)) {
+				last_group = blk / TAG_GROUP;
+				put_group(st, wb, fs->sb, fs->meta, last_group);
+			}
+			continue;
 		}
+		key_meta(k, d->off);
+		memcpy(st->scratch, fs->meta + d->off, d->len);
+		if (((struct arf_meta_hdr *)st->scratch)->ver & 1)
+			arf_meta_obj_seal(st->scratch, d->len);
+		rocksdb_writebatch_put(wb, k, sizeof(k), (const char *)st->scratch, d->len);
 	}
-	rocksdb_write(st->db, st->wo, wb, &rerr);
+	st->ngroups = 0;
+	put_seq(wb, st->inc, seq);
+	if (st->stage_klen) /* the reply cache's record: with the transaction or not at all */
+		rocksdb_writebatch_put(wb, st->stage_key, st->stage_klen, (const char *)st->stage_val,
+				       st->stage_vlen);
+	arfd_store_unstage(st);
+	rc = write_batch(st, wb, 0, "write", err, errlen);
 	rocksdb_writebatch_destroy(wb);
-	if (rerr)
-		return fail(err, errlen, "write", rerr, -EIO);
-	return 0;
+	if (!rc)
+		__atomic_store_n(&st->seq, seq, __ATOMIC_RELEASE);
+	return rc;
 }
 
 int arfd_store_sync(struct arfd_store *st, char *err, size_t errlen)
 {
 	char *rerr = NULL;
+	int rc;
 
 	if (st->fail_sync_at && ++st->syncs >= st->fail_sync_at) {
 		snprintf(err, errlen, "rocksdb: sync: injected failure (server.test_fail_sync)");
 		return -EIO;
 	}
+	/* the marker says how far this run's blocks are whole: every
+	 * transaction through the last one written appended its blocks first */
+	if (st->log && st->inc &&
+	    (rc = arfd_datalog_sync(st->log, st->inc, arfd_store_seq(st), err, errlen)))
+		return rc;
 	rocksdb_flush_wal(st->db, 1, &rerr);
 	if (rerr)
 		return fail(err, errlen, "sync", rerr, -EIO);
 	return 0;
+}
+
+int arfd_store_reclaim(struct arfd_store *st, uint64_t durable, char *err, size_t errlen)
+{
+	return st->log ? arfd_datalog_reclaim(st->log, durable, err, errlen) : 0;
+}
+
+void arfd_store_reclaim_wait(struct arfd_store *st, uint64_t applied)
+{
+	if (st->log)
+		arfd_datalog_reclaim_wait(st->log, applied);
+}
+
+void arfd_store_stats(struct arfd_store *st, struct arfd_store_stats *s)
+{
+	struct arfd_datalog_stats ls;
+
+	memset(s, 0, sizeof(*s));
+	s->wal_bytes = st->wal_bytes;
+	if (!st->log)
+		return;
+	arfd_datalog_stats(st->log, &ls);
+	s->log_bytes = ls.bytes;
+	s->log_live_bytes = ls.live_bytes;
+	s->log_segments = ls.segments;
+	s->log_appended_bytes = ls.appended_bytes;
+	s->log_syncs = ls.syncs;
+	s->log_reclaimed_bytes = ls.reclaimed_bytes;
+	s->log_copied_bytes = ls.copied_bytes;
 }
 
 void arfd_store_inject_faults(struct arfd_store *st, uint64_t fail_write, uint64_t fail_sync)
@@ -302,34 +918,54 @@ int arfd_store_compare(struct arfd_store *st, const uint8_t *meta, uint64_t meta
 	int diffs = 0;
 	char msg[160];
 
-	for (rocksdb_iter_seek_to_first(it); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+	*compared = 0;
+	for (rocksdb_iter_seek(it, "M", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
 		size_t klen, vlen;
 		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &klen);
 		const char *v = rocksdb_iter_value(it, &vlen);
-		uint64_t off = 0;
-		const uint8_t *base;
-		uint64_t size;
-		const char *what;
 
-		if (klen == 9 && k[0] == 'M') {
-			base = meta;
-			size = meta_size;
-			what = "META object";
-		} else if (klen == 5 && k[0] == 'D') {
-			base = data;
-			size = data_size;
-			what = "data block";
-		} else {
-			continue;
-		}
-		for (size_t i = 1; i < klen; i++)
-			off = off << 8 | k[i];
-		if (k[0] == 'D')
-			off *= ARF_BLOCK_SIZE;
+		if (klen != 9 || k[0] != 'M')
+			break;
+		uint64_t off = get_be(k + 1, 8);
 		n++;
-		if (!arf_range_ok(off, vlen, size) || memcmp(base + off, v, vlen)) {
-			snprintf(msg, sizeof(msg), "%s at offset %llu (%zu bytes) differs from RocksDB", what,
-				 (unsigned long long)off, vlen);
+		if (!arf_range_ok(off, vlen, meta_size) || memcmp(meta + off, v, vlen)) {
+			snprintf(msg, sizeof(msg), "META object at offset %llu (%zu bytes) differs from "
+				 "RocksDB", (unsigned long long)off, vlen);
+			diffs++;
+			if (report)
+				report(ctx, "regions-diverge", msg);
+		}
+	}
+	for (rocksdb_iter_seek(it, "D", 1); !st->log && rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &klen);
+		const char *v = rocksdb_iter_value(it, &vlen);
+		if (klen != 5 || k[0] != 'D')
+			break;
+		uint64_t off = get_be(k + 1, 4) * ARF_BLOCK_SIZE;
+		n++;
+		if (!arf_range_ok(off, vlen, data_size) || memcmp(data + off, v, vlen)) {
+			snprintf(msg, sizeof(msg), "data block %llu differs from RocksDB",
+				 (unsigned long long)(off / ARF_BLOCK_SIZE));
+			diffs++;
+			if (report)
+				report(ctx, "regions-diverge", msg);
+		}
+	}
+	for (rocksdb_iter_seek(it, "T", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t klen, vlen;
+		const unsigned char *k = (const unsigned char *)rocksdb_iter_key(it, &klen);
+		const char *v = rocksdb_iter_value(it, &vlen);
+
+		if (klen != 5 || k[0] != 'T')
+			break;
+		uint32_t g = (uint32_t)get_be(k + 1, 4);
+		uint64_t off = g * TAG_GROUP < sb->n_blocks ? group_off(sb, g) : meta_size;
+		n++;
+		if (!arf_range_ok(off, vlen, meta_size) || memcmp(meta + off, v, vlen)) {
+			snprintf(msg, sizeof(msg), "tag group %u (blocks %u-%u) differs from RocksDB", g,
+				 g * TAG_GROUP, g * TAG_GROUP + TAG_GROUP - 1);
 			diffs++;
 			if (report)
 				report(ctx, "regions-diverge", msg);
@@ -361,11 +997,21 @@ int arfd_store_compare(struct arfd_store *st, const uint8_t *meta, uint64_t meta
 		}
 		free(v);
 	}
+	/* live data blocks against their latest data log record */
+	if (st->log) {
+		uint64_t blocks = 0;
+		int d = arfd_datalog_compare(st->log, data, data_size, report, ctx, &blocks, err,
+					     errlen);
+		if (d < 0)
+			return d;
+		diffs += d;
+		n += blocks;
+	}
 	*compared = n;
 	return diffs;
 }
 
-int arfd_store_stage(struct arfd_store *st, const void *key, size_t klen, const void *val,
+int arfd_store_queue(struct arfd_store *st, const void *key, size_t klen, const void *val,
 		     size_t vlen)
 {
 	if (!st->staged && !(st->staged = rocksdb_writebatch_create()))

@@ -170,7 +170,7 @@ static void stage(struct arfd *d, const struct xa_inode *xi, const void *name, u
 
 	/* only -ENOMEM; then the change is in memory and not in the store
 	 * until the attribute is written again: said, not hidden */
-	if (arfd_store_stage(d->store, k, kl, val, val ? vlen : 0))
+	if (arfd_store_queue(d->store, k, kl, val, val ? vlen : 0))
 		arfd_log_limited(ARFD_LOG_WARN, "extended attribute of inode %llu not stored: out "
 				 "of memory", (unsigned long long)xi->ino);
 }

@@ -9,9 +9,10 @@ tools; see bench/README.md for what each row means.
 Every process this starts (rpcbind unless one already serves port 111,
 ganesha.nfsd, arfd, arf-fuse; tests/lib/arfproc.py starts them) is stopped
 by its pid, and every mount made is unmounted, also on failure or Ctrl-C.
-The rows are measured by fio_rows.py, meta_rows.py and mc_rows.py and
-written and checked by report.py; common.py holds the settings.  Exits 1 when a row is missing or
-has a non-finite or non-positive number, or an ARF row lacks its counters.
+The rows are measured by fio_rows.py, meta_rows.py, tool_rows.py and
+mc_rows.py and written and checked by report.py; common.py holds the
+settings.  Exits 1 when a row is missing or has a non-finite or
+non-positive number, or an ARF row lacks its counters.
 """
 import argparse
 import os
@@ -25,16 +26,18 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from common import FULL, QUICK, Fail, Ganesha, Group, bench_arfd, bench_mount, log  # noqa: E402
+from disk_rows import DiskRows  # noqa: E402
 from fio_rows import FioRows  # noqa: E402
 from mc_rows import McRows  # noqa: E402
 from meta_rows import MetaRows  # noqa: E402
 from report import Report  # noqa: E402
+from tool_rows import ToolRows  # noqa: E402
 
 
-class Bench(FioRows, MetaRows, McRows, Report):
+class Bench(FioRows, MetaRows, ToolRows, DiskRows, McRows, Report):
     """One run: the rows of each family (fio_rows.py, meta_rows.py,
-    mc_rows.py) against the servers started here, then the outputs and the
-    check (report.py)."""
+    tool_rows.py, disk_rows.py, mc_rows.py) against the servers started here, then the
+    outputs and the check (report.py)."""
 
     def __init__(self, a):
         self.a = a
@@ -77,16 +80,25 @@ class Bench(FioRows, MetaRows, McRows, Report):
         t_start = time.time()
         self.work = tempfile.mkdtemp(prefix="arf-bench-", dir="/dev/shm")
         self.shm = self.work
+        # the durability rows' directory: on a disk, not tmpfs
+        self.disk = tempfile.mkdtemp(prefix="arf-bench-disk-", dir=self.a.disk_dir)
         try:
             self.arfd = self.procs.add(bench_arfd(self.build, os.path.join(self.work, "arfd")))
             self.mount = self.procs.add(bench_mount(self.build, self.arfd, self.work))
             vfs = os.path.join(self.work, "nfs-vfs-export")
             os.makedirs(vfs)
-            self.ganesha = self.procs.add(Ganesha(self.work, vfs, log=log).start())
+            os.makedirs(os.path.join(self.disk, "nfs"))
+            self.ganesha = self.procs.add(Ganesha(self.work, vfs, log=log,
+                                                  disk_dir=os.path.join(self.disk, "nfs"))
+                                          .start())
             if not self.a.skip_data:
                 self.run_data()
             if not self.a.skip_meta:
                 self.run_meta()
+            if not self.a.skip_tools:
+                self.run_tools()
+            if not self.a.skip_disk:
+                self.run_disk()
             if not self.a.skip_mc:
                 self.run_mc()
         except Fail as e:
@@ -97,8 +109,9 @@ class Bench(FioRows, MetaRows, McRows, Report):
             keep = self.a.keep_work
             if not keep:
                 shutil.rmtree(self.work, ignore_errors=True)
+                shutil.rmtree(self.disk, ignore_errors=True)
             else:
-                log("work directory kept: " + self.work)
+                log("work directories kept: %s %s" % (self.work, self.disk))
         self.elapsed = time.time() - t_start
         self.write()
         return self.check()
@@ -115,6 +128,10 @@ def main():
     ap.add_argument("--skip-data", action="store_true")
     ap.add_argument("--skip-meta", action="store_true")
     ap.add_argument("--skip-mc", action="store_true")
+    ap.add_argument("--skip-tools", action="store_true")
+    ap.add_argument("--skip-disk", action="store_true")
+    ap.add_argument("--disk-dir", default="/var/tmp",
+                    help="a directory on a disk (not tmpfs) for the durability rows")
     ap.add_argument("--keep-work", action="store_true")
     a = ap.parse_args()
     if os.geteuid() != 0:

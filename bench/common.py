@@ -22,10 +22,15 @@ __all__ = ["ARF_WAIT", "DATA_TESTS", "FULL", "Fail", "Ganesha", "Group", "LIST_S
 
 FULL = dict(size="256m", runtime=5, ramp=1, files=10000, big=10000, secs=2.0,
             mc_kernel_secs=1.0, mc_chain_secs=0.9, mc_list_secs=0.45,
-            list_sizes=[4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096])
+            list_sizes=[4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096],
+            tools=dict(tar_src="/usr/include", rsync_src="/usr/share/doc", rsync_max=0,
+                       touch=10000, copy_mib=256, git_depth=0))
 QUICK = dict(size="32m", runtime=1, ramp=0, files=1000, big=10000, secs=0.4,
              mc_kernel_secs=0.1, mc_chain_secs=0.03, mc_list_secs=0.03,
-             list_sizes=[4, 64, 1024])
+             list_sizes=[4, 64, 1024],
+             # tool rows (tool_rows.py): rsync_max = entries of the source kept (0: all)
+             tools=dict(tar_src="/usr/include/linux", rsync_src="/usr/share/doc", rsync_max=300,
+                        touch=1000, copy_mib=32, git_depth=0))
 
 # mcbench: chain positions timed, the names made, and the arfd of the chain
 # runs (4 buckets' worth of hash bits: 200 names make chains of about 50)
@@ -73,8 +78,11 @@ BENCH_REGIONS = {"regions.data_blocks": "262144", "regions.inodes": "131072",
 
 def bench_arfd(build, work, extra=None, name="arfd"):
     """A started arfd of build's in work (its data, sockets, log and
-    configuration file), polling SPIN_US; stop it with .stop()."""
+    configuration file), polling SPIN_US, its export the default one
+    (unstable writes until a COMMIT; extra may say export.sync = true);
+    stop it with .stop()."""
     d = arfproc.Arfd(workdir=work, build=build, spin_us=SPIN_US, regions=BENCH_REGIONS,
+                     sync=False,
                      extra=extra, rdma=False, name=name)
     d.start(timeout=60)
     log("%s pid %d on 127.0.0.1:%d and %s (spin %d us)" % (name, d.pid, d.port, d.socket,

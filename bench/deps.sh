@@ -8,6 +8,7 @@ set -euo pipefail
 BENCH_PACKAGES=(
   nfs-ganesha nfs-ganesha-mem nfs-ganesha-vfs rpcbind libnfs-dev gnuplot-nox
   fio dpkg-dev python3 libaio-dev libdpdk-dev clang libelf-dev pkg-config
+  rsync git tar
 )
 
 bench_install_deps() {
@@ -51,8 +52,11 @@ bench_src_apt() {
 # fio with --enable-libnfs, the same version as Debian's fio; result: $TOOLS/fio/fio
 bench_build_fio() {
   local tools=$1
-  local ver
-  ver=$(dpkg-query -W -f='${Version}' fio)
+  local ver patch
+  # fio's nfs engine, patched (bench/fio-nfs-sync.patch): end_fsync and
+  # fsync=N send a COMMIT, sync=1 opens O_SYNC (FILE_SYNC writes)
+  patch=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/fio-nfs-sync.patch
+  ver="$(dpkg-query -W -f='${Version}' fio) $(sha256sum <"$patch" | cut -c1-12)"
   if [ -x "$tools/fio/fio" ] && [ "$(cat "$tools/fio/.debversion" 2>/dev/null)" = "$ver" ] &&
      "$tools/fio/fio" --enghelp 2>/dev/null | grep -qw nfs; then
     return 0
@@ -64,12 +68,14 @@ bench_build_fio() {
   bench_src_apt "$tools/apt"
   export DEBIAN_FRONTEND=noninteractive
   apt-get "${APT_SRC_OPTS[@]}" build-dep -y -qq fio >/dev/null
-  (cd "$work" && apt-get "${APT_SRC_OPTS[@]}" source -qq "fio=$ver" >/dev/null 2>&1 ||
+  (cd "$work" && apt-get "${APT_SRC_OPTS[@]}" source -qq "fio=${ver%% *}" >/dev/null 2>&1 ||
      apt-get "${APT_SRC_OPTS[@]}" source -qq fio >/dev/null)
   local src
   src=$(find "$work" -maxdepth 1 -mindepth 1 -type d -name 'fio-*' | head -1)
   [ -n "$src" ] || { echo "bench: apt-get source fio gave no tree" >&2; return 1; }
   mv "$src" "$tools/fio"
+  (cd "$tools/fio" && patch -p1 <"$patch" >patch.log 2>&1) ||
+    { echo "bench: $patch does not apply; see $tools/fio/patch.log" >&2; return 1; }
   (cd "$tools/fio" && ./configure --enable-libnfs >configure.log 2>&1 &&
      make -j"$(nproc)" fio >make.log 2>&1) ||
     { echo "bench: fio build failed; see $tools/fio/configure.log and make.log" >&2; return 1; }

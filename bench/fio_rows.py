@@ -2,7 +2,9 @@
 """The data rows (fio): every test of DATA_TESTS on tmpfs (the local
 limit), NFSv3 through fio's nfs engine, ARF through the arf-fuse mount and
 ARF through libarf's fio engine over tcp and shm, with fio's latency
-percentiles and, for ARF, counters per operation and arfd's CPU time."""
+percentiles and, for ARF, counters per operation and arfd's CPU time.
+Write jobs end with a timed fsync (end_fsync=1): NFS and ARF answer writes
+before they are durable, and the COMMIT is part of the cost."""
 import json
 import os
 import subprocess
@@ -46,9 +48,12 @@ class FioRows:
 
     def fio_common(self, rw, bs, qd):
         c = self.cfg
+        # a write job ends with an fsync, timed: a COMMIT on NFS and ARF,
+        # which answer writes before they are durable
         return ["--rw=" + rw, "--bs=" + bs, "--iodepth=%d" % qd, "--size=" + c["size"],
                 "--time_based", "--runtime=%d" % c["runtime"], "--ramp_time=%d" % c["ramp"],
-                "--randrepeat=0", "--norandommap", "--numjobs=1", "--group_reporting"]
+                "--randrepeat=0", "--norandommap", "--numjobs=1", "--group_reporting"] + (
+                    ["--end_fsync=1"] if "write" in rw else [])
 
     def data_system(self, system, meta, engine_args, prep_args, server=None, counters=None):
         """Run every data test on one system. engine_args(rw, qd) -> fio args."""

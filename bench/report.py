@@ -17,21 +17,25 @@ from common import ARF_WAIT, DATA_TESTS, MC_FILES, MC_HOPS, META_TESTS, NFS_WAIT
 class Report:
     """Bench's outputs and check (a part of bench.Bench)."""
 
-    COLS = ["section", "test", "system", "strategy", "client", "transport", "wait", "caching",
+    COLS = ["section", "test", "system", "strategy", "durability", "client", "transport", "wait",
+            "caching",
             "ops_s", "mib_s", "p50_us", "p99_us", "mean_us", "ratio_nfs", "ratio_local",
             "one_sided_op", "rounds_op", "requests_op", "execs_op", "server_cpu_us_op",
-            "counter_source", "ns_op", "ratio_native", "insns", "hops"]
+            "counter_source", "ns_op", "ratio_native", "insns", "hops", "secs", "files"]
 
     def ratios(self):
         ref = {}
+        self.disk_ratios()
         for r in self.rows:
             if r["section"] in ("data", "metadata"):
                 if r["system"] in ("NFSv3 ganesha VFS", "NFSv3 ganesha MEM"):
                     ref[("nfs", r["test"])] = r["ops_s"]
                 if r["system"] == "local tmpfs":
                     ref[("local", r["test"])] = r["ops_s"]
+            if r["section"] == "tools" and r["system"] == "local tmpfs":
+                ref[("local", r["test"])] = r["ops_s"]
         for r in self.rows:
-            if r["system"].startswith("ARF"):
+            if r["system"].startswith("ARF") and r["section"] != "disk":
                 for k in ("nfs", "local"):
                     v = ref.get((k, r["test"]))
                     r["ratio_" + k] = r["ops_s"] / v if v else "n/a"
@@ -112,6 +116,21 @@ class Report:
                     ("rounds/op", "rounds_op"), ("requests/op", "requests_op"),
                     ("execs/op", "execs_op"), ("server CPU us/op", "server_cpu_us_op")],
                    sort_by_test=[(t,) for t in META_TESTS])
+        disk = [r for r in self.rows if r["section"] == "disk"]
+        if disk:
+            L += ["", "## Durability on a disk", "",
+                  "ARF's data directory and Ganesha's VFS export on the same disk-backed "
+                  "directory (%s), not tmpfs; each row says what its side has made durable "
+                  "when it counts an operation done, and ARF/NFS compares rows of the same "
+                  "durability. Writes: fio, %s file, %d s, end_fsync=1; create: metabench, "
+                  "%d files." % (self.disk, c["size"], c["runtime"],
+                                  200 if self.a.quick else 2000), ""]
+            L += table(disk, [("test", "test"), ("system", "system"),
+                              ("durable when done", "durability"), ("ops/s", "ops_s"),
+                              ("MiB/s", "mib_s"), ("p50 us", "p50_us"), ("p99 us", "p99_us"),
+                              ("mean us", "mean_us"), ("ARF/NFS", "ratio_nfs"),
+                              ("server CPU us/op", "server_cpu_us_op")],
+                       sort_by_test=[("4k randwrite qd1",), ("1m seq write",), ("create",)])
         L += ["", "## Strategies (libarf, client caches off)", "",
               "onesided: one-sided reads only (no hop limit, no programs); requests: plain "
               "requests only; " + ("shipped: shipped programs wherever libarf has one; "
@@ -123,6 +142,7 @@ class Report:
                     ("rounds/op", "rounds_op"), ("requests/op", "requests_op"),
                     ("execs/op", "execs_op"), ("server CPU us/op", "server_cpu_us_op")],
                    sort_by_test=[("lookup depth 10",), ("readdir 10k",)])
+        L += self.md_tools()
         L += self.md_mc()
         L += ["", "Counter sources: libarf rows from the client's `arf_stats()`; arf-fuse rows "
               "from arfd's control socket (`stats`: one-sided reads and rounds -- frames -- seen by "
@@ -300,8 +320,8 @@ class Report:
             if r is None:
                 bad.append("missing row: %s / %s / %s" % key)
                 continue
-            nums = ["ops_s", "mean_us"] + (["mib_s", "p50_us", "p99_us"]
-                                           if key[0] == "data" else [])
+            fio_row = key[0] == "data" or (key[0] == "disk" and key[1] != "create")
+            nums = ["ops_s", "mean_us"] + (["mib_s", "p50_us", "p99_us"] if fio_row else [])
             if key[0] == "interp":
                 nums += ["ns_op", "ratio_native"]
             elif r["system"].startswith("ARF") and key[0] not in ("chain", "listing"):

@@ -8,7 +8,10 @@
  *
  * Consistency (DESIGN.md §6) is NFS's: the kernel caches attributes and
  * names for the ac* timeouts, open() revalidates with the server
- * (close-to-open), and libarf's own caches are bounded the same way.
+ * (close-to-open), and LOOKUP and GETATTR are answered from the server's
+ * current state (the uncached client), so the kernel's timeouts are the
+ * only cache of names and attributes on a mount; libarf's caches of the
+ * main client serve the data path only.
  * Locks (fcntl and flock) are held by arfd, so they exclude across mounts
  * (locks.c); POSIX ACLs are enforced by the kernel from what arfd stores
  * (xattr.c).  Not installed; libarf's arf.h is the only interface used.
@@ -45,6 +48,9 @@ struct arf_fuse_opts {
 	uint32_t acregmin, acregmax, acdirmin, acdirmax; /* seconds */
 	int writeback;           /* kernel writeback cache (single-client semantics) */
 	int acl;                 /* POSIX ACLs (acl, default; noacl) */
+	int soft;                /* soft: give up after timeo x (retrans + 1); else hard */
+	uint32_t timeo;          /* tenths of a second a reply is waited for (NFS's timeo) */
+	uint32_t retrans;        /* soft: tries after the first before EIO (NFS's retrans) */
 	char lookupcache[12];    /* lookupcache=: "positive" (default), "all" or "none" */
 	int neg_cache;           /* from lookupcache: the kernel caches failed lookups */
 	int spin_set;            /* spin_us was given */
@@ -82,8 +88,9 @@ struct arf_fuse_node {
 	uint32_t nopen;          /* open handles on this mount; under fs->lock */
 	int64_t seen_mtime_ns;   /* attributes the kernel was last given ... */
 	uint64_t seen_size;      /* ... (close-to-open compares against them) */
+	int64_t seen_ctime_ns;   /* (a change of ctime alone: the attributes, not the pages;
+				  * or an ACL another client set) */
 	uint64_t fresh_until_ms; /* until then read through the uncached client */
-	int64_t seen_ctime_ns;   /* ctime the kernel was last given: a change may be an ACL's */
 	char *hidden;            /* silly-renamed to this name in (hdir, hgen); NULL if not */
 	uint64_t hdir;
 	uint32_t hgen;
@@ -100,8 +107,9 @@ struct arf_fuse_file {
 
 struct arf_fuse {
 	struct arf_fuse_opts opts;
-	arf_client *c;           /* main client: libarf caches bounded like the kernel's */
-	arf_client *cf;          /* uncached client for revalidation (== c under noac) */
+	arf_client *c;           /* main client: mutations, and reads through its caches */
+	arf_client *cf;          /* uncached client (== c under noac): LOOKUP, GETATTR,
+				  * readdirplus attributes and open()'s revalidation */
 	uint32_t cache_ms;       /* libarf attr/entry timeout of c */
 	struct fuse_session *se;
 	pthread_mutex_t lock;    /* the node table, nlookup, nopen, hidden */
@@ -111,6 +119,7 @@ struct arf_fuse {
 	uint64_t open_files;     /* handles open on this mount (under lock) */
 	uint64_t hidden_seq;     /* silly-rename counter */
 	int acl;                 /* the kernel enforces POSIX ACLs (FUSE_CAP_POSIX_ACL) */
+	struct arf_fuse_names *names; /* names.c: directories' names known (NULL: none kept) */
 	struct arf_fuse_node root;
 };
 
@@ -145,6 +154,46 @@ void arf_fuse_node_seen(struct arf_fuse *fs, struct arf_fuse_node *n, const stru
 /** The client to read n through: cf while c may hold a stale copy. */
 arf_client *arf_fuse_reader(struct arf_fuse *fs, struct arf_fuse_node *n);
 
+/* names.c: the names of directories this mount made and changed alone,
+ * so a lookup of a free name costs no round trip.  init: 0 or -ENOMEM
+ * (fs->names stays NULL: nothing is known, which is always right). */
+int arf_fuse_names_init(struct arf_fuse *fs);
+void arf_fuse_names_fini(struct arf_fuse *fs);
+/** 1 when name is known not to be in (dir, dgen) now, else 0 (ask). */
+enum { ARF_FUSE_NAME_UNKNOWN, ARF_FUSE_NAME_ABSENT, ARF_FUSE_NAME_PRESENT };
+/** What this mount knows of name in (dir, dgen): ARF_FUSE_NAME_* (known
+ * only within the name-cache time after the last proof). */
+int arf_fuse_names_state(struct arf_fuse *fs, uint64_t dir, uint32_t dgen, const char *name);
+/** Forget every directory's names (after an ESTALE). */
+void arf_fuse_names_forget_all(struct arf_fuse *fs);
+/** A directory this mount just made (its attributes from the reply). */
+void arf_fuse_names_new_dir(struct arf_fuse *fs, const struct arf_stat *st);
+/** One directory's part of a change of names: del went away, add came. */
+struct arf_fuse_names_change {
+	uint64_t dir;
+	uint32_t gen;
+	const char *del, *add;   /* NULL: none */
+};
+/** After this thread's change on fs->c with result rc: apply it where the
+ * reply's wcc proves nobody else changed the directory, forget it where not. */
+void arf_fuse_names_after(struct arf_fuse *fs, int rc, const struct arf_fuse_names_change *ch,
+			  int n);
+
+/* listing.c: an open directory's listing, fetched ahead in large batches
+ * with each entry's attributes, so that the kernel's page-sized readdir
+ * and readdirplus requests are answered from memory. */
+struct arf_fuse_listing;
+struct arf_fuse_listing *arf_fuse_listing_new(void);
+void arf_fuse_listing_free(struct arf_fuse_listing *l);
+/** Forget what was fetched (a new pass: rewinddir). */
+void arf_fuse_listing_reset(struct arf_fuse_listing *l);
+/** The entry after cookie (0 = from the start) of directory dn: 0 with *de
+ * and *st (NULL when the server gave no attributes for it: stat it), 1 at
+ * the end, or libarf's error.  The pointers stay valid until the next call. */
+int arf_fuse_listing_next(struct arf_fuse *fs, struct arf_fuse_node *dn,
+			  struct arf_fuse_listing *l, uint64_t cookie,
+			  const struct arf_dirent **de, const struct arf_stat **st);
+
 /* attr.c: conversions, cache timeouts and error codes */
 void arf_fuse_stat(const struct arf_stat *a, struct stat *st);
 double arf_fuse_attr_timeout(const struct arf_fuse *fs, const struct arf_stat *a);
@@ -158,9 +207,21 @@ int arf_fuse_errno(int rc);
 /** The same for a file named by handle: a vanished file is ESTALE. */
 int arf_fuse_errno_fh(int rc);
 
-/* cred.c: every request runs with the caller's uid, gid and groups */
+/* cred.c: every request runs with the caller's uid, gid and groups (or an
+ * open file's: the opener's), and its waits answer to the caller's fate */
 void arf_fuse_cred_req(fuse_req_t req, struct arf_cred *cred);
 void arf_fuse_cred_set(fuse_req_t req);
+void arf_fuse_cred_file(fuse_req_t req, const struct arf_cred *cred);
+
+/* hardmount.c: hard and soft mounts.  Note req as the request this thread
+ * serves: a wait of its libarf calls for the server ends only when its
+ * caller has a fatal signal pending (or is gone), or when the session
+ * ends; then the call fails with EINTR.  wait_session: for work outside a
+ * request (unmount), which ends when the session has. */
+void arf_fuse_wait_for(fuse_req_t req);
+void arf_fuse_wait_session(struct arf_fuse *fs);
+/* The libarf options of a mount's timeo, retrans and hard/soft. */
+void arf_fuse_wait_opts(const struct arf_fuse_opts *o, struct arf_client_opts *co);
 
 /* hidden.c: NFS's silly rename, for files unlinked while open here */
 /** If name in (dir, dgen) is the last name of a file open on this mount,
@@ -199,13 +260,16 @@ void arf_fuse_locks_fini(struct arf_fuse *fs);
 void arf_fuse_xattr_want(struct arf_fuse *fs, struct fuse_conn_info *conn);
 void arf_fuse_acl_changed(struct arf_fuse *fs, struct arf_fuse_node *n);
 
-/* handlers: ops_node.c, ops_ns.c, ops_file.c, ops_dir.c, xattr.c, ioctl.c, locks.c */
+/* handlers: ops_node.c, ops_ns.c, ops_file.c, ops_dir.c, xattr.c, ioctl.c, locks.c, ops_copy.c,
+ * ops_space.c */
 void arf_fuse_ops_node(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_ns(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_file(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_dir(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_xattr(struct fuse_lowlevel_ops *ops);
 void arf_fuse_ops_ioctl(struct fuse_lowlevel_ops *ops); /* ioctl.c: ARF_IOC_CRED */
+void arf_fuse_ops_copy(struct fuse_lowlevel_ops *ops);  /* ops_copy.c: copy_file_range */
+void arf_fuse_ops_space(struct fuse_lowlevel_ops *ops); /* ops_space.c: fallocate, lseek */
 
 static inline struct arf_fuse *arf_fuse_of(fuse_req_t req)
 {

@@ -3,8 +3,9 @@
  * Credentials: libarf requests carry the uid, gid and supplementary groups
  * of the process that made the FUSE request (AUTH_SYS, as NFS), set per
  * worker thread before any libarf call, and the umask of creates.  The
- * kernel has already checked permissions (default_permissions); the
- * server checks again.
+ * kernel has already checked permissions (default_permissions); the server
+ * checks again.  Setting them also names the request the thread serves,
+ * whose caller's fate ends a hard mount's wait (hardmount.c).
  */
 #include <string.h>
 #include <sys/types.h>
@@ -16,6 +17,7 @@ void arf_fuse_cred_req(fuse_req_t req, struct arf_cred *cred)
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	gid_t groups[16];
 
+	arf_fuse_wait_for(req);
 	memset(cred, 0, sizeof(*cred));
 	cred->uid = (uint32_t)ctx->uid;
 	cred->gid = (uint32_t)ctx->gid;
@@ -36,4 +38,10 @@ void arf_fuse_cred_set(fuse_req_t req)
 	/* with ACLs the kernel leaves the umask to us (FUSE_CAP_DONT_MASK):
 	 * arfd applies it unless the directory has a default ACL */
 	arf_set_thread_umask(arf_fuse_of(req)->acl ? (int)fuse_req_ctx(req)->umask : -1);
+}
+
+void arf_fuse_cred_file(fuse_req_t req, const struct arf_cred *cred)
+{
+	arf_fuse_wait_for(req);
+	arf_set_thread_cred(cred);
 }

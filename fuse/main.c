@@ -35,9 +35,11 @@ static void usage(FILE *f)
 	arf_fuse_opts_help(f);
 	fprintf(f,
 		"\nConsistency is NFS's close-to-open: open() revalidates with the server;\n"
-		"attributes and names are cached by the ac* timeouts.  fcntl and flock\n"
-		"locks are local to one mount.  An unlinked file stays usable through\n"
-		"descriptors open on the same mount (as .arf-hidden-INO-N until closed).\n");
+		"attributes and names are cached by the ac* timeouts only.  Mounts are hard:\n"
+		"they wait for a restarted arfd, and only SIGKILL ends a wait (soft: EIO after\n"
+		"timeo x (retrans + 1)).  fcntl and flock locks are local to one mount.  An\n"
+		"unlinked file stays usable through descriptors open on the same mount (as\n"
+		".arf-hidden-INO-N until closed).\n");
 }
 
 int main(int argc, char **argv)

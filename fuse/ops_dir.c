@@ -5,11 +5,12 @@
  * Offsets given to the kernel are ARF's stable cookies ("resume after this
  * entry") shifted by two, below which sit "." (1) and ".." (2), so a
  * listing resumes exactly where the kernel asks however the directory
- * changed meanwhile.  Entries are fetched in batches and the last batch is
- * kept with the open directory (the kernel serialises readdir calls on one
- * open directory).  readdirplus gives the kernel each entry's attributes
- * and a lookup reference, saving a lookup per name for `ls -l` and the like.
- * opendir revalidates like open (close-to-open for listings).
+ * changed meanwhile.  The listing is fetched ahead, with attributes, in
+ * large batches kept with the open directory (listing.c), and the kernel's
+ * page-sized requests are answered from it.  readdirplus gives the kernel
+ * each entry's attributes and a lookup reference, saving a lookup per name
+ * for `ls -l` and the like.  opendir revalidates like open (close-to-open
+ * for listings), and a new pass (offset 0) fetches afresh.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,15 +18,6 @@
 #include <string.h>
 
 #include "arf_fuse.h"
-
-#define BATCH 128
-
-struct dir_handle {
-	size_t n;                /* entries in ents */
-	int eof;                 /* ents ends the listing */
-	uint64_t from;           /* the cookie ents was fetched after */
-	struct arf_dirent ents[BATCH];
-};
 
 static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -39,46 +31,15 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		fuse_reply_err(req, arf_fuse_errno_fh(rc));
 		return;
 	}
-	struct dir_handle *d = calloc(1, sizeof(*d));
+	struct arf_fuse_listing *d = arf_fuse_listing_new();
 	if (!d) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	d->from = UINT64_MAX; /* nothing fetched */
 	fi->fh = (uintptr_t)d;
 	fi->cache_readdir = 0;
 	if (fuse_reply_open(req, fi) == -ENOENT)
-		free(d);
-}
-
-/* Make d hold the entries after cookie, starting at *pos.  0 or libarf's error. */
-static int batch_at(struct arf_fuse *fs, struct arf_fuse_node *dn, struct dir_handle *d,
-		    uint64_t cookie, size_t *pos)
-{
-	if (d->from != UINT64_MAX) {
-		if (cookie == d->from) {
-			*pos = 0;
-			return 0;
-		}
-		for (size_t i = 0; i < d->n; i++)
-			if (d->ents[i].cookie == cookie && (i + 1 < d->n || d->eof)) {
-				*pos = i + 1;
-				return 0;
-			}
-	}
-	size_t n = 0;
-	int eof = 0;
-	int rc = arf_readdir(arf_fuse_reader(fs, dn), dn->ino, dn->gen, cookie, d->ents, BATCH,
-			     &n, &eof);
-	if (rc) {
-		d->from = UINT64_MAX;
-		return rc;
-	}
-	d->n = n;
-	d->eof = eof;
-	d->from = cookie;
-	*pos = 0;
-	return 0;
+		arf_fuse_listing_free(d);
 }
 
 /* Add one entry without attributes; returns its size, or 0 when it does
@@ -106,7 +67,8 @@ struct refs {
 };
 
 static size_t add_plus(struct arf_fuse *fs, fuse_req_t req, char *buf, size_t room,
-		       const struct arf_dirent *de, off_t next, struct refs *refs)
+		       const struct arf_dirent *de, const struct arf_stat *given, off_t next,
+		       struct refs *refs)
 {
 	struct fuse_entry_param e;
 	struct arf_stat st;
@@ -122,7 +84,9 @@ static size_t add_plus(struct arf_fuse *fs, fuse_req_t req, char *buf, size_t ro
 		refs->ids = ids;
 		refs->cap = cap;
 	}
-	if (arf_getattr(fs->c, de->ino, de->gen, &st) || arf_fuse_fill_entry(fs, &e, &st))
+	if (given)
+		st = *given; /* fetched with the listing */
+	if ((!given && arf_getattr(fs->cf, de->ino, de->gen, &st)) || arf_fuse_fill_entry(fs, &e, &st))
 		/* gone meanwhile (or no memory): a name without attributes */
 		return add_plain(req, 1, buf, room, de->name, de->ino, de->type, next);
 	refs->ids[refs->n++] = e.ino;
@@ -134,9 +98,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	struct arf_fuse *fs = arf_fuse_of(req);
 	struct arf_fuse_node *dn = arf_fuse_node(fs, ino);
-	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
+	struct arf_fuse_listing *d = (struct arf_fuse_listing *)(uintptr_t)fi->fh;
 	char *buf = malloc(size);
-	size_t used = 0, pos, got;
+	size_t used = 0, got;
 	struct refs refs = { NULL, 0, 0 };
 	int rc = 0;
 
@@ -146,7 +110,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	arf_fuse_cred_set(req);
 	if (off == 0) /* a new pass (rewinddir): fetch afresh */
-		d->from = UINT64_MAX;
+		arf_fuse_listing_reset(d);
 	/* "." and ".." first: the kernel takes no reference for them */
 	if (off == 0) {
 		got = add_plain(req, plus, buf, size, ".", dn->ino, DT_DIR, 1);
@@ -169,22 +133,22 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	uint64_t cookie = (uint64_t)off - 2;
 	for (;;) {
-		rc = batch_at(fs, dn, d, cookie, &pos);
-		if (rc || d->n == pos)
+		const struct arf_dirent *de;
+		const struct arf_stat *st;
+		rc = arf_fuse_listing_next(fs, dn, d, cookie, &de, &st);
+		if (rc) {
+			if (rc == 1) /* the end */
+				rc = 0;
 			break;
-		for (; pos < d->n; pos++) {
-			const struct arf_dirent *de = &d->ents[pos];
-			off_t next = (off_t)(de->cookie + 2);
-			got = plus ? add_plus(fs, req, buf + used, size - used, de, next, &refs)
-				   : add_plain(req, 0, buf + used, size - used, de->name,
-					       de->ino, de->type, next);
-			if (!got)
-				goto reply;
-			used += got;
-			cookie = de->cookie;
 		}
-		if (d->eof)
+		off_t next = (off_t)(de->cookie + 2);
+		got = plus ? add_plus(fs, req, buf + used, size - used, de, st, next, &refs)
+			   : add_plain(req, 0, buf + used, size - used, de->name, de->ino, de->type,
+				       next);
+		if (!got)
 			break;
+		used += got;
+		cookie = de->cookie;
 	}
 reply:
 	if (rc && !used)
@@ -211,7 +175,7 @@ static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t of
 static void op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	free((void *)(uintptr_t)fi->fh);
+	arf_fuse_listing_free((struct arf_fuse_listing *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 

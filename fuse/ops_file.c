@@ -8,14 +8,18 @@
  * page cache is not kept, so the first read sees every write acknowledged
  * before the open; if they differ from the main client's cached copy, the
  * file is read through the uncached client until that copy has expired.
- * Writes are synchronous requests, so close() has nothing to flush.
+ * Writes are requests answered at once but unstable, as NFSv3's: arfd
+ * makes them durable at a COMMIT, which FLUSH sends when this mount has
+ * writes of the file not yet committed (so that close() reports a write
+ * that cannot be made durable, as on NFS), and fsync always.
  * Reads and writes use the opener's credentials, as NFS does.
  *
  * O_APPEND: the kernel would append at its own idea of the size, which
  * another client may have outgrown since; so (without the writeback cache)
- * such files are opened for direct I/O and each write goes to the end of
- * file as the server has it then.  As on NFS, appends from two clients at
- * the same moment are not atomic with respect to each other.
+ * such files are opened for direct I/O and each write is an APPEND request:
+ * the server writes it at its own end of file under its lock, so appends
+ * from any number of clients never overwrite each other (NFS cannot
+ * promise that), and its reply says where the bytes went.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +48,8 @@ int arf_fuse_revalidate(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_nod
 	struct arf_stat fresh, cached;
 	int rc = arf_getattr(fs->cf, n->ino, n->gen, &fresh);
 
+	if (rc == -ESTALE)
+		arf_fuse_names_forget_all(fs); /* the kernel looks the name up again: ask */
 	if (rc)
 		return rc;
 	if (fs->cf != fs->c &&
@@ -51,8 +57,10 @@ int arf_fuse_revalidate(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_nod
 		__atomic_store_n(&n->fresh_until_ms, now_ms() + fs->cache_ms + 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&fs->lock);
 	*keep_cache = n->seen_mtime_ns == fresh.mtime_ns && n->seen_size == fresh.size;
+	/* ctime moves with every change of attributes (mode, owner, links) */
+	int same = *keep_cache && n->seen_ctime_ns == fresh.ctime_ns;
 	pthread_mutex_unlock(&fs->lock);
-	if (!*keep_cache && fs->se)
+	if (!same && fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0); /* attributes only */
 	return 0;
 }
@@ -111,6 +119,8 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 
 	arf_fuse_cred_set(req);
 	rc = arf_create(fs->c, p->ino, p->gen, name, mode & 07777, (fi->flags & O_EXCL) != 0, &st);
+	struct arf_fuse_names_change ch = { p->ino, p->gen, NULL, name };
+	arf_fuse_names_after(fs, rc, &ch, 1); /* names.c: the name is there now */
 	if (!rc && (fi->flags & O_TRUNC) && st.size) /* an existing file, reopened */
 		rc = arf_setattr(fs->c, st.ino, st.gen,
 				 &(struct arf_setattr){ .valid = ARF_SET_SIZE }, &st);
@@ -209,7 +219,7 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	arf_set_thread_cred(&h->cred);
+	arf_fuse_cred_file(req, &h->cred);
 	ssize_t r = arf_read(arf_fuse_reader(fs, n), n->ino, n->gen, (uint64_t)off, buf, size);
 	if (r < 0)
 		fuse_reply_err(req, arf_fuse_errno_fh((int)r));
@@ -231,17 +241,9 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_err(req, EIO);
 		return;
 	}
-	arf_set_thread_cred(&h->cred);
-	if (h->append) {
-		struct arf_stat st;
-		int rc = arf_getattr(fs->cf, n->ino, n->gen, &st);
-		if (rc) {
-			fuse_reply_err(req, arf_fuse_errno_fh(rc));
-			return;
-		}
-		off = (off_t)st.size;
-	}
-	ssize_t w = arf_write(fs->c, n->ino, n->gen, (uint64_t)off, buf, size);
+	arf_fuse_cred_file(req, &h->cred);
+	ssize_t w = h->append ? arf_append(fs->c, n->ino, n->gen, buf, size, NULL)
+			      : arf_write(fs->c, n->ino, n->gen, (uint64_t)off, buf, size);
 	if (w < 0)
 		fuse_reply_err(req, arf_fuse_errno_fh((int)w));
 	else
@@ -250,18 +252,24 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 
 static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	/* writes were acknowledged by the server already; the closing process's
-	 * fcntl locks on the file go (locks.c) */
 	struct arf_fuse *fs = arf_fuse_of(req);
+	struct arf_fuse_file *h = file_of(fi);
+	struct arf_fuse_node *n = h->node;
 
-	arf_fuse_locks_flush(fs, arf_fuse_node(fs, ino), fi);
-	fuse_reply_err(req, 0);
+	/* the closing process's fcntl locks on the file go (locks.c); then
+	 * the COMMIT of what this mount wrote to the file (none: no round
+	 * trip), whose error is close()'s */
+	(void)ino;
+	arf_fuse_locks_flush(fs, n, fi);
+	arf_set_thread_cred(&h->cred);
+	fuse_reply_err(req, arf_fuse_errno_fh(arf_flush(fs->c, n->ino, n->gen)));
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct arf_fuse *fs = arf_fuse_of(req);
 
+	arf_fuse_wait_for(req); /* the last close may remove a hidden name */
 	arf_fuse_locks_release(fs, arf_fuse_node(fs, ino), fi); /* its flock lock goes */
 	file_free(fs, file_of(fi));
 	fuse_reply_err(req, 0);
@@ -274,7 +282,7 @@ static void op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_f
 
 	(void)datasync;
 	if (fi && fi->fh)
-		arf_set_thread_cred(&file_of(fi)->cred);
+		arf_fuse_cred_file(req, &file_of(fi)->cred);
 	else
 		arf_fuse_cred_set(req);
 	fuse_reply_err(req, arf_fuse_errno_fh(arf_fsync(fs->c, n->ino, n->gen)));

@@ -3,9 +3,21 @@
  * Handlers on one file, by inode: lookup, forget, getattr, setattr,
  * access, readlink, statfs.
  *
- * Lookups and attributes go through the main client, whose libarf caches
- * are bounded like the kernel's; a file that open() found changed on the
- * server is read through the uncached client for a while (see ops_file.c).
+ * Lookups and attributes are answered from the server's current state,
+ * through the uncached client: the kernel's entry and attribute timeouts
+ * are the only cache on a mount (NFS's rule).  A cache under the kernel's
+ * would hand the kernel's revalidating LOOKUP -- the one it sends after an
+ * open() got ESTALE because another client replaced or removed the name --
+ * the same dead inode again, and a GETATTR after this mount's own unlink or
+ * rename the link count and ctime from before it.  Reading an inode
+ * one-sidedly costs one round (a memory copy over shm) and no server CPU,
+ * which is why polling at the kernel's timeouts beats change notifications
+ * (leases or callbacks, as AFS and NFSv4 delegations) here: a callback
+ * would cost the server state per client and cached object, and a message
+ * per change, to save a read that costs it nothing.  The one exception is
+ * a name that names.c knows is free, as NFS's lookupcache=all keeps a
+ * negative entry while the directory is unchanged: only in a directory this
+ * mount changed itself, for at most the attribute timeout.
  * A failed lookup is cached by the kernel as a negative entry only with
  * lookupcache=all: NFS revalidates a negative entry when the directory
  * changes, which a FUSE entry timeout cannot do, so by default a file that
@@ -24,7 +36,15 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct arf_stat st;
 
 	arf_fuse_cred_set(req);
-	int rc = arf_lookup(fs->c, p->ino, p->gen, name, &st);
+	/* in a directory whose names this mount knows (names.c), a free name
+	 * (the kernel asks before every mkdir, create and rename target) and a
+	 * name this mount's own change made (the rename target, looked up
+	 * again) cost no round trip */
+	int known = arf_fuse_names_state(fs, p->ino, p->gen, name);
+	int rc = known == ARF_FUSE_NAME_ABSENT
+			 ? -ENOENT
+			 : arf_lookup(known == ARF_FUSE_NAME_PRESENT ? fs->c : fs->cf, p->ino, p->gen,
+				      name, &st);
 	if (rc == -ENOENT && fs->opts.neg_cache) {
 		struct fuse_entry_param e;
 		memset(&e, 0, sizeof(e));
@@ -56,7 +76,11 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 /* Attributes of n as the kernel should see them. */
 static int node_attr(struct arf_fuse *fs, struct arf_fuse_node *n, struct arf_stat *st)
 {
-	int rc = arf_getattr(arf_fuse_reader(fs, n), n->ino, n->gen, st);
+	/* the kernel asks right after a change whose reply carried them */
+	int rc = arf_reply_attr(fs->c, n->ino, n->gen, st) ? arf_getattr(fs->cf, n->ino, n->gen, st)
+							       : 0;
+	if (rc == -ESTALE)
+		arf_fuse_names_forget_all(fs); /* what it knew may name the dead file */
 	if (rc)
 		return rc;
 	/* a silly-renamed file is unlinked as far as its users know */
@@ -129,13 +153,17 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to
 	}
 	/* ftruncate() acts with the opener's rights, as NFS does */
 	if (fi && fi->fh)
-		arf_set_thread_cred(&((struct arf_fuse_file *)(uintptr_t)fi->fh)->cred);
+		arf_fuse_cred_file(req, &((struct arf_fuse_file *)(uintptr_t)fi->fh)->cred);
 	else
 		arf_fuse_cred_set(req);
-	if (sa.valid) /* only ctime or kill-suid bits asked for: nothing to send */
-		rc = arf_setattr(fs->c, n->ino, n->gen, &sa, &a);
-	else
-		rc = arf_getattr(fs->c, n->ino, n->gen, &a);
+	/* sent even when no field is set: chown(f, -1, -1), and the kernel's
+	 * "remove privileges" before a write (FUSE_CAP_HANDLE_KILLPRIV), come
+	 * as an empty SETATTR, which sets ctime and clears set-id bits at the
+	 * server (ops/setattr.c) */
+	rc = arf_setattr(fs->c, n->ino, n->gen, &sa, &a);
+	/* a directory's ctime moves: names.c follows it (its wcc) */
+	struct arf_fuse_names_change ch = { n->ino, n->gen, NULL, NULL };
+	arf_fuse_names_after(fs, rc, &ch, 1);
 	if (rc) {
 		fuse_reply_err(req, arf_fuse_errno_fh(rc));
 		return;

@@ -3,8 +3,11 @@
  * Handlers that change names: mknod, mkdir, symlink, link, unlink, rmdir,
  * rename.  Each is one libarf request with the caller's credentials; the
  * two that can remove a file's last name first give an open file a hidden
- * name (hidden.c).  RENAME_EXCHANGE and RENAME_WHITEOUT are not supported
- * (EINVAL); RENAME_NOREPLACE is the server's.
+ * name (hidden.c).  Each reply's wcc keeps names.c's knowledge of the
+ * directory, and libarf keeps the directory's new attributes for the
+ * kernel's next GETATTR, so neither costs another round trip.
+ * RENAME_NOREPLACE and RENAME_EXCHANGE are the server's (one request,
+ * atomic there); RENAME_WHITEOUT is not supported (EINVAL).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,10 +17,17 @@
 #ifndef RENAME_NOREPLACE
 #define RENAME_NOREPLACE (1 << 0)
 #endif
+#ifndef RENAME_EXCHANGE
+#define RENAME_EXCHANGE (1 << 1)
+#endif
 
-/* Reply to a request that made a new name. */
-static void reply_new(fuse_req_t req, struct arf_fuse *fs, int rc, const struct arf_stat *st)
+/* Reply to a request that made name in p (after names.c has seen it). */
+static void reply_new(fuse_req_t req, struct arf_fuse *fs, int rc, const struct arf_stat *st,
+		      const struct arf_fuse_node *p, const char *name)
 {
+	struct arf_fuse_names_change ch = { p->ino, p->gen, NULL, name };
+
+	arf_fuse_names_after(fs, rc, &ch, 1);
 	if (rc)
 		fuse_reply_err(req, arf_fuse_errno(rc));
 	else
@@ -32,7 +42,7 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 	arf_fuse_cred_set(req);
 	int rc = arf_mknod(fs->c, p->ino, p->gen, name, mode, rdev, &st);
-	reply_new(req, fs, rc, &st);
+	reply_new(req, fs, rc, &st, p, name);
 }
 
 static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
@@ -43,7 +53,9 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 
 	arf_fuse_cred_set(req);
 	int rc = arf_mkdir(fs->c, p->ino, p->gen, name, mode & 07777, &st);
-	reply_new(req, fs, rc, &st);
+	if (!rc)
+		arf_fuse_names_new_dir(fs, &st); /* empty, and ours to know */
+	reply_new(req, fs, rc, &st, p, name);
 }
 
 static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, const char *name)
@@ -54,7 +66,7 @@ static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, co
 
 	arf_fuse_cred_set(req);
 	int rc = arf_symlink(fs->c, p->ino, p->gen, name, target, &st);
-	reply_new(req, fs, rc, &st);
+	reply_new(req, fs, rc, &st, p, name);
 }
 
 static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -65,7 +77,7 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 
 	arf_fuse_cred_set(req);
 	int rc = arf_link(fs->c, n->ino, n->gen, p->ino, p->gen, newname, &st);
-	reply_new(req, fs, rc, &st);
+	reply_new(req, fs, rc, &st, p, newname);
 }
 
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -76,11 +88,17 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 	arf_fuse_cred_req(req, &cred);
 	arf_set_thread_cred(&cred);
+	struct arf_fuse_names_change ch = { p->ino, p->gen, name, NULL };
 	int rc = arf_fuse_hide_if_open(fs, p->ino, p->gen, name, &cred);
-	if (rc == 0)
+	if (rc == 0) {
 		rc = arf_unlink(fs->c, p->ino, p->gen, name);
-	else if (rc == 1) /* hidden: the name is gone, which is what was asked */
-		rc = 0;
+		arf_fuse_names_after(fs, rc, &ch, 1);
+	} else {
+		/* a hidden name came instead: forget the directory's names */
+		arf_fuse_names_after(fs, -EAGAIN, &ch, 1);
+		if (rc == 1) /* hidden: the name is gone, which is what was asked */
+			rc = 0;
+	}
 	fuse_reply_err(req, arf_fuse_errno(rc));
 }
 
@@ -90,7 +108,10 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct arf_fuse_node *p = arf_fuse_node(fs, parent);
 
 	arf_fuse_cred_set(req);
-	fuse_reply_err(req, arf_fuse_errno(arf_rmdir(fs->c, p->ino, p->gen, name)));
+	struct arf_fuse_names_change ch = { p->ino, p->gen, name, NULL };
+	int rc = arf_rmdir(fs->c, p->ino, p->gen, name);
+	arf_fuse_names_after(fs, rc, &ch, 1);
+	fuse_reply_err(req, arf_fuse_errno(rc));
 }
 
 static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
@@ -101,7 +122,7 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	struct arf_cred cred;
 	int rc = 0;
 
-	if (flags & ~(unsigned)RENAME_NOREPLACE) { /* EXCHANGE, WHITEOUT */
+	if (flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) { /* WHITEOUT */
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
@@ -109,11 +130,19 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 	arf_set_thread_cred(&cred);
 	/* the kernel has checked the types and rights already, so once the
 	 * target is hidden the rename is not expected to fail */
-	if (!(flags & RENAME_NOREPLACE))
+	if (!(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE))) /* an exchange removes no file */
 		rc = arf_fuse_hide_if_open(fs, np->ino, np->gen, newname, &cred);
 	if (rc >= 0)
 		rc = arf_rename(fs->c, p->ino, p->gen, name, np->ino, np->gen, newname,
-				(flags & RENAME_NOREPLACE) ? ARF_RENAME_NOREPLACE : 0);
+				((flags & RENAME_NOREPLACE) ? ARF_RENAME_NOREPLACE : 0) |
+				((flags & RENAME_EXCHANGE) ? ARF_RENAME_EXCHANGE : 0));
+	struct arf_fuse_names_change ch[2] = { { p->ino, p->gen, name, NULL },
+					       { np->ino, np->gen, NULL, newname } };
+	if (flags & RENAME_EXCHANGE) /* both names stay */
+		ch[0].del = ch[1].add = NULL;
+	else if (p == np)
+		ch[0].add = newname;
+	arf_fuse_names_after(fs, rc, ch, p == np ? 1 : 2);
 	fuse_reply_err(req, arf_fuse_errno(rc));
 }
 

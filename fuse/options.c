@@ -4,7 +4,9 @@
  * strings for arf-fuse and mount.arf alike, prints --help, and says which
  * generic mount(8) options go to the kernel and which are only accepted.
  * The attribute-cache options are NFS's, with NFS's defaults
- * (acregmin=3, acregmax=60, acdirmin=30, acdirmax=60 seconds).
+ * (acregmin=3, acregmax=60, acdirmin=30, acdirmax=60 seconds), and so are
+ * hard (default), soft, timeo (600 tenths of a second) and retrans (2);
+ * intr and nointr are accepted without effect, as by NFS since 2.6.25.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -69,6 +71,20 @@ static const struct opt_def opt_table[] = {
 	  sizeof(((struct arf_fuse_opts *)0)->lookupcache), -1, "all|positive|none",
 	  "names the kernel caches (default positive: failed lookups are not cached, "
 	  "so files other clients create show at once)" },
+	/* when the server does not answer, as NFS */
+	{ "hard", OPT_FLAG, F(soft), 0, 0, -1, NULL,
+	  "wait for the server for ever (default): operations carry on once arfd is back; only "
+	  "a fatal signal (SIGKILL) ends a wait" },
+	{ "soft", OPT_FLAG, F(soft), 1, 0, -1, NULL,
+	  "give up with EIO when the server has not answered for timeo x (retrans + 1)" },
+	{ "timeo", OPT_UINT, F(timeo), 1, 36000, -1, "N",
+	  "tenths of a second to wait for a reply before reconnecting and sending again "
+	  "(default 600)" },
+	{ "retrans", OPT_UINT, F(retrans), 0, 100, -1, "N",
+	  "soft: times a request is sent again before EIO (default 2); hard: 'not responding' "
+	  "is logged after timeo" },
+	{ "intr", OPT_ACCEPT, 0, 0, 0, -1, NULL, NULL },
+	{ "nointr", OPT_ACCEPT, 0, 0, 0, -1, NULL, NULL },
 	{ "writeback", OPT_FLAG, F(writeback), 1, 0, -1, NULL,
 	  "kernel writeback cache: faster small writes, but other clients see them only after "
 	  "close or fsync, and sizes are this mount's" },
@@ -134,6 +150,8 @@ void arf_fuse_opts_init(struct arf_fuse_opts *o)
 	o->acregmax = 60;
 	o->acdirmin = 30;
 	o->acdirmax = 60;
+	o->timeo = 600;
+	o->retrans = 2;
 	o->allow_other = -1; /* decided at mount time */
 }
 

@@ -32,7 +32,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->time_gran = 1;
 	unsigned want = FUSE_CAP_ASYNC_READ | FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_AUTO_INVAL_DATA |
 			FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS |
-			FUSE_CAP_ASYNC_DIO;
+			FUSE_CAP_ASYNC_DIO | FUSE_CAP_HANDLE_KILLPRIV;
+	/* HANDLE_KILLPRIV: the server clears set-id bits on write, truncate and
+	 * chown (ops/), as local filesystems do.  Where libfuse does not pass
+	 * it on (3.14 does not), the kernel sends its own "remove privileges"
+	 * as a chmod from the writer, which ops/setattr.c accepts from anyone
+	 * who may write the file (NFS clients drop that chmod instead) */
 	if (fs->opts.writeback)
 		want |= FUSE_CAP_WRITEBACK_CACHE;
 	conn->want |= want & conn->capable;
@@ -44,6 +49,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 
 static void op_destroy(void *userdata)
 {
+	arf_fuse_wait_session(userdata); /* a hard wait ends with the session */
 	arf_fuse_locks_fini(userdata);
 	arf_fuse_hidden_cleanup(userdata);
 }
@@ -105,6 +111,7 @@ static int connect_clients(struct arf_fuse *fs, char *err, size_t errlen)
 	int rc;
 
 	arf_client_opts_init(&co);
+	arf_fuse_wait_opts(&fs->opts, &co); /* hard or soft, timeo, retrans */
 	if (fs->opts.secret[0])
 		co.secret_file = fs->opts.secret;
 	if (fs->opts.spin_set)
@@ -168,6 +175,8 @@ static struct fuse_session *new_session(struct arf_fuse *fs, char *err, size_t e
 	arf_fuse_ops_xattr(&ops);
 	arf_fuse_ops_ioctl(&ops);
 	arf_fuse_ops_locks(&ops);
+	arf_fuse_ops_copy(&ops);
+	arf_fuse_ops_space(&ops);
 
 	if (escape_opt(fs->opts.fsname[0] ? fs->opts.fsname : fs->opts.url, fsname,
 		       sizeof(fsname))) {
@@ -215,7 +224,7 @@ int arf_fuse_run(struct arf_fuse_opts *o, int ready_fd)
 	if (rc)
 		goto fail;
 	rc = arf_fuse_nodes_init(fs, &root);
-	if (rc) {
+	if (rc || (rc = arf_fuse_names_init(fs))) {
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
 	}
@@ -269,6 +278,7 @@ out:
 	else if (fs && fs->table)
 		arf_fuse_hidden_cleanup(fs);
 	if (fs) {
+		arf_fuse_names_fini(fs);
 		arf_fuse_nodes_fini(fs);
 		if (fs->cf != fs->c)
 			arf_close(fs->cf);

@@ -199,6 +199,25 @@ void arf_net_buf_free(struct arf_net_buf *b);
 int arf_net_call(struct arf_net_conn *c, uint16_t op, const struct iovec *iov, int iovcnt,
 		 struct arf_net_buf *resp);
 
+/* arf_net_call with the frame id chosen by the caller (at or above
+ * ARF_NET_ID_CALLER, unique among this connection's calls in flight): the
+ * server sees the same id when the request is sent again on a new
+ * connection, which is what its reply cache keys on. */
+#define ARF_NET_ID_CALLER (1ull << 63)
+int arf_net_call_id(struct arf_net_conn *c, uint16_t op, uint64_t id, const struct iovec *iov,
+		    int iovcnt, struct arf_net_buf *resp);
+
+/* Waits that can be given up: while fn is set for the calling thread,
+ * every wait of this thread in net/ (for a reply, for the socket, for a
+ * connection) longer than ARF_NET_ABORT_POLL_MS calls fn(arg) at that
+ * pace, and a nonzero answer ends the wait with -ECANCELED.  A call given
+ * up leaves the connection as it was (its reply, if one comes, is
+ * dropped), unless it was given up half-way through sending a frame: the
+ * connection is then broken.  fn NULL: waits are not given up (default).
+ * The verbs transport does not look at it. */
+#define ARF_NET_ABORT_POLL_MS 100
+void arf_net_set_thread_abort(int (*fn)(void *arg), void *arg);
+
 void arf_net_counters(struct arf_net_conn *c, struct arf_net_counters *out);
 
 /* ------------------------------------------------------------------ server */

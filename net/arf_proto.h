@@ -25,6 +25,7 @@
 #define ARF_PROTO_NGROUPS      16u
 #define ARF_PROTO_MAX_IO       (4u << 20)  /* largest READ/WRITE payload */
 #define ARF_PROTO_MAX_READDIR  1024u       /* most entries in one READDIR reply */
+#define ARF_PROTO_MAX_COPY     (8u << 20)  /* most bytes one COPY copies (the client loops) */
 #define ARF_PROTO_MAX_PROG     (1u << 20)  /* largest program (raw bytecode or ELF) */
 #define ARF_PROTO_MAX_PROG_ARG (64u << 10) /* largest PROG_EXEC argument */
 #define ARF_PROTO_MAX_PROG_MSG 512u        /* longest error message of a program */
@@ -41,17 +42,46 @@ enum arf_proto_op {
 	ARF_OP_ACCESS   = 0x106, /* fh, u32 mask -> - */
 	/* CREATE, MKDIR and MKNOD may end with u32 umask: applied by the server
 	 * unless the directory has a default ACL (which is inherited instead) */
-	ARF_OP_CREATE   = 0x110, /* fh, name, u32 mode, u32 excl[, u32 umask] -> attr */
-	ARF_OP_MKDIR    = 0x111, /* fh, name, u32 mode[, u32 umask] -> attr */
-	ARF_OP_MKNOD    = 0x112, /* fh, name, u32 mode, u64 rdev[, u32 umask] -> attr */
-	ARF_OP_UNLINK   = 0x113, /* fh, name -> - */
-	ARF_OP_RMDIR    = 0x114, /* fh, name -> - */
-	ARF_OP_RENAME   = 0x115, /* fh, name, fh, name, u32 flags -> - */
-	ARF_OP_LINK     = 0x116, /* fh, fh(dir), name -> attr */
-	ARF_OP_SYMLINK  = 0x117, /* fh, name, bytes(target) -> attr */
-	ARF_OP_SETATTR  = 0x118, /* fh, setattr -> attr */
-	ARF_OP_WRITE    = 0x119, /* fh, u64 off, bytes -> u32 written, attr */
-	ARF_OP_FSYNC    = 0x11a, /* fh -> - */
+	ARF_OP_CREATE   = 0x110, /* fh, name, u32 mode, u32 excl[, u32 umask] -> attr, wcc */
+	ARF_OP_MKDIR    = 0x111, /* fh, name, u32 mode[, u32 umask] -> attr, wcc */
+	ARF_OP_MKNOD    = 0x112, /* fh, name, u32 mode, u64 rdev[, u32 umask] -> attr, wcc */
+	ARF_OP_UNLINK   = 0x113, /* fh, name -> wcc, objs */
+	ARF_OP_RMDIR    = 0x114, /* fh, name -> wcc, objs */
+	ARF_OP_RENAME   = 0x115, /* fh, name, fh, name, u32 flags -> wcc, objs */
+	ARF_OP_LINK     = 0x116, /* fh, fh(dir), name -> attr, wcc */
+	ARF_OP_SYMLINK  = 0x117, /* fh, name, bytes(target) -> attr, wcc */
+	ARF_OP_SETATTR  = 0x118, /* fh, setattr -> attr, wcc (of fh itself, when a directory) */
+	/* reply: then (ARF_PROTO_WRITE_*) u64 verifier (the server's incarnation),
+	 * u64 seq (the write's transaction), u64 offset (where the bytes went),
+	 * u32 flags; the write is durable only once a COMMIT with the same
+	 * verifier answers a durable sequence >= seq, unless flags say stable */
+	ARF_OP_WRITE    = 0x119, /* fh, u64 off, bytes -> u32 written, attr, write_info */
+	ARF_OP_FSYNC    = 0x11a, /* fh -> - (everything before it durable) */
+	/* Everything applied before it durable (NFSv3 COMMIT), for the whole
+	 * export; fh may be (0, 0), else it must name a file (ESTALE).  The reply
+	 * says how far: the verifier and the durable sequence; and for
+	 * old_verifier (an earlier incarnation whose writes the client holds;
+	 * 0 = none) the sequence it was found durable through at the next
+	 * start, and whether the server knows it (0: it does not). */
+	ARF_OP_COMMIT   = 0x11b, /* fh, u64 old_verifier -> u64 verifier, u64 durable,
+				  * u64 old_through, u32 old_known */
+	/* A new regular file with its bytes and attributes (setattr: mode, uid,
+	 * gid, times; never size) in one transaction: what tar, rsync and git
+	 * do for each small file.  Always exclusive (EEXIST); a failure after
+	 * the file was made removes it again. */
+	ARF_OP_CREATE_WRITE = 0x11d, /* fh(dir), name, u32 mode, setattr, bytes(data) -> attr, wcc */
+	/* Server-side copy (NFS 4.2's COPY): up to ARF_PROTO_MAX_COPY bytes of
+	 * src copied into dst block by block, never through the client; holes
+	 * stay holes where dst had none.  flags must be 0. */
+	ARF_OP_COPY     = 0x11e, /* fh(src), u64 src_off, fh(dst), u64 dst_off, u64 len, u32 flags
+				  * -> u64 copied, attr(dst) */
+	/* O_APPEND: written at the server's end of file, under its lock; the
+	 * reply says where (a re-send is answered from the reply cache) */
+	ARF_OP_APPEND   = 0x11c, /* fh, bytes -> u64 offset, u32 written, attr */
+	/* u32 mode: ARF_FALLOC_* (Linux's FALLOC_FL_* values) */
+	ARF_OP_FALLOCATE = 0x11f, /* fh, u32 mode, u64 off, u64 len -> attr */
+	/* u32 whence: ARF_SEEK_DATA or ARF_SEEK_HOLE (Linux's values) */
+	ARF_OP_SEEK     = 0x122, /* fh, u64 off, u32 whence -> u64 offset */
 	ARF_OP_STATUS   = 0x120, /* - -> string (JSON object) */
 	/* A credential token for the request's credentials, which a tool then
 	 * presents in its own HELLO (ARF_PROTO_HELLO_TOKEN).  Root-proven
@@ -88,7 +118,7 @@ int arf_proto_op_index(uint16_t op);
 /* The name of dense index i: a kind's, "other" for the last, "unknown"
  * out of range. */
 const char *arf_proto_kind_name(int i);
-#define ARF_PROTO_NKINDS 31
+#define ARF_PROTO_NKINDS 37
 
 /* Locks (ARF_OP_LOCK and friends).  Ranges are inclusive: [start, end],
  * end = ARF_LOCK_EOF for "to the end of the file, however long". */
@@ -137,6 +167,12 @@ struct arf_proto_lock_hdr {
 #define ARF_XATTR_CREATE    0x1u     /* XATTR_SET: fail with EEXIST if it exists */
 #define ARF_XATTR_REPLACE   0x2u     /* XATTR_SET: fail with ENODATA unless it exists */
 
+/* FALLOCATE modes and SEEK whences on the wire (Linux's values). */
+#define ARF_FALLOC_KEEP_SIZE  0x01u
+#define ARF_FALLOC_PUNCH_HOLE 0x02u
+#define ARF_SEEK_DATA 3u
+#define ARF_SEEK_HOLE 4u
+
 /* Caller credentials, first in every request. */
 struct arf_proto_cred {
 	uint32_t uid, gid, ngroups;
@@ -162,6 +198,27 @@ struct arf_proto_setattr {
 	uint32_t mode, uid, gid;
 	uint64_t size;
 	int64_t  atime_ns, mtime_ns;
+};
+
+/*
+ * What a change of names did to the directories it changed, as NFSv3's
+ * wcc_data: each directory's ctime just before the change and its
+ * attributes just after, taken under the same lock as the change.  A
+ * client that kept the directory's ctime from an earlier reply knows, when
+ * pre_ctime_ns matches it, that nobody else changed the directory in
+ * between.  The "wcc" of a reply above: u32 n (1, or 2 for a rename
+ * between two directories; 0 when a directory vanished), then n of these.
+ * It follows the reply's older fields, so a reader that stops before it
+ * loses nothing.  The "objs" after it say what became of the files the
+ * names named before (the one removed; for a rename the one moved and the
+ * one replaced): u32 n (0..2), then n x { fh, u32 live, attr when live },
+ * so a client drops or refreshes what it cached of them.
+ */
+#define ARF_PROTO_MAX_WCC 2u
+struct arf_proto_wcc {
+	struct arf_proto_fh dir;     /* which directory */
+	int64_t pre_ctime_ns;        /* its ctime before the change */
+	struct arf_proto_attr post;  /* its attributes after */
 };
 
 struct arf_proto_statfs {
@@ -195,6 +252,7 @@ struct arf_proto_info {
 	char     export_name[64];    /* NUL-terminated */
 	uint8_t  super[4096];        /* copy of the superblock (struct arf_meta_super) */
 };
+#define ARF_PROTO_WRITE_STABLE 0x1u /* WRITE reply flags: durable already ([export] sync) */
 #define ARF_PROTO_INFO_RO   0x1u /* read-only export */
 #define ARF_PROTO_INFO_SYNC 0x2u /* sync export */
 #define ARF_PROTO_INFO_SIZE (4 + 4 + 8 + 4 + 4 + 64 + 4096)
@@ -207,13 +265,19 @@ struct arf_proto_info {
 #define ARF_PROTO_TOKEN_SIZE 144u
 
 /* Client hello blob: what the client asks for. */
+#define ARF_PROTO_CLIENT_ID 16u
 struct arf_proto_hello {
 	uint32_t version;            /* ARF_PROTO_INFO_VERSION */
 	uint32_t flags;              /* ARF_PROTO_HELLO_* */
 	char     path[256];          /* URL path (export selection) */
 	uint8_t  token[ARF_PROTO_TOKEN_SIZE]; /* with ARF_PROTO_HELLO_TOKEN */
+	uint8_t  client[ARF_PROTO_CLIENT_ID]; /* with ARF_PROTO_HELLO_CLIENT */
 };
 #define ARF_PROTO_HELLO_TOKEN 0x1u   /* a credential token follows the path */
+/* A client id follows (the token, or) the path: random, the same on every
+ * connection of one client, so that arfd's reply cache recognises a
+ * request sent again after a reconnection (the frame id is kept) */
+#define ARF_PROTO_HELLO_CLIENT 0x2u
 #define ARF_PROTO_HELLO_SIZE (4 + 4 + 256) /* without a token */
 
 /* ---- encoder: a growable buffer ---- */
@@ -233,6 +297,7 @@ void arf_proto_put_fh(struct arf_proto_wr *w, const struct arf_proto_fh *fh);
 void arf_proto_put_attr(struct arf_proto_wr *w, const struct arf_proto_attr *a);
 void arf_proto_put_setattr(struct arf_proto_wr *w, const struct arf_proto_setattr *s);
 void arf_proto_put_statfs(struct arf_proto_wr *w, const struct arf_proto_statfs *s);
+void arf_proto_put_wcc(struct arf_proto_wr *w, const struct arf_proto_wcc *v, uint32_t n);
 void arf_proto_put_info(struct arf_proto_wr *w, const struct arf_proto_info *i);
 void arf_proto_put_hello(struct arf_proto_wr *w, const struct arf_proto_hello *h);
 void arf_proto_put_prog_result(struct arf_proto_wr *w, const struct arf_proto_prog_result *r);
@@ -262,6 +327,9 @@ void arf_proto_get_fh(struct arf_proto_rd *r, struct arf_proto_fh *fh);
 void arf_proto_get_attr(struct arf_proto_rd *r, struct arf_proto_attr *a);
 void arf_proto_get_setattr(struct arf_proto_rd *r, struct arf_proto_setattr *s);
 void arf_proto_get_statfs(struct arf_proto_rd *r, struct arf_proto_statfs *s);
+/* A wcc into v (room for max): returns n, 0 when the reply ends before it
+ * (an older server); more than max, or a bad record, is ARF_EPROTO. */
+uint32_t arf_proto_get_wcc(struct arf_proto_rd *r, struct arf_proto_wcc *v, uint32_t max);
 void arf_proto_get_info(struct arf_proto_rd *r, struct arf_proto_info *i);
 void arf_proto_get_hello(struct arf_proto_rd *r, struct arf_proto_hello *h);
 /* out points into r's buffer (valid while it is). */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "net_int.h"
@@ -392,6 +393,33 @@ static int pump(struct arf_net_conn *c, struct arf_net_waiter *me)
 int arf_net_exchange(struct arf_net_conn *c, uint16_t op, uint32_t aux, const struct iovec *iov,
 		     int iovcnt, int32_t *status, uint32_t *reply_aux, struct arf_net_buf *resp)
 {
+	return arf_net_exchange_id(c, op, 0, aux, iov, iovcnt, status, reply_aux, resp);
+}
+
+/* Wait on c->cond (c->lock held); with an abort hook, in slices: 0, or
+ * -ECANCELED when the hook says to give up. */
+static int cond_wait(struct arf_net_conn *c)
+{
+	if (!arf_net_abort_set()) {
+		pthread_cond_wait(&c->cond, &c->lock);
+		return 0;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += ARF_NET_ABORT_POLL_MS * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT)
+		return arf_net_abort_check();
+	return 0;
+}
+
+int arf_net_exchange_id(struct arf_net_conn *c, uint16_t op, uint64_t id, uint32_t aux,
+			const struct iovec *iov, int iovcnt, int32_t *status, uint32_t *reply_aux,
+			struct arf_net_buf *resp)
+{
 	struct arf_net_waiter w;
 	struct arf_net_hdr h;
 	size_t len = sizeof(h);
@@ -408,7 +436,7 @@ int arf_net_exchange(struct arf_net_conn *c, uint16_t op, uint32_t aux, const st
 		pthread_mutex_unlock(&c->lock);
 		return rc;
 	}
-	w.id = c->next_id++;
+	w.id = id ? id : c->next_id++;
 	w.next = c->waiters;
 	c->waiters = &w;
 	pthread_mutex_unlock(&c->lock);
@@ -422,12 +450,14 @@ int arf_net_exchange(struct arf_net_conn *c, uint16_t op, uint32_t aux, const st
 
 	pthread_mutex_lock(&c->lock);
 	if (rc && !c->broken) {
-		c->broken = rc == -EPIPE ? -ECONNRESET : rc;
+		/* a frame sent in part (given up, or failed) ends the stream */
+		c->broken = rc == -EPIPE || rc == -ECANCELED ? -ECONNRESET : rc;
 		pthread_cond_broadcast(&c->cond);
 	}
-	while (!w.done && !c->broken) {
+	int gave_up = 0;
+	while (!w.done && !c->broken && !gave_up) {
 		if (c->reading) {
-			pthread_cond_wait(&c->cond, &c->lock);
+			gave_up = cond_wait(c);
 			continue;
 		}
 		c->reading = 1;
@@ -435,7 +465,9 @@ int arf_net_exchange(struct arf_net_conn *c, uint16_t op, uint32_t aux, const st
 		int prc = pump(c, &w);
 		pthread_mutex_lock(&c->lock);
 		c->reading = 0;
-		if (prc && !c->broken)
+		if (prc == -ECANCELED) /* our caller gave up; the stream is whole */
+			gave_up = prc;
+		else if (prc && !c->broken)
 			c->broken = prc;
 		pthread_cond_broadcast(&c->cond);
 	}
@@ -446,7 +478,7 @@ int arf_net_exchange(struct arf_net_conn *c, uint16_t op, uint32_t aux, const st
 			break;
 		}
 	}
-	rc = w.done ? 0 : c->broken;
+	rc = w.done ? 0 : gave_up ? gave_up : c->broken;
 	pthread_mutex_unlock(&c->lock);
 	if (rc) {
 		arf_net_buf_free(&w.body);
@@ -465,14 +497,20 @@ int arf_net_exchange(struct arf_net_conn *c, uint16_t op, uint32_t aux, const st
 int arf_net_call(struct arf_net_conn *c, uint16_t op, const struct iovec *iov, int iovcnt,
 		 struct arf_net_buf *resp)
 {
+	return arf_net_call_id(c, op, 0, iov, iovcnt, resp);
+}
+
+int arf_net_call_id(struct arf_net_conn *c, uint16_t op, uint64_t id, const struct iovec *iov,
+		    int iovcnt, struct arf_net_buf *resp)
+{
 	int32_t status;
 	int rc;
 
 	if (resp)
 		*resp = (struct arf_net_buf){ 0 };
-	if (op < ARF_NET_OP_REQUEST_BASE)
+	if (op < ARF_NET_OP_REQUEST_BASE || (id && id < ARF_NET_ID_CALLER))
 		return -EINVAL;
-	rc = arf_net_exchange(c, op, 0, iov, iovcnt, &status, NULL, resp);
+	rc = arf_net_exchange_id(c, op, id, 0, iov, iovcnt, &status, NULL, resp);
 	if (rc)
 		return rc;
 	ARF_NET_CTR(c, calls, 1);

@@ -197,6 +197,25 @@ ssize_t arf_net_rbuf_fill(struct arf_net_rbuf *rb, int fd)
 	return -errno;
 }
 
+static __thread int (*tls_abort)(void *arg);
+static __thread void *tls_abort_arg;
+
+void arf_net_set_thread_abort(int (*fn)(void *arg), void *arg)
+{
+	tls_abort = fn;
+	tls_abort_arg = arg;
+}
+
+int arf_net_abort_check(void)
+{
+	return tls_abort && tls_abort(tls_abort_arg) ? -ECANCELED : 0;
+}
+
+int arf_net_abort_set(void)
+{
+	return tls_abort != NULL;
+}
+
 int arf_net_wait_fd(int fd, short events, uint32_t spin_us, int timeout_ms)
 {
 	struct pollfd p = { .fd = fd, .events = events };
@@ -220,11 +239,16 @@ int arf_net_wait_fd(int fd, short events, uint32_t spin_us, int timeout_ms)
 				return -ETIMEDOUT;
 			left = (int)((uint64_t)timeout_ms - spent);
 		}
+		/* a wait the caller may give up is taken in slices */
+		if (tls_abort && (left < 0 || left > ARF_NET_ABORT_POLL_MS))
+			left = ARF_NET_ABORT_POLL_MS;
 		rc = poll(&p, 1, left);
 		if (rc > 0)
 			return 0;
 		if (rc < 0 && errno != EINTR)
 			return -errno;
+		if (rc == 0 && tls_abort && tls_abort(tls_abort_arg))
+			return -ECANCELED;
 	}
 }
 

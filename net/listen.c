@@ -28,6 +28,19 @@ void arf_net_srv_accept(struct arf_net_server *s, int lfd, int is_unix)
 	struct sockaddr_storage sa;
 	socklen_t sl = sizeof(sa);
 	int fd = accept4(lfd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0 && (errno == EMFILE || errno == ENFILE) && s->spare_fd >= 0) {
+		/* Out of descriptors: the connection would stay queued and the
+		 * listener readable, waking this thread for ever.  Give up the
+		 * spare descriptor to take the connection and close it: refused,
+		 * as a limit refuses, and the client may try again. */
+		close(s->spare_fd);
+		fd = accept4(lfd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC);
+		if (fd >= 0)
+			close(fd);
+		s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		__atomic_add_fetch(&s->ctr.conns_refused, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	if (fd < 0)
 		return;
 	struct arf_net_sconn *c = arf_net_srv_conn_alloc(s, fd, is_unix);

@@ -47,6 +47,11 @@ ssize_t arf_net_rbuf_fill(struct arf_net_rbuf *rb, int fd);
  * spin up to spin_us with poll(0), then block.  timeout_ms < 0 = forever.
  * Returns 0, -ETIMEDOUT, -errno. */
 int arf_net_wait_fd(int fd, short events, uint32_t spin_us, int timeout_ms);
+/* The calling thread's abort hook (arf_net_set_thread_abort): -ECANCELED
+ * when it says to give up, else 0; and whether one is set.  A wait of
+ * timeout_ms may also end with -ECANCELED when one is set. */
+int arf_net_abort_check(void);
+int arf_net_abort_set(void);
 
 /* Write a whole frame (header + iov) on a non-blocking socket, waiting for
  * room at most timeout_ms.  fds (SCM_RIGHTS) go with the first byte.
@@ -131,6 +136,10 @@ struct arf_net_conn {
  * error. */
 int arf_net_exchange(struct arf_net_conn *c, uint16_t op, uint32_t aux, const struct iovec *iov,
 		     int iovcnt, int32_t *status, uint32_t *reply_aux, struct arf_net_buf *resp);
+/* The same with the frame id given (0: the connection's next one). */
+int arf_net_exchange_id(struct arf_net_conn *c, uint16_t op, uint64_t id, uint32_t aux,
+			const struct iovec *iov, int iovcnt, int32_t *status, uint32_t *reply_aux,
+			struct arf_net_buf *resp);
 
 /* Find a region the handshake announced; NULL if none. */
 const struct arf_net_region_info *arf_net_find_region(struct arf_net_conn *c, uint32_t id);

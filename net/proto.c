@@ -26,6 +26,10 @@ static const struct {
 	{ ARF_OP_WRITE, "write" },       { ARF_OP_FSYNC, "fsync" },
 	{ ARF_OP_STATUS, "status" },     { ARF_OP_PROG_LOAD, "prog_load" },
 	{ ARF_OP_PROG_EXEC, "prog_exec" }, { ARF_OP_CRED_MINT, "cred_mint" },
+	{ ARF_OP_CREATE_WRITE, "create_write" }, { ARF_OP_COPY, "copy" },
+	{ ARF_OP_COMMIT, "commit" },
+	{ ARF_OP_APPEND, "append" },     { ARF_OP_FALLOCATE, "fallocate" },
+	{ ARF_OP_SEEK, "seek" },
 	{ ARF_OP_LOCK, "lock" },         { ARF_OP_UNLOCK, "unlock" },
 	{ ARF_OP_LOCK_RENEW, "lock_renew" }, { ARF_OP_LOCK_CANCEL, "lock_cancel" },
 	{ ARF_OP_XATTR_GET, "xattr_get" }, { ARF_OP_XATTR_SET, "xattr_set" },
@@ -155,6 +159,16 @@ void arf_proto_put_statfs(struct arf_proto_wr *w, const struct arf_proto_statfs 
 	arf_proto_put_u64(w, s->namemax);
 }
 
+void arf_proto_put_wcc(struct arf_proto_wr *w, const struct arf_proto_wcc *v, uint32_t n)
+{
+	arf_proto_put_u32(w, n);
+	for (uint32_t i = 0; i < n; i++) {
+		arf_proto_put_fh(w, &v[i].dir);
+		arf_proto_put_u64(w, (uint64_t)v[i].pre_ctime_ns);
+		arf_proto_put_attr(w, &v[i].post);
+	}
+}
+
 void arf_proto_put_info(struct arf_proto_wr *w, const struct arf_proto_info *i)
 {
 	arf_proto_put_u32(w, i->version);
@@ -173,6 +187,8 @@ void arf_proto_put_hello(struct arf_proto_wr *w, const struct arf_proto_hello *h
 	arf_proto_put(w, h->path, sizeof(h->path));
 	if (h->flags & ARF_PROTO_HELLO_TOKEN)
 		arf_proto_put(w, h->token, sizeof(h->token));
+	if (h->flags & ARF_PROTO_HELLO_CLIENT)
+		arf_proto_put(w, h->client, sizeof(h->client));
 }
 
 void arf_proto_put_prog_result(struct arf_proto_wr *w, const struct arf_proto_prog_result *r)
@@ -289,6 +305,23 @@ void arf_proto_get_statfs(struct arf_proto_rd *r, struct arf_proto_statfs *s)
 	s->namemax = arf_proto_get_u64(r);
 }
 
+uint32_t arf_proto_get_wcc(struct arf_proto_rd *r, struct arf_proto_wcc *v, uint32_t max)
+{
+	if (r->err || r->pos == r->len)
+		return 0;
+	uint32_t n = arf_proto_get_u32(r);
+	if (n > max) {
+		r->err = ARF_EPROTO;
+		return 0;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		arf_proto_get_fh(r, &v[i].dir);
+		v[i].pre_ctime_ns = (int64_t)arf_proto_get_u64(r);
+		arf_proto_get_attr(r, &v[i].post);
+	}
+	return r->err ? 0 : n;
+}
+
 void arf_proto_get_info(struct arf_proto_rd *r, struct arf_proto_info *i)
 {
 	i->version = arf_proto_get_u32(r);
@@ -311,6 +344,10 @@ void arf_proto_get_hello(struct arf_proto_rd *r, struct arf_proto_hello *h)
 		arf_proto_get(r, h->token, sizeof(h->token));
 	else
 		memset(h->token, 0, sizeof(h->token));
+	if (h->flags & ARF_PROTO_HELLO_CLIENT)
+		arf_proto_get(r, h->client, sizeof(h->client));
+	else
+		memset(h->client, 0, sizeof(h->client));
 }
 
 const char *arf_proto_get_name(struct arf_proto_rd *r, uint32_t *n)

@@ -24,6 +24,7 @@
  * them unchanged; only their one-sided operations bypass the soft-NIC.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,7 +94,7 @@ int arf_net_server_create(const struct arf_net_server_opts *opts, struct arf_net
 		s->has_rdma = 1;
 	}
 	s->o.rdma_addr = NULL; /* ours is the copy */
-	s->tcp_fd = s->unix_fd = s->ep = s->evfd = -1;
+	s->tcp_fd = s->unix_fd = s->ep = s->evfd = s->spare_fd = -1;
 	pthread_mutex_init(&s->adopt_lock, NULL);
 	pthread_mutex_init(&s->resume_lock, NULL);
 	pthread_mutex_init(&s->info_lock, NULL);
@@ -248,6 +249,7 @@ int arf_net_server_start(struct arf_net_server *s, char *err, size_t errlen)
 	}
 	s->ep = epoll_create1(EPOLL_CLOEXEC);
 	s->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* best effort: see accept */
 	if (s->ep < 0 || s->evfd < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "epoll: %s", strerror(-rc));
@@ -325,6 +327,8 @@ void arf_net_server_destroy(struct arf_net_server *s)
 		close(s->ep);
 	if (s->evfd >= 0)
 		close(s->evfd);
+	if (s->spare_fd >= 0)
+		close(s->spare_fd);
 	for (size_t i = 0; i < s->nregions; i++)
 		if (s->regions[i].passfd >= 0)
 			close(s->regions[i].passfd);

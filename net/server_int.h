@@ -116,6 +116,7 @@ struct arf_net_server {
 	char unix_path[108];
 	char listen_addr[128];
 	int tcp_fd, unix_fd, ep, evfd;
+	int spare_fd;                  /* /dev/null, given up to shed a connection at EMFILE */
 	uint16_t port;
 	pthread_t thr;
 	int started, stop;

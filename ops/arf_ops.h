@@ -130,6 +130,57 @@ int arf_ops_setattr(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t 
 int arf_ops_write(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t ino, uint32_t gen,
 		  uint64_t off, const void *buf, size_t len, size_t *written);
 
+/* A new regular file holding len bytes, with sa's attributes applied after
+ * the write (mode, uid, gid, atime, mtime and their _NOW forms; a size is
+ * -EINVAL): open(O_CREAT|O_EXCL), write, fchown, fchmod, futimens and close
+ * in one call, as tar, rsync and git do for each small file.  -EEXIST when
+ * the name exists; create's, write's and setattr's errors otherwise.  A
+ * failure after the file was made (-ENOSPC part-way, -EPERM from sa) removes
+ * it again and puts the directory's times back: a failing call leaves no
+ * name behind.  out: the file's attributes at the end. */
+int arf_ops_create_write(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t dir,
+			 uint32_t dgen, const char *name, size_t nlen, uint32_t mode,
+			 const void *data, size_t len, const struct arf_ops_setattr *sa,
+			 struct arf_ops_attr *out);
+
+/* Copy up to len bytes of regular file src at soff into regular file dst at
+ * doff, block by block inside the server, as copy_file_range(2): *copied is
+ * what was copied, 0 at or past src's end; at most ARF_OPS_COPY_MAX a call
+ * (callers loop).  Read permission on src and write permission on dst (the
+ * owner may, as for read and write); -EINVAL when src and dst are one file
+ * and the ranges overlap, or not regular files (-EISDIR for a directory);
+ * -EFBIG at or past ARF_OPS_MAX_FILE_SIZE; -ENOSPC with nothing copied.
+ * Blocks are copied, never shared (a block's tag names one owner); a range
+ * that is a hole in src stays a hole in dst unless dst had data there. */
+#define ARF_OPS_COPY_MAX (8ull << 20)
+int arf_ops_copy(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t src, uint32_t sgen,
+		 uint64_t soff, uint64_t dst, uint32_t dgen, uint64_t doff, uint64_t len,
+		 uint64_t *copied);
+/* Write len bytes at the end of file as it is now (O_APPEND); *off gets
+ * where they went.  Errors as arf_ops_write. */
+int arf_ops_append(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t ino, uint32_t gen,
+		   const void *buf, size_t len, uint64_t *off, size_t *written);
+
+/* fallocate(2) modes (Linux's values); others give -EOPNOTSUPP. */
+#define ARF_OPS_FALLOC_KEEP_SIZE  0x01u
+#define ARF_OPS_FALLOC_PUNCH_HOLE 0x02u /* only with KEEP_SIZE */
+/* Preallocate (mode 0: and extend the size; KEEP_SIZE: not) or punch a
+ * hole in [off, off + len) of a regular file, all or nothing (ops/space.c).
+ * -EINVAL (len 0), -EFBIG, -ENOSPC (blocks, or a map that would not fit
+ * the inode), -EOPNOTSUPP, -ESTALE, -EISDIR, -EACCES. */
+int arf_ops_fallocate(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t ino,
+		      uint32_t gen, uint32_t mode, uint64_t off, uint64_t len,
+		      struct arf_ops_attr *out);
+
+/* lseek(2) whences (Linux's values). */
+#define ARF_OPS_SEEK_DATA 3u
+#define ARF_OPS_SEEK_HOLE 4u
+/* The first data (SEEK_DATA) or hole (SEEK_HOLE; the end of file is one)
+ * at or after off.  -ENXIO when off is at or past the end of file, or no
+ * data follows it; -EINVAL (another whence, not a regular file). */
+int arf_ops_seek(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t ino, uint32_t gen,
+		 uint64_t off, uint32_t whence, uint64_t *result);
+
 /* Permission check used by the hooks and by mobile-code helpers: the mode
  * bits, or the access ACL of an inode flagged ARF_META_INO_ACL (acl.c). */
 int arf_ops_permitted(const struct arf_meta_inode *in, const struct arf_cred *cr, int mask);

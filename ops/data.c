@@ -12,6 +12,8 @@
  * A new block starts as zeros; a partial write into an existing block reads,
  * modifies and writes the live block.  Bytes past EOF in the last block are
  * always zero (truncate clears them), so extending a file needs no zeroing.
+ * Preallocation (fallocate, space.c) runs the same plan without bytes: each
+ * hole gets a zeroed block, or nothing changes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -139,8 +141,11 @@ static void push(struct arf_meta_extent *out, uint32_t *n, uint64_t fblk, uint32
 	out[(*n)++] = (struct arf_meta_extent){ .fblk = fblk, .pblk = pblk, .len = len };
 }
 
-int ops_data_write(struct arf_meta_fs *fs, uint64_t ino, uint64_t off, const void *buf,
-		   size_t len, size_t *written, int64_t now)
+/* Write buf into [off, off + len) of ino, or (buf NULL: preallocation)
+ * give every hole in the range a zeroed block, all or nothing, leaving
+ * mapped blocks, size and times alone. */
+static int fill(struct arf_meta_fs *fs, uint64_t ino, uint64_t off, const void *buf,
+		size_t len, size_t *written, int64_t now)
 {
 	const struct arf_meta_inode *in = arf_meta_inode_ptr(fs, ino);
 	struct arf_meta_extent *a = NULL, *b = NULL;
@@ -167,7 +172,7 @@ int ops_data_write(struct arf_meta_fs *fs, uint64_t ino, uint64_t off, const voi
 	bud.end = f1;
 	each_gap(a, na, f0, f1, count_gap, &bud);
 	if (bud.cut) {
-		if (bud.end < f0 || bud.end == UINT64_MAX) {
+		if (!buf || bud.end < f0 || bud.end == UINT64_MAX) {
 			rc = -ENOSPC;
 			goto out;
 		}
@@ -194,7 +199,8 @@ int ops_data_write(struct arf_meta_fs *fs, uint64_t ino, uint64_t off, const voi
 	}
 	if ((rc = arf_meta_ext_fits(fs, in, nb)))
 		goto undo;
-	if ((rc = arf_meta_txn_reserve(fs, (size_t)(f1 - f0 + 1) * 2 + OPS_TXN_BASE)))
+	if ((rc = arf_meta_txn_reserve(fs, (size_t)(buf ? f1 - f0 + 1 : plan.got) * 2 +
+					       OPS_TXN_BASE)))
 		goto undo;
 
 	/* nothing can fail from here on */
@@ -208,13 +214,19 @@ int ops_data_write(struct arf_meta_fs *fs, uint64_t ino, uint64_t off, const voi
 			ia++;
 		uint32_t pblk = b[ib].pblk + (uint32_t)(f - b[ib].fblk);
 		int fresh = !(ia < na && a[ia].fblk <= f);
+		if (!buf && !fresh)
+			continue; /* preallocation: a mapped block keeps its bytes */
 		size_t bs = f == f0 ? (size_t)(off % BS) : 0;
 		size_t be = f == f1 ? (size_t)((off + len - 1) % BS) + 1 : BS;
 		uint8_t *blk = arf_meta_block_touch(fs, pblk);
-		if (fresh && (bs || be < BS))
+		if (!buf) {
 			memset(blk, 0, BS);
-		memcpy(blk + bs, src, be - bs);
-		src += be - bs;
+		} else {
+			if (fresh && (bs || be < BS))
+				memset(blk, 0, BS);
+			memcpy(blk + bs, src, be - bs);
+			src += be - bs;
+		}
 		struct arf_meta_tag *tag = arf_meta_tag_touch(fs, pblk);
 		tag->ino = ino;
 		tag->gen = t->gen;
@@ -224,9 +236,10 @@ int ops_data_write(struct arf_meta_fs *fs, uint64_t ino, uint64_t off, const voi
 	}
 	arf_meta_ext_store(fs, t, b, nb); /* fits: checked above */
 	t->blocks += plan.got;
-	if (off + len > t->size)
+	if (buf && off + len > t->size)
 		t->size = off + len;
-	t->mtime_ns = t->ctime_ns = now;
+	if (buf)
+		t->mtime_ns = t->ctime_ns = now;
 	*written = len;
 	rc = 0;
 	goto out;
@@ -237,6 +250,18 @@ out:
 	free(a);
 	free(b);
 	return rc;
+}
+
+int ops_data_write(struct arf_meta_fs *fs, uint64_t ino, uint64_t off, const void *buf,
+		   size_t len, size_t *written, int64_t now)
+{
+	return buf || !len ? fill(fs, ino, off, buf, len, written, now) : -EINVAL;
+}
+
+int ops_data_alloc(struct arf_meta_fs *fs, uint64_t ino, uint64_t off, uint64_t len)
+{
+	size_t done;
+	return fill(fs, ino, off, NULL, (size_t)len, &done, 0);
 }
 
 int ops_data_read(struct arf_meta_fs *fs, const struct arf_meta_inode *in, uint64_t off,

@@ -70,6 +70,10 @@ void ops_release(struct arf_meta_fs *fs, uint64_t ino);
  * written and *written says how much.  Updates size, blocks, mtime, ctime. */
 int ops_data_write(struct arf_meta_fs *fs, uint64_t ino, uint64_t off, const void *buf,
 		   size_t len, size_t *written, int64_t now);
+/* Give every hole of [off, off + len) of regular file `ino` (live, not yet
+ * touched) a zeroed block: all of them, or -ENOSPC (or -ENOMEM) with
+ * nothing changed.  Mapped blocks, size and times are left alone. */
+int ops_data_alloc(struct arf_meta_fs *fs, uint64_t ino, uint64_t off, uint64_t len);
 /* Read from a file's map; holes read as zeros; stops at EOF. */
 int ops_data_read(struct arf_meta_fs *fs, const struct arf_meta_inode *in, uint64_t off,
 		  void *buf, size_t len, size_t *nread);

@@ -4,7 +4,11 @@
  *
  * Rules, as Linux applies them:
  *  - mode: the owner or root (-EPERM); a caller who is not root and not in
- *    the file's group loses S_ISGID.
+ *    the file's group loses S_ISGID.  A change that only clears set-id
+ *    bits of a non-directory is also allowed to anyone who may write the
+ *    file: it is how a FUSE kernel without HANDLE_KILLPRIV removes them
+ *    before a write or truncate by a non-owner (the write would clear them
+ *    here anyway).
  *  - uid: root only, unless it is unchanged; gid: root, or the owner naming
  *    a group they belong to (-EPERM).  Changing owner or group of a
  *    non-directory clears S_ISUID, and S_ISGID when group-executable.
@@ -15,13 +19,36 @@
  *    an unprivileged caller clears set-id bits, as a write does.
  *  - times: explicit values need the owner or root (-EPERM); "now" also
  *    accepts write permission (-EACCES).
- * Everything is checked before anything changes.  ctime becomes now.
+ *  - no field at all: chown(f, -1, -1), or the kernel removing privileges
+ *    before a write (FUSE's HANDLE_KILLPRIV): a non-directory loses its
+ *    set-id bits as a chown clears them; that needs the owner, root or
+ *    write permission (-EPERM), as the kernel's own kill does.
+ * Everything is checked before anything changes.  ctime becomes now, for
+ * every setattr, the empty one included.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "ops_int.h"
+
+/* Would ops_kill_suid change this inode?  Directories keep theirs. */
+static int kills_setid(const struct arf_meta_inode *in)
+{
+	return !S_ISDIR(in->mode) &&
+	       ((in->mode & S_ISUID) || (in->mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP));
+}
+
+/* Does mode only clear set-id bits of in, which cr may write? */
+static int clears_setid_only(const struct arf_meta_inode *in, const struct arf_cred *cr,
+			     uint32_t mode)
+{
+	uint32_t old = in->mode & 07777, new = mode & 07777;
+	uint32_t cleared = old & ~new;
+
+	return !S_ISDIR(in->mode) && cleared && !(cleared & ~(uint32_t)(S_ISUID | S_ISGID)) &&
+	       !(new & ~old) && !arf_ops_permitted(in, cr, W_OK);
+}
 
 static int check(const struct arf_meta_inode *in, const struct arf_cred *cr,
 		 const struct arf_ops_setattr *sa)
@@ -45,7 +72,7 @@ static int check(const struct arf_meta_inode *in, const struct arf_cred *cr,
 	if ((v & ARF_OPS_SET_GID) && cr->uid != 0 &&
 	    (cr->uid != in->uid || (sa->gid != in->gid && !ops_in_group(cr, sa->gid))))
 		return -EPERM;
-	if ((v & ARF_OPS_SET_MODE) && !owner)
+	if ((v & ARF_OPS_SET_MODE) && !owner && !clears_setid_only(in, cr, sa->mode))
 		return -EPERM;
 	uint32_t explicit_t = ((v & ARF_OPS_SET_ATIME) && !(v & ARF_OPS_SET_ATIME_NOW)) ||
 			      ((v & ARF_OPS_SET_MTIME) && !(v & ARF_OPS_SET_MTIME_NOW));
@@ -54,6 +81,8 @@ static int check(const struct arf_meta_inode *in, const struct arf_cred *cr,
 	if ((v & (ARF_OPS_SET_ATIME_NOW | ARF_OPS_SET_MTIME_NOW)) && !owner &&
 	    (rc = arf_ops_permitted(in, cr, W_OK)))
 		return rc;
+	if (!v && kills_setid(in) && !owner && arf_ops_permitted(in, cr, W_OK))
+		return -EPERM;
 	return 0;
 }
 
@@ -69,10 +98,6 @@ int arf_ops_setattr(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t 
 		return -ESTALE;
 	if ((rc = check(in, cr, sa)))
 		return rc;
-	if (!v) {
-		ops_attr(in, out);
-		return 0;
-	}
 	if ((v & ARF_OPS_SET_SIZE) &&
 	    (rc = ops_data_truncate_prepare(fs, in, sa->size, &ext, &next)))
 		return rc;
@@ -83,6 +108,8 @@ int arf_ops_setattr(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t 
 
 	int64_t now = ops_now();
 	in = arf_meta_inode_touch(fs, ino);
+	if (!v && kills_setid(in))
+		ops_kill_suid(in);
 	if (v & ARF_OPS_SET_SIZE) {
 		if (sa->size != in->size) {
 			ops_data_truncate(fs, in, sa->size, ext, next);

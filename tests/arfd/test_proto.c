@@ -118,6 +118,52 @@ static void test_malformed(void **state)
 	assert_false(arf_proto_rd_done(&r));
 }
 
+/* A wcc: what is written reads back; a reply that ends before it says
+ * nothing (n 0, no error); more directories than room is malformed. */
+static void test_wcc(void **state)
+{
+	struct arf_proto_wr w;
+	struct arf_proto_wcc v[2], got[2];
+	struct arf_proto_rd r;
+	(void)state;
+
+	memset(v, 0, sizeof(v));
+	memset(got, 0, sizeof(got));
+	for (int i = 0; i < 2; i++) {
+		v[i].dir.ino = 10 + (uint64_t)i;
+		v[i].dir.gen = 7;
+		v[i].pre_ctime_ns = -5 + i;
+		v[i].post.ino = 10 + (uint64_t)i;
+		v[i].post.gen = 7;
+		v[i].post.mode = 040755;
+		v[i].post.size = 3;
+		v[i].post.ctime_ns = 99;
+	}
+	arf_proto_wr_init(&w);
+	arf_proto_put_wcc(&w, v, 2);
+	assert_int_equal(w.err, 0);
+	arf_proto_rd_init(&r, w.buf, w.len);
+	assert_int_equal(arf_proto_get_wcc(&r, got, 2), 2);
+	assert_true(arf_proto_rd_done(&r));
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(got[i].dir.ino, v[i].dir.ino);
+		assert_int_equal(got[i].pre_ctime_ns, v[i].pre_ctime_ns);
+		assert_memory_equal(&got[i].post, &v[i].post, sizeof(v[i].post));
+	}
+	arf_proto_rd_init(&r, w.buf, w.len);
+	assert_int_equal(arf_proto_get_wcc(&r, got, 1), 0); /* no room for 2 */
+	assert_int_equal(r.err, ARF_EPROTO);
+	arf_proto_rd_init(&r, w.buf, 0);
+	assert_int_equal(arf_proto_get_wcc(&r, got, 2), 0); /* an older server's reply */
+	assert_int_equal(r.err, 0);
+	for (size_t cut = 1; cut < w.len; cut++) {
+		arf_proto_rd_init(&r, w.buf, cut);
+		assert_int_equal(arf_proto_get_wcc(&r, got, 2), 0);
+		assert_int_equal(r.err, ARF_EPROTO);
+	}
+	arf_proto_wr_free(&w);
+}
+
 /* The request kinds' names and counter indexes: every index below the
  * catch-all is the index of exactly one request kind, whose name is the
  * index's name; every other op value has none. */
@@ -167,6 +213,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_op_names),
+		cmocka_unit_test(test_wcc),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,7 +38,7 @@ class FuseTestCase(unittest.TestCase):
     mount_opts = ""
     extra = None
     transport = "tcp"
-    sync = True
+    sync = False  # the default export: unstable writes until a COMMIT
 
     @classmethod
     def setUpClass(cls):

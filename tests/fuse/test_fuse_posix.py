@@ -20,6 +20,7 @@ libc = ctypes.CDLL(None, use_errno=True)
 AT_FDCWD = -100
 RENAME_NOREPLACE = 1
 RENAME_EXCHANGE = 2
+RENAME_WHITEOUT = 4
 
 
 def renameat2(a, b, flags):
@@ -109,8 +110,9 @@ class Errnos(FuseTestCase):
             ("link to a directory", lambda: os.link(p("d"), p("dlink")), errno.EPERM),
             ("rename dir into its subtree", lambda: os.rename(p("d"), p("d", "sub", "x")),
              errno.EINVAL),
-            ("RENAME_EXCHANGE", lambda: renameat2(p("f"), p("d", "f"), RENAME_EXCHANGE),
-             errno.EINVAL),
+            ("RENAME_EXCHANGE with a missing name",
+             lambda: renameat2(p("f"), p("nope"), RENAME_EXCHANGE), errno.ENOENT),
+            ("RENAME_WHITEOUT", lambda: renameat2(p("f"), p("x"), RENAME_WHITEOUT), errno.EINVAL),
             ("readlink a file", lambda: os.readlink(p("f")), errno.EINVAL),
             ("setxattr user.arf.*", lambda: os.setxattr(p("f"), "user.arf.x", b"1"),
              errno.ENOTSUP),

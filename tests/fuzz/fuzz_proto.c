@@ -4,7 +4,8 @@
  * untrusted bytes, in the sequences its users decode them.  The first byte
  * picks a message: a request body as arfd/dispatch.c reads it (credentials,
  * then the fields of its kind, then "whole body consumed"), or a reply body
- * as libarf reads it (attr, statfs, the WRITE, READDIR and lock replies), or the
+ * as libarf reads it (attr, statfs, the WRITE, READDIR and lock replies, a
+ * change's attr with its directories' wcc and objs), or the
  * handshake's hello and info blobs.  Besides "no crash, no stray read" it
  * checks two properties: the decoder never moves past its buffer, and a
  * request body it accepts whole encodes back to the same bytes with the
@@ -43,6 +44,8 @@ static const struct {
 	{ ARF_OP_WRITE, { F_FH, F_U64, F_IO } },
 	{ ARF_OP_FSYNC, { F_FH } },
 	{ ARF_OP_STATUS, { F_END } },
+	{ ARF_OP_CREATE_WRITE, { F_FH, F_NAME, F_U32, F_SETATTR, F_IO } },
+	{ ARF_OP_COPY, { F_FH, F_U64, F_FH, F_U64, F_U64, F_U32 } },
 	{ ARF_OP_LOCK, { F_FH, F_LOCKREQ } },
 	{ ARF_OP_UNLOCK, { F_FH, F_U64, F_U64, F_U64, F_U32, F_U64, F_U64 } },
 	{ ARF_OP_LOCK_RENEW, { F_U64, F_U64, F_U32 } },
@@ -54,7 +57,7 @@ static const struct {
 };
 #define NREQS (sizeof(reqs) / sizeof(reqs[0]))
 
-enum { M_ATTR = NREQS, M_STATFS, M_WRITE_REPLY, M_READDIR_REPLY, M_HELLO, M_INFO, M_LOCK_REPLY,
+enum { M_ATTR = NREQS, M_STATFS, M_WRITE_REPLY, M_READDIR_REPLY, M_HELLO, M_INFO, M_LOCK_REPLY, M_WCC_REPLY,
        NMSG };
 
 static void check_pos(const struct arf_proto_rd *r)
@@ -180,6 +183,24 @@ static void message(unsigned k, const uint8_t *data, size_t size)
 		if (strnlen(h.path, sizeof(h.path)) >= sizeof(h.path))
 			abort();
 		break;
+	case M_WCC_REPLY: { /* arfclient/requests.c: a change of names' attr, wcc and objs */
+		struct arf_proto_wcc v[ARF_PROTO_MAX_WCC];
+		arf_proto_get_attr(&r, &a);
+		uint32_t n = arf_proto_get_wcc(&r, v, ARF_PROTO_MAX_WCC);
+		if (n > ARF_PROTO_MAX_WCC)
+			abort();
+		check_pos(&r);
+		if (!r.err && r.pos < r.len) {
+			uint32_t nobj = arf_proto_get_u32(&r);
+			for (uint32_t i = 0; i < nobj && i < ARF_PROTO_MAX_WCC && !r.err; i++) {
+				struct arf_proto_fh fh;
+				arf_proto_get_fh(&r, &fh);
+				if (arf_proto_get_u32(&r))
+					arf_proto_get_attr(&r, &a);
+			}
+		}
+		break;
+	}
 	case M_INFO: /* arfclient/client.c */
 		arf_proto_get_info(&r, &info);
 		if (strnlen(info.export_name, sizeof(info.export_name)) >= sizeof(info.export_name))

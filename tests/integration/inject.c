@@ -3,7 +3,8 @@
  * arf-inject DIR KIND — damage a stopped server's RocksDB on purpose, for
  * the fsck tests: the regions are rebuilt from DIR as arfd would, one
  * object is changed and re-sealed (so only its meaning is wrong), and it is
- * written back with arfd's own store code.
+ * written back with arfd's own store code (RocksDB, or the data log for a
+ * data block), as a transaction of an incarnation of its own.
  *
  *   dangling     free the inode of a file that still has a name
  *   linkcount    add one to a file's link count
@@ -80,7 +81,7 @@ int main(int argc, char **argv)
 	const char *kind = argv[2];
 	if (!strcmp(kind, "oldformat"))
 		return set_format(argv[1], 0);
-	if (arfd_store_open(argv[1], &st, err, sizeof(err)) || arfd_store_super(st, &sb, err, sizeof(err)) != 1) {
+	if (arfd_store_open(argv[1], 0, &st, err, sizeof(err)) || arfd_store_super(st, &sb, err, sizeof(err)) != 1) {
 		fprintf(stderr, "arf-inject: %s: %s\n", argv[1], err);
 		return 1;
 	}
@@ -158,7 +159,11 @@ int main(int argc, char **argv)
 		d.off = (uint64_t)((uint8_t *)obj - meta);
 		d.len = (uint32_t)len;
 	}
-	if (arfd_store_put_txn(st, &fs, &d, 1, err, sizeof(err)) || arfd_store_sync(st, err, sizeof(err))) {
+	/* written as arfd would: a new incarnation, a transaction after the last */
+	uint64_t inc;
+	if (arfd_store_begin(st, sb.n_blocks, &inc, err, sizeof(err)) ||
+	    arfd_store_put_txn(st, &fs, &d, 1, arfd_store_seq(st) + 1, err, sizeof(err)) ||
+	    arfd_store_sync(st, err, sizeof(err))) {
 		fprintf(stderr, "arf-inject: write: %s\n", err);
 		return 1;
 	}

@@ -77,7 +77,7 @@ class Commands(ArfdTestCase):
         self.assertTrue(any(c["transport"] == "tcp" and c["ready"] for c in cl), cl)
         ex = ctl_json(d, "exports")["exports"]
         self.assertEqual(ex[0]["name"], "/")
-        self.assertTrue(ex[0]["sync"])
+        self.assertIs(ex[0]["sync"], False)  # the default: unstable writes until a COMMIT
         self.assertTrue(ctl_json(d, "checkpoint")["ok"])
         # stats through the data connection
         j = json.loads(arfctl("--json", "stats", d.url("/")).stdout)

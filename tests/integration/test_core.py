@@ -81,22 +81,49 @@ class Durability(unittest.TestCase):
         print(f"killed after {acked + 1} acknowledged files; " + p.stdout.decode().strip())
 
 
-class AsyncFsync(ArfdTestCase):
-    """On an async export a reply does not wait for the WAL; fsync does (as
-    NFS COMMIT): each fsync of a changed file costs one WAL sync, and
-    changes without fsync cost none."""
+class UnstableWrites(ArfdTestCase):
+    """On a default export a WRITE is unstable, as NFSv3's: answered before
+    it is durable, it costs no sync; a COMMIT (fsync, and libarf's close
+    of a client that wrote) costs one; every other change is durable
+    before its reply, one sync each when nothing runs beside it."""
     sync = False
 
-    def wal_syncs(self):
-        return arfctl_json("--control", self.arfd.control, "stats")["wal_syncs"]
+    def stats(self):
+        s = arfctl_json("--control", self.arfd.control, "stats")
+        return s["wal_syncs"], s["writes"]["unstable"], s["writes"]["commits"]
 
-    def test_fsync_is_durable_on_async_export(self):
+    def test_writes_wait_for_commit(self):
         n = 20
-        before = self.wal_syncs()
+        s0, u0, c0 = self.stats()
+        # a mkdir, n creates and n writes, then arf_close's COMMIT
         run([ITEST, "acked", self.arfd.url("/"), str(n)])
-        self.assertEqual(self.wal_syncs(), before, "an async export synced without fsync")
+        s1, u1, c1 = self.stats()
+        self.assertEqual(u1 - u0, n, "every write unstable")
+        self.assertEqual(c1 - c0, 1, "one COMMIT, at close")
+        self.assertEqual(s1 - s0, n + 2, "a sync per create, the mkdir's and the COMMIT's: "
+                         "the writes cost none")
+        # with an fsync (a COMMIT) after each write: one sync more per file
         run([ITEST, "acked", self.arfd.url("/"), str(n), "fsync"])
-        self.assertEqual(self.wal_syncs() - before, n, "each fsync must sync the WAL")
+        s2, u2, c2 = self.stats()
+        self.assertEqual(c2 - c1, n)
+        self.assertEqual(s2 - s1, 2 * n + 1)
+        print("%d unstable writes cost no sync; %d syncs for %d creates + mkdir + the close's "
+              "COMMIT; with an fsync each: %d" % (n, s1 - s0, n, s2 - s1))
+
+
+class StableWrites(ArfdTestCase):
+    """[export] sync = true: every WRITE is durable before its reply."""
+    sync = True
+
+    def test_every_write_is_stable(self):
+        n = 10
+        s = arfctl_json("--control", self.arfd.control, "stats")
+        run([ITEST, "acked", self.arfd.url("/"), str(n)])
+        t = arfctl_json("--control", self.arfd.control, "stats")
+        self.assertEqual(t["writes"]["stable"] - s["writes"]["stable"], n)
+        self.assertEqual(t["writes"]["unstable"], s["writes"]["unstable"])
+        self.assertEqual(t["wal_syncs"] - s["wal_syncs"], 2 * n + 1,
+                         "a sync per create and per write, and the mkdir's")
 
 
 class OldData(unittest.TestCase):
@@ -111,7 +138,7 @@ class OldData(unittest.TestCase):
         run([INJECT, d.data_dir, "oldformat"])
         with self.assertRaises(RuntimeError) as cm:
             d.start()
-        self.assertIn("holds an ARF store of format 0; this arfd reads format 1 only",
+        self.assertIn("holds an ARF store of format 0; this arfd reads format 2",
                       str(cm.exception))
 
 
@@ -175,7 +202,7 @@ class Arfctl(ArfdTestCase):
         self.assertEqual(arfctl("ls", u("/")).stdout, b"")
         st = arfctl_json("status", u("/"))
         self.assertIn("incarnation", st["server"])
-        self.assertTrue(st["server"]["export"]["sync"])
+        self.assertIs(st["server"]["export"]["sync"], False)  # the default: unstable writes
         del p
 
     def test_errors(self):

@@ -189,7 +189,8 @@ class Arfd:
     extra: {"section.key": value} given as --set (after everything else, so
     it wins); regions: the region sizes (SMALL unless given); rdma: also
     listen on rdma (None: where the machine has a device); sync: export.sync
-    (None: as the configuration says); build: where arfd was built (default
+    (default false, arfd's default: unstable writes until a COMMIT; None: as
+    the configuration says); build: where arfd was built (default
     $ARF_BUILD), or bin: the arfd to run; config: a configuration file of
     the test's own to read instead of CONFIG (written to workdir/arfd.conf
     at each start); env: arfd's environment."""
@@ -203,7 +204,7 @@ class Arfd:
               "[export]\n"
               "root_squash = false\n")
 
-    def __init__(self, workdir=None, sync=True, extra=None, spin_us=0, build=None,
+    def __init__(self, workdir=None, sync=False, extra=None, spin_us=0, build=None,
                  regions=None, rdma=None, name="arfd", config=None, bin=None, env=None):
         self._tmp = None
         if workdir is None:
@@ -489,11 +490,13 @@ class Ganesha:
     """rpcbind (unless one already serves 127.0.0.1:111: then it is not
     ours to stop) and ganesha.nfsd on 127.0.0.1 with free NFS and MOUNT
     ports: a MEM export (/mem) for metadata and a VFS export (/vfs) of
-    vfs_dir for data.  Both stopped by pid in stop()."""
+    vfs_dir for data, and with disk_dir a VFS export (/vfsdisk) of that
+    directory too.  Both stopped by pid in stop()."""
 
-    def __init__(self, work, vfs_dir, log=print):
+    def __init__(self, work, vfs_dir, log=print, disk_dir=None):
         self.work = work
         self.vfs_dir = vfs_dir
+        self.disk_dir = disk_dir
         self.say = log
         self.conf = os.path.join(work, "ganesha.conf")
         self.log_path = os.path.join(work, "ganesha.log")
@@ -556,6 +559,12 @@ EXPORT {
 }
 LOG { Default_Log_Level = EVENT; }
 """ % (self.nfs_port, self.mnt_port, recov, self.vfs_dir))
+            if self.disk_dir:
+                f.write("""EXPORT {
+  Export_Id = 3; Path = "%s"; Pseudo = /vfsdisk; Protocols = 3, 4; Transports = TCP;
+  FSAL { Name = VFS; }
+}
+""" % self.disk_dir)
         args = ["ganesha.nfsd", "-F", "-L", self.log_path, "-f", self.conf, "-p", self.pidfile,
                 "-N", "NIV_EVENT"]
         with open(self.log_path + ".out", "ab") as out:
@@ -566,7 +575,7 @@ LOG { Default_Log_Level = EVENT; }
             self.proc.pid, self.nfs_port, self.mnt_port))
 
     def url(self, export, version=3, extra=""):
-        """A libnfs URL of export ("mem" or "vfs")."""
+        """A libnfs URL of export ("mem", "vfs" or "vfsdisk")."""
         u = "nfs://127.0.0.1/%s?version=%d&nfsport=%d" % (export, version, self.nfs_port)
         if version == 3:
             u += "&mountport=%d" % self.mnt_port

@@ -10,17 +10,22 @@
  *       what it wrote; then every directory is verified by a fresh
  *       client against the models.  Prints operations, errors and latency
  *       percentiles per kind.
- *   arf-stress crash URL FIRST_ID
+ *   arf-stress crash URL FIRST_ID [commit]
  *       Creates, writes, renames and unlinks files of /crash numbered from
  *       FIRST_ID until killed, printing a line after each acknowledged step
- *       ("S id" before starting one, then "C", "W", "R", "U", "D").
- *   arf-stress check URL [--lossy] < LOG
+ *       ("S id" before starting one, then "C", "W", "R", "U", "D").  With
+ *       commit, a write is acknowledged ("W") once a COMMIT (arf_fsync) has
+ *       made it durable; without, once arfd answered it (unstable, on an
+ *       export without [export] sync).
+ *   arf-stress check URL [--uncommitted] < LOG
  *       Checks /crash against every acknowledged step of LOG: nothing
  *       acknowledged is missing or wrong; an unacknowledged step may or may
- *       not have happened, but nothing else is there.  --lossy (async
- *       exports after a crash): acknowledged steps may be missing, but every
- *       file there has all of its bytes or none, and nothing is there that
- *       was never asked for.
+ *       not have happened, but nothing else is there.  --uncommitted (the
+ *       writes were acknowledged unstable, and arfd lost power): every
+ *       other step holds as acknowledged (metadata is durable before its
+ *       reply), but a written file may have lost its bytes (empty, or
+ *       zeros where RocksDB kept the size and the data log lost the
+ *       bytes); it never holds other bytes.
  *
  * Each exits 0, or prints "FAIL: reason" and exits 1.
  */
@@ -202,8 +207,13 @@ static void *load_worker(void *arg)
 			if (n != (ssize_t)sl->size)
 				WFAIL("read %s/%s: %zd bytes, want %zu", path, name, n, sl->size);
 			content(sl->seed, buf, sl->size);
-			if (memcmp(buf, rbuf, sl->size))
-				WFAIL("read %s/%s: bytes differ", path, name);
+			if (memcmp(buf, rbuf, sl->size)) {
+				size_t at = 0;
+				while (buf[at] == rbuf[at])
+					at++;
+				WFAIL("read %s/%s: bytes differ from offset %zu of %zu (%02x, want %02x)",
+				      path, name, at, sl->size, rbuf[at], buf[at]);
+			}
 			record(w, K_READ, now_ns() - t0);
 		} else if (r < 60) {
 			if (!sl->exists)
@@ -402,7 +412,7 @@ static void say(const char *what, uint64_t id)
 	fflush(stdout);
 }
 
-static __attribute__((noreturn)) void cmd_crash(const char *url, uint64_t first)
+static __attribute__((noreturn)) void cmd_crash(const char *url, uint64_t first, int commit)
 {
 	arf_client *c = connect_or_die(url, 0);
 	struct arf_stat root, dir, st;
@@ -427,6 +437,8 @@ static __attribute__((noreturn)) void cmd_crash(const char *url, uint64_t first)
 		content(id, buf, len);
 		if (arf_write(c, st.ino, st.gen, 0, buf, len) != (ssize_t)len)
 			fail("write %s", name);
+		if (commit && (rc = arf_fsync(c, st.ino, st.gen)))
+			fail("commit %s: %s", name, arf_strerror(rc));
 		say("W", id);
 		if (id % 3 == 0) {
 			snprintf(nn, sizeof(nn), "r%" PRIu64, id);
@@ -454,7 +466,10 @@ enum { F_S = 1, F_C = 2, F_W = 4, F_R = 8, F_U = 16, F_D = 32 };
 
 /* Is name present in /crash with the content id's writes gave it?
  * Returns 1 present and right, 0 absent; fails on wrong content.
- * allow_empty: the write may not have happened (size 0 accepted). */
+ * allow_empty: the write may not have happened (size 0 accepted, or the
+ * right size in zeros: a lost unstable write whose size RocksDB kept). */
+static uint64_t bytes_lost; /* files present without their bytes (allow_empty) */
+
 static int present(arf_client *c, const struct arf_stat *dir, const char *name, uint64_t id,
 		   int allow_empty, uint8_t *buf, uint8_t *want)
 {
@@ -466,15 +481,26 @@ static int present(arf_client *c, const struct arf_stat *dir, const char *name, 
 		fail("check: lookup %s: %s", name, arf_strerror(rc));
 	size_t len = crash_size(id);
 	ssize_t n = arf_read(c, st.ino, st.gen, 0, buf, 20001);
-	if (n == 0 && allow_empty)
+	if (n == 0 && allow_empty) {
+		bytes_lost++;
 		return 1;
+	}
+	if (allow_empty && n == (ssize_t)len) {
+		size_t z = 0;
+		while (z < len && !buf[z])
+			z++;
+		if (z == len) {
+			bytes_lost++;
+			return 1;
+		}
+	}
 	content(id, want, len);
 	if (n != (ssize_t)len || memcmp(buf, want, len))
 		fail("check: %s has %zd bytes that are not what was written (want %zu)", name, n, len);
 	return 1;
 }
 
-static int cmd_check(const char *url, int lossy)
+static int cmd_check(const char *url, int uncommitted)
 {
 	uint8_t *flags = calloc(MAXID, 1), *buf = malloc(20001), *want = malloc(20001);
 	char line[128], name[64];
@@ -513,17 +539,11 @@ static int cmd_check(const char *url, int lossy)
 		char n1[32], n2[32];
 		snprintf(n1, sizeof(n1), "n%" PRIu64, id);
 		snprintf(n2, sizeof(n2), "r%" PRIu64, id);
-		int a = present(c, &dir, n1, id, lossy || !(f & F_W), buf, want);
-		int b = present(c, &dir, n2, id, lossy, buf, want);
+		int a = present(c, &dir, n1, id, uncommitted || !(f & F_W), buf, want);
+		int b = present(c, &dir, n2, id, uncommitted, buf, want);
 		if (a && b)
 			fail("check: both %s and %s exist", n1, n2);
-		if (lossy) {
-			/* acknowledged but unsynced steps may be gone; what is
-			 * there must still be something that was asked for */
-			if (b && id % 3 != 0)
-				fail("check: %s exists but was never renamed", n2);
-			inflight += !(f & F_C) && (a || b);
-		} else if (f & F_U) {
+		if (f & F_U) {
 			if (a || b)
 				fail("check: %s exists after its acknowledged unlink", a ? n1 : n2);
 		} else if (f & F_R) {
@@ -556,7 +576,7 @@ static int cmd_check(const char *url, int lossy)
 		snprintf(name, sizeof(name), "d%" PRIu64, id);
 		struct arf_stat st;
 		rc = arf_lookup(c, dir.ino, dir.gen, name, &st);
-		if ((f & F_D) && rc && !lossy)
+		if ((f & F_D) && rc)
 			fail("check: %s missing after its acknowledged mkdir", name);
 		if (!rc && id % 10 != 0)
 			fail("check: %s exists but was never made", name);
@@ -581,8 +601,8 @@ static int cmd_check(const char *url, int lossy)
 			cookie = ents[n - 1].cookie;
 	}
 	printf("check: %" PRIu64 " acknowledged steps over %" PRIu64 " ids, all present; %" PRIu64
-	       " files, %" PRIu64 " entries listed, %" PRIu64 " steps in flight at kills\n",
-	       nacked, maxid + 1, files, listed, inflight);
+	       " files (%" PRIu64 " without their bytes), %" PRIu64 " entries listed, %" PRIu64
+	       " steps in flight at kills\n", nacked, maxid + 1, files, bytes_lost, listed, inflight);
 	arf_close(c);
 	free(flags), free(buf), free(want);
 	return 0;
@@ -593,14 +613,14 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 5 && !strcmp(argv[1], "load"))
 		return cmd_load(argv[2], atoi(argv[3]), atof(argv[4]));
-	if (argc == 4 && !strcmp(argv[1], "crash"))
-		cmd_crash(argv[2], strtoull(argv[3], NULL, 10));
+	if ((argc == 4 || (argc == 5 && !strcmp(argv[4], "commit"))) && !strcmp(argv[1], "crash"))
+		cmd_crash(argv[2], strtoull(argv[3], NULL, 10), argc == 5);
 	if (argc == 3 && !strcmp(argv[1], "check"))
 		return cmd_check(argv[2], 0);
-	if (argc == 4 && !strcmp(argv[1], "check") && !strcmp(argv[3], "--lossy"))
+	if (argc == 4 && !strcmp(argv[1], "check") && !strcmp(argv[3], "--uncommitted"))
 		return cmd_check(argv[2], 1);
 	fprintf(stderr, "usage: arf-stress load URL[,URL...] CLIENTS SECONDS\n"
-			"       arf-stress crash URL FIRST_ID\n"
-			"       arf-stress check URL [--lossy] < LOG\n");
+			"       arf-stress crash URL FIRST_ID [commit]\n"
+			"       arf-stress check URL [--uncommitted] < LOG\n");
 	return 2;
 }

@@ -178,7 +178,11 @@ REQUESTS = {
     0x112: ["fh", "name", "u32", "u64"], 0x113: ["fh", "name"], 0x114: ["fh", "name"],
     0x115: ["fh", "name", "fh", "name", "u32"], 0x116: ["fh", "fh", "name"],
     0x117: ["fh", "name", "bytes"], 0x118: ["fh", "setattr"], 0x119: ["fh", "u64", "bytes"],
-    0x11a: ["fh"], 0x120: [], 0x121: [], 0x130: ["bytes"], 0x131: ["hash", "u32", "bytes"],
+    0x11a: ["fh"], 0x11b: ["fh", "u64"], 0x11c: ["fh", "bytes"],
+    0x11d: ["fh", "name", "u32", "setattr", "bytes"],
+    0x11e: ["fh", "u64", "fh", "u64", "u64", "u32"], 0x11f: ["fh", "u32", "u64", "u64"],
+    0x120: [], 0x121: [], 0x122: ["fh", "u64", "u32"], 0x130: ["bytes"],
+    0x131: ["hash", "u32", "bytes"],
     # locks: LOCK's request (client, lease, owner, pid, kind, type, flags,
     # start, end, wait id, wait ms), UNLOCK, LOCK_RENEW, LOCK_CANCEL
     0x123: ["fh", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u64", "u64", "u64", "u32"],

@@ -198,7 +198,7 @@ static int fsck_offline(const struct arfctl_admin *a, const char *dir)
 		fprintf(stderr, "arfctl: fsck: %s: not a directory\n", dir);
 		return 1;
 	}
-	if (arfd_store_open(dir, &st, err, sizeof(err))) {
+	if (arfd_store_open(dir, 0, &st, err, sizeof(err))) {
 		fprintf(stderr, "arfctl: fsck: %s%s\n", err,
 			strstr(err, "lock") ? " (a running arfd holds it: use 'arfctl fsck' over its "
 					      "control socket)" : "");

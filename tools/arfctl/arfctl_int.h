@@ -57,6 +57,7 @@ int arfctl_cmd_rm(arf_client *c, const struct arf_url *u);
 int arfctl_cmd_mv(arf_client *c, const struct arf_url *from, const char *to_url);
 int arfctl_cmd_status(arf_client *c, const struct arf_url *u);
 int arfctl_cmd_ln(arf_client *c, const struct arf_url *from, const char *link_url);
+int arfctl_cmd_cp(arf_client *c, const struct arf_url *from, const char *to_url);
 /* chmod's MODE (octal) or chown's UID[:GID] / :GID as a setattr; 0, or 2
  * (bad usage) with a message printed.  Checked before connecting. */
 int arfctl_setattr_arg(const char *cmd, const char *arg, struct arf_setattr *sa);

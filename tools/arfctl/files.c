@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * arfctl's file commands over libarf: ls, stat, cat, put, mkdir, rm, mv,
- * chmod, chown, ln, and the server summary through the data connection
+ * cp (copied by the server), chmod, chown, ln, and the server summary through the data connection
  * (status/stats URL).  Each takes a connected client and the parsed URL,
  * prints text or one JSON object (output.c), and returns the exit status.
  */
@@ -395,6 +395,57 @@ int arfctl_cmd_mv(arf_client *c, const struct arf_url *from, const char *to_url)
 		arfctl_json_str(stdout, from->path);
 		printf(",\"to\":");
 		arfctl_json_str(stdout, target);
+		arfctl_json_end(c);
+	} else {
+		arfctl_text_end(c);
+	}
+	return 0;
+}
+
+/* A copy of from's file at the second URL (into it if a directory), made by
+ * the server (COPY): the bytes never come here.  An existing file there is
+ * overwritten, as cp(1) does; a new file gets mode 0644, as put's. */
+int arfctl_cmd_cp(arf_client *c, const struct arf_url *from, const char *to_url)
+{
+	char np[4096], target[TARGET_MAX];
+	const char *name;
+	struct arf_stat src, nd, dst;
+	int rc;
+
+	if ((rc = second_path(c, "cp", from, to_url, target, sizeof(target))))
+		return rc;
+	if ((rc = arf_resolve(c, from->path, &src)))
+		return arfctl_fail("cp", from->path, rc);
+	if (S_ISDIR(src.mode))
+		return arfctl_fail("cp", from->path, -EISDIR);
+	if (split_path(target, np, sizeof(np), &name))
+		return arfctl_fail("cp", target, -EISDIR); /* the root */
+	if ((rc = arf_resolve(c, np, &nd)) ||
+	    (rc = arf_create(c, nd.ino, nd.gen, name, 0644, 0, &dst)))
+		return arfctl_fail("cp", target, rc);
+	if (dst.ino == src.ino)
+		return arfctl_fail("cp", target, -EINVAL); /* the same file */
+	if (dst.size) {
+		struct arf_setattr sa = { .valid = ARF_SET_SIZE, .size = 0 };
+		if ((rc = arf_setattr(c, dst.ino, dst.gen, &sa, &dst)))
+			return arfctl_fail("cp", target, rc);
+	}
+	uint64_t done = 0;
+	while (done < src.size) {
+		ssize_t n = arf_copy(c, src.ino, src.gen, done, dst.ino, dst.gen, done,
+				     (size_t)(src.size - done), 0, &dst);
+		if (n < 0)
+			return arfctl_fail("cp", target, (int)n);
+		if (n == 0)
+			break; /* the source shrank meanwhile */
+		done += (uint64_t)n;
+	}
+	if (arfctl_opt.json) {
+		printf("{\"from\":");
+		arfctl_json_str(stdout, from->path);
+		printf(",\"to\":");
+		arfctl_json_str(stdout, target);
+		printf(",\"bytes\":%" PRIu64, done);
 		arfctl_json_end(c);
 	} else {
 		arfctl_text_end(c);

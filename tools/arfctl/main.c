@@ -32,6 +32,8 @@ static void usage(FILE *out)
 		"  mkdir [-p] URL       make a directory (-p: with its parents, no error if it exists)\n"
 		"  rm URL               remove a file, or an empty directory\n"
 		"  mv URL URL           rename within one server\n"
+		"  cp URL URL           copy a file within one server, by the server: the bytes\n"
+		"                       never come to this host (into URL, if a directory)\n"
 		"  chmod MODE URL       set a file's permission bits (MODE in octal, e.g. 0644)\n"
 		"  chown UID[:GID] URL  set a file's owner and group (numeric; :GID: the group alone)\n"
 		"  ln TARGET LINK       a hard link LINK to the file TARGET (two URLs on one server;\n"
@@ -239,7 +241,7 @@ static const struct file_cmd {
 	{ "ls", 1, 0 },    { "stat", 1, 0 },  { "cat", 1, 0 },   { "put", 2, 1 },
 	{ "mkdir", 1, 0 }, { "rm", 1, 0 },    { "mv", 2, 0 },    { "status", 1, 0 },
 	{ "stats", 1, 0 }, { "chmod", 2, 1 }, { "chown", 2, 1 }, { "ln", 2, 0 },
-	{ "exec", -2, 1 },
+	{ "exec", -2, 1 },  { "cp", 2, 0 },
 };
 
 static int run_file_cmd(const char *cmd, int nargs, char **args)
@@ -291,6 +293,8 @@ static int run_file_cmd(const char *cmd, int nargs, char **args)
 		rc = arfctl_cmd_mv(c, &u, args[1]);
 	else if (!strcmp(cmd, "ln"))
 		rc = arfctl_cmd_ln(c, &u, args[1]);
+	else if (!strcmp(cmd, "cp"))
+		rc = arfctl_cmd_cp(c, &u, args[1]);
 	else if (!strcmp(cmd, "chmod") || !strcmp(cmd, "chown"))
 		rc = arfctl_cmd_setattr(c, &u, cmd, &sa);
 	else if (!strcmp(cmd, "exec"))

@@ -35,9 +35,11 @@ void arfctl_stats_json(FILE *f, arf_client *c)
 		"{\"one_sided_reads\":%" PRIu64 ",\"one_sided_bytes\":%" PRIu64 ",\"rounds\":%" PRIu64
 		",\"requests\":%" PRIu64 ",\"execs\":%" PRIu64 ",\"retries\":%" PRIu64
 		",\"fallbacks\":%" PRIu64 ",\"bytes_sent\":%" PRIu64 ",\"bytes_received\":%" PRIu64
-		",\"cache_hits\":%" PRIu64 ",\"cache_misses\":%" PRIu64 ",\"requests_by_kind\":{",
+		",\"cache_hits\":%" PRIu64 ",\"cache_misses\":%" PRIu64 ",\"commits\":%" PRIu64
+		",\"resent_bytes\":%" PRIu64 ",\"unstable_bytes\":%" PRIu64 ",\"requests_by_kind\":{",
 		s.one_sided_reads, s.one_sided_bytes, s.rounds, s.requests, s.execs, s.retries,
-		s.fallbacks, s.bytes_sent, s.bytes_received, s.cache_hits, s.cache_misses);
+		s.fallbacks, s.bytes_sent, s.bytes_received, s.cache_hits, s.cache_misses, s.commits,
+		s.resent_bytes, s.unstable_bytes);
 	int first = 1;
 	for (int i = 0; i < ARF_NKINDS; i++) {
 		if (!s.requests_by_kind[i])
@@ -71,9 +73,11 @@ void arfctl_stats_text(FILE *f, arf_client *c)
 	fprintf(f,
 		"one_sided_reads %" PRIu64 "\none_sided_bytes %" PRIu64 "\nrounds %" PRIu64
 		"\nrequests %" PRIu64 "\nexecs %" PRIu64 "\nretries %" PRIu64 "\nfallbacks %" PRIu64
-		"\nbytes_sent %" PRIu64 "\nbytes_received %" PRIu64 "\n",
+		"\nbytes_sent %" PRIu64 "\nbytes_received %" PRIu64 "\ncommits %" PRIu64
+		"\nresent_bytes %" PRIu64 "\nunstable_bytes %" PRIu64 "\n",
 		s.one_sided_reads, s.one_sided_bytes, s.rounds, s.requests, s.execs, s.retries,
-		s.fallbacks, s.bytes_sent, s.bytes_received);
+		s.fallbacks, s.bytes_sent, s.bytes_received, s.commits, s.resent_bytes,
+		s.unstable_bytes);
 	for (int i = 0; i < ARF_NKINDS; i++)
 		if (s.requests_by_kind[i])
 			fprintf(f, "requests.%s %" PRIu64 "\n", arf_request_kind_name(i),

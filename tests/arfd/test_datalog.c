@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of arfd's data log (arfd/datalog.c), on real files in a
+ * scratch directory: what recovery keeps and what it leaves.
+ *
+ *   - a log bigger than the scan's buffer replays every block's last image;
+ *   - a torn tail ends what is whole at the last complete transaction, and
+ *     begin cuts it;
+ *   - a segment that lost its tail while the next kept records (the page
+ *     cache's order) is damage too;
+ *   - the validity rule decides: a crashed incarnation's records above what
+ *     it was durable through are void;
+ *   - buffered mode (test_power_loss) loses exactly what was not synced;
+ *   - reclamation deletes dead segments, copies live records, and recovery
+ *     afterwards still finds every block;
+ *   - freed blocks are neither replayed nor compared.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "datalog.h"
+
+#define BS 4096u
+#define NB 2048u                     /* blocks in the test's region: 8 MiB */
+
+static char dir[64];
+static uint8_t *region, *back;       /* what is written, what replay rebuilds */
+
+/* Records are valid up to durable[inc] (0 = every record of inc). */
+static uint64_t durable[8];
+
+static int valid(void *ctx, uint64_t inc, uint64_t seq)
+{
+	(void)ctx;
+	return inc < 8 && (!durable[inc] || seq <= durable[inc]);
+}
+
+static uint8_t freed[NB];
+
+static int is_free(void *ctx, uint32_t blk)
+{
+	(void)ctx;
+	return freed[blk];
+}
+
+static void fill(uint32_t blk, uint32_t ver)
+{
+	for (size_t i = 0; i < BS; i += 8) {
+		uint64_t v = (uint64_t)blk << 32 | ver;
+		memcpy(region + (size_t)blk * BS + i, &v, 8);
+	}
+}
+
+static void rmdir_all(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char p[400];
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+			unlink(p);
+		}
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(dir, sizeof(dir), "/tmp/arf-datalog-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	region = calloc(NB, BS);
+	back = calloc(NB, BS);
+	memset(durable, 0, sizeof(durable));
+	memset(freed, 0, sizeof(freed));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	rmdir_all();
+	free(region);
+	free(back);
+	return 0;
+}
+
+static struct arfd_datalog *open_log(int buffered, uint64_t seg)
+{
+	struct arfd_datalog *l;
+	char err[256];
+	assert_int_equal(arfd_datalog_open(dir, NB, seg, buffered, &l, err, sizeof(err)), 0);
+	return l;
+}
+
+/* Write blocks [first, first + n) at version ver as transaction seq. */
+static void txn(struct arfd_datalog *l, uint64_t inc, uint64_t seq, uint32_t first, uint32_t n,
+		uint32_t ver)
+{
+	uint32_t *b = malloc(n * sizeof(*b));
+	char err[256];
+	for (uint32_t i = 0; i < n; i++) {
+		b[i] = first + i;
+		fill(first + i, ver);
+	}
+	assert_int_equal(arfd_datalog_append(l, inc, seq, b, NULL, n, region, 0, err, sizeof(err)), 0);
+	free(b);
+}
+
+/* Recover as the incarnation after inc: *through, and back filled. */
+static struct arfd_datalog *recover(uint64_t inc, uint64_t start, uint64_t *through,
+				    uint64_t *loaded, int buffered, uint64_t seg)
+{
+	struct arfd_datalog *l = open_log(buffered, seg);
+	*loaded = 0;
+	char err[256];
+	memset(back, 0, (size_t)NB * BS);
+	assert_int_equal(arfd_datalog_scan(l, inc, start, through, err, sizeof(err)), 0);
+	return l;
+}
+
+static void replay(struct arfd_datalog *l, uint64_t *loaded)
+{
+	char err[256];
+	assert_int_equal(arfd_datalog_replay(l, back, (uint64_t)NB * BS, valid, is_free, NULL,
+					     loaded, err, sizeof(err)), 0);
+}
+
+static void test_big_log_replays_last_images(void **state)
+{
+	struct arfd_datalog *l = open_log(0, 64u << 20);
+	char err[256];
+	uint64_t through, loaded;
+	(void)state;
+	assert_int_equal(arfd_datalog_begin(l, 1, err, sizeof(err)), 0);
+	/* 12 MiB of records: three times the scan's 4 MiB buffer */
+	for (uint32_t v = 1; v <= 6; v++)
+		txn(l, 1, v, (v - 1) * 64, 512, v); /* overlapping ranges */
+	assert_int_equal(arfd_datalog_sync(l, 1, 6, err, sizeof(err)), 0);
+	arfd_datalog_close(l);
+	l = recover(1, 1, &through, &loaded, 0, 64u << 20);
+	assert_int_equal(through, 6);
+	replay(l, &loaded);
+	assert_int_equal(loaded, 5 * 64 + 512);
+	assert_memory_equal(back, region, (size_t)NB * BS);
+	arfd_datalog_close(l);
+}
+
+static void test_torn_tail(void **state)
+{
+	struct arfd_datalog *l = open_log(0, 64u << 20);
+	char err[256], p[400];
+	uint64_t through, loaded;
+	struct stat st;
+	(void)state;
+	assert_int_equal(arfd_datalog_begin(l, 1, err, sizeof(err)), 0);
+	txn(l, 1, 1, 0, 4, 1);
+	txn(l, 1, 2, 4, 4, 2);
+	arfd_datalog_close(l);
+	snprintf(p, sizeof(p), "%s/%016x.seg", dir, 1);
+	assert_int_equal(stat(p, &st), 0);
+	/* the second transaction's last record loses its last bytes */
+	assert_int_equal(truncate(p, st.st_size - 100), 0);
+	l = recover(1, 1, &through, &loaded, 0, 64u << 20);
+	assert_int_equal(through, 1); /* 2 is not whole */
+	durable[1] = through;
+	replay(l, &loaded);
+	assert_int_equal(loaded, 4);
+	assert_memory_equal(back, region, 4 * BS);
+	/* begin cuts the torn tail: nothing reads past it again */
+	assert_int_equal(arfd_datalog_begin(l, 2, err, sizeof(err)), 0);
+	arfd_datalog_sync(l, 2, 2, err, sizeof(err));
+	arfd_datalog_close(l);
+	assert_int_equal(stat(p, &st), 0);
+	/* the header, transaction 1's four records, three whole ones of 2 */
+	assert_int_equal(st.st_size, 48 + 7 * (48 + BS));
+}
+
+static void test_hole_in_an_earlier_segment(void **state)
+{
+	struct arfd_datalog *l = open_log(0, 1u << 20);
+	char err[256], p[400];
+	uint64_t through, loaded;
+	struct stat st;
+	(void)state;
+	assert_int_equal(arfd_datalog_begin(l, 1, err, sizeof(err)), 0);
+	for (uint32_t v = 1; v <= 8; v++) /* ~1.2 MiB each: a segment each */
+		txn(l, 1, v, (v - 1) * 16, 300, v);
+	arfd_datalog_close(l);
+	/* segment 3 lost its tail, segment 4 on kept its records */
+	snprintf(p, sizeof(p), "%s/%016x.seg", dir, 3);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(truncate(p, st.st_size - (48 + BS)), 0);
+	l = recover(1, 1, &through, &loaded, 0, 1u << 20);
+	assert_int_equal(through, 2); /* transaction 3 is segment 3's */
+	arfd_datalog_close(l);
+}
+
+static void test_void_records_of_a_crashed_incarnation(void **state)
+{
+	struct arfd_datalog *l = open_log(0, 64u << 20);
+	char err[256];
+	uint64_t through, loaded;
+	(void)state;
+	assert_int_equal(arfd_datalog_begin(l, 1, err, sizeof(err)), 0);
+	txn(l, 1, 1, 0, 8, 1);
+	txn(l, 1, 2, 0, 8, 2);
+	uint8_t *v2 = malloc(8 * BS);
+	memcpy(v2, region, 8 * BS); /* what version 2 looks like */
+	txn(l, 1, 3, 0, 8, 3);
+	arfd_datalog_close(l);
+	/* RocksDB recovered only through 2: 3 is void though the log has it */
+	l = recover(1, 1, &through, &loaded, 0, 64u << 20);
+	assert_int_equal(through, 3);
+	durable[1] = 2;
+	memcpy(region, v2, 8 * BS);
+	free(v2);
+	replay(l, &loaded);
+	assert_memory_equal(back, region, 8 * BS);
+	/* the next incarnation writes sequence 3 again: its own, valid */
+	assert_int_equal(arfd_datalog_begin(l, 2, err, sizeof(err)), 0);
+	txn(l, 2, 3, 4, 4, 9);
+	assert_int_equal(arfd_datalog_sync(l, 2, 3, err, sizeof(err)), 0);
+	arfd_datalog_close(l);
+	l = recover(2, 3, &through, &loaded, 0, 64u << 20);
+	assert_int_equal(through, 3);
+	replay(l, &loaded);
+	assert_memory_equal(back, region, 8 * BS); /* 0-3 at version 2, 4-7 at 9 */
+	arfd_datalog_close(l);
+}
+
+static void test_buffered_loses_what_was_not_synced(void **state)
+{
+	struct arfd_datalog *l = open_log(1, 64u << 20);
+	char err[256];
+	uint64_t through, loaded;
+	(void)state;
+	assert_int_equal(arfd_datalog_begin(l, 1, err, sizeof(err)), 0);
+	txn(l, 1, 1, 0, 8, 1);
+	assert_int_equal(arfd_datalog_sync(l, 1, 1, err, sizeof(err)), 0);
+	memcpy(back, region, 8 * BS);
+	uint8_t *synced = malloc(8 * BS);
+	memcpy(synced, region, 8 * BS);
+	txn(l, 1, 2, 0, 8, 2); /* never synced: in memory only */
+	arfd_datalog_close(l); /* as a SIGKILL: the buffer is gone */
+	l = recover(1, 1, &through, &loaded, 1, 64u << 20);
+	assert_int_equal(through, 1);
+	replay(l, &loaded);
+	assert_memory_equal(back, synced, 8 * BS);
+	free(synced);
+	arfd_datalog_close(l);
+}
+
+static void test_reclaim(void **state)
+{
+	struct arfd_datalog *l = open_log(0, 1u << 20);
+	struct arfd_datalog_stats s;
+	char err[256];
+	uint64_t through, loaded, seq = 0;
+	(void)state;
+	assert_int_equal(arfd_datalog_begin(l, 1, err, sizeof(err)), 0);
+	/* 64 blocks written over and over: 40 segments, 1 of them live */
+	for (uint32_t v = 1; v <= 160; v++)
+		txn(l, 1, ++seq, 0, 64, v);
+	txn(l, 1, ++seq, 64, 16, 7); /* and some that stay where they are */
+	/* a freed block: dead, not replayed */
+	arfd_datalog_drop(l, 70);
+	freed[70] = 1;
+	memset(region + 70 * BS, 0, BS);
+	assert_int_equal(arfd_datalog_sync(l, 1, seq, err, sizeof(err)), 0);
+	arfd_datalog_stats(l, &s);
+	uint64_t before = s.bytes;
+	assert_true(s.segments > 30);
+	/* reclaim until it has nothing to do: each round copies a segment,
+	 * then a sync covers the copies and the round after deletes */
+	int rounds = 0;
+	for (;;) {
+		int rc = arfd_datalog_reclaim(l, seq, err, sizeof(err));
+		assert_true(rc >= 0);
+		if (rc)
+			arfd_datalog_reclaim_wait(l, seq);
+		assert_int_equal(arfd_datalog_sync(l, 1, seq, err, sizeof(err)), 0);
+		if (!rc && ++rounds > 1)
+			break;
+	}
+	assert_int_equal(arfd_datalog_reclaim(l, seq, err, sizeof(err)), 0);
+	arfd_datalog_stats(l, &s);
+	assert_true(s.bytes < before / 4);
+	assert_true(s.reclaimed_bytes > 0);
+	uint64_t diff = 0;
+	int d = arfd_datalog_compare(l, region, (uint64_t)NB * BS, NULL, NULL, &diff, err,
+				     sizeof(err));
+	assert_int_equal(d, 0);
+	assert_int_equal(diff, 64 + 15);
+	arfd_datalog_close(l);
+	l = recover(1, 1, &through, &loaded, 0, 1u << 20);
+	assert_int_equal(through, seq);
+	replay(l, &loaded);
+	assert_int_equal(loaded, 64 + 15);
+	assert_memory_equal(back, region, (size_t)NB * BS);
+	arfd_datalog_close(l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_big_log_replays_last_images, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_torn_tail, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hole_in_an_earlier_segment, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_void_records_of_a_crashed_incarnation, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_buffered_loses_what_was_not_synced, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_reclaim, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Unstable writes through the mount, as on NFSv3: arfd answers a write
+before it is durable, and close() (FUSE's FLUSH) sends the COMMIT that
+makes it so -- only when the file has writes not yet committed -- so that
+close() reports a write that cannot be made durable; fsync() always
+commits."""
+import os
+import unittest
+
+from fusetest import FuseTestCase, main
+
+
+def writes(d):
+    # through the control socket from this process: a child (arfctl) would
+    # inherit the open file and close it, a FLUSH of its own
+    s = d.stats()
+    return s["writes"]["unstable"], s["writes"]["commits"], s["wal_syncs"]
+
+
+class Commit(FuseTestCase):
+    sync = False  # the default export: unstable writes
+
+    def test_close_commits_what_was_written(self):
+        p = os.path.join(self.mnt.path, "f")
+        with open(p, "wb") as f:  # the create: durable before its reply
+            pass
+        u0, c0, s0 = writes(self.arfd)
+        fd = os.open(p, os.O_WRONLY)
+        self.addCleanup(lambda: os.close(fd) if fd_open[0] else None)
+        fd_open = [True]
+        for i in range(8):
+            os.pwrite(fd, bytes([i]) * 65536, i * 65536)
+        u1, c1, s1 = writes(self.arfd)
+        self.assertEqual(u1 - u0, 8, "each write answered unstable")
+        self.assertEqual((c1, s1), (c0, s0), "no COMMIT and no sync before close()")
+        fd_open[0] = False
+        os.close(fd)
+        u2, c2, s2 = writes(self.arfd)
+        self.assertEqual(c2 - c1, 1, "close() after writes: one COMMIT")
+        self.assertEqual(s2 - s1, 1, "and it synced")
+        # a file opened and closed without writes: no COMMIT, no round trip
+        with open(p, "rb") as f:
+            self.assertEqual(f.read(65536), bytes(65536))
+        fd = os.open(p, os.O_WRONLY)
+        os.close(fd)
+        _, c3, _ = writes(self.arfd)
+        self.assertEqual(c3, c2, "close() without writes sent a COMMIT")
+        # fsync commits, every time
+        fd = os.open(p, os.O_WRONLY)
+        os.fsync(fd)
+        os.close(fd)
+        _, c4, _ = writes(self.arfd)
+        self.assertEqual(c4 - c3, 1)
+        print("8 writes: no sync until close(), which sent 1 COMMIT; close() without "
+              "writes: none; fsync(): one")
+
+
+class CommitFails(FuseTestCase):
+    # syncs: the create of the file (1), then the close()'s COMMIT (2) fails
+    sync = False
+    extra = {"server.test_fail_sync": "2"}
+
+    def test_close_reports_the_commit_failure(self):
+        p = os.path.join(self.mnt.path, "f")
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT, 0o644)
+        os.write(fd, b"x" * 4096)  # answered before it is durable
+        with self.assertRaises(OSError) as cm:
+            os.close(fd)
+        self.assertEqual(cm.exception.errno, 5, "close() must report EIO")
+        print("a COMMIT that cannot sync: close() fails with EIO (%s)" % cm.exception)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Round trips per system call on a real mount (issue 15), counted as
+arf-fuse <-> arfd rounds: arfd's own counters of one-sided rounds and
+requests (programs included), read around each call from its control
+socket -- arf-fuse is the only client of the arfd each test starts, so
+they are exactly its libarf's requests + rounds + execs.
+
+Budgets: open(O_CREAT) <= 2, unlink 1, mkdir 1, rename 1, close after
+writes <= 1 (the COMMIT of unstable writes), and no GETATTR after a change
+(the replies carry the attributes).  A 10,000-entry listing takes a few
+dozen rounds.  copy_file_range of 256 MiB is copied by the server: the
+bytes match and the client's connections carry a few KiB.  The names a
+mount knows are free are believed only for a bounded time, and never past
+another client's change that a reply reveals."""
+import json
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import fusetest  # noqa: E402
+from fusetest import FuseTestCase  # noqa: E402
+
+# how long a mount believes a name is free without asking (libarf's
+# entry timeout, the mount's name-cache time), and some slack
+NAMES_WINDOW_S = 1.0
+
+
+def rounds(arfd):
+    """arfd's rounds so far: one-sided rounds plus requests of every kind."""
+    st = arfd.stats()
+    return st["one_sided"]["rounds"] + sum(st["requests"].values())
+
+
+def client_bytes(arfd):
+    """Bytes sent and received on all of arfd's connections (arf-fuse's)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(arfd.control)
+        s.sendall(b"clients\n")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return sum(c["bytes_sent"] + c["bytes_received"] for c in json.loads(data)["clients"])
+
+
+class Budgets(FuseTestCase):
+    N = 20
+
+    def counted(self, fn, *args):
+        """fn(*args) and the rounds it took."""
+        r0 = rounds(self.arfd)
+        out = fn(*args)
+        return out, rounds(self.arfd) - r0
+
+    def each(self, what, budget, fn, before=None):
+        """Run fn(i) N times (after before(i), not counted); every call
+        within budget rounds."""
+        worst, total = 0, 0
+        for i in range(self.N):
+            if before:
+                before(i)
+            _, r = self.counted(fn, i)
+            worst = max(worst, r)
+            total += r
+        print("%-34s %.2f rounds a call (worst %d, budget %d)" % (what, total / self.N, worst,
+                                                                     budget))
+        self.assertLessEqual(worst, budget, "%s: %d rounds, budget %d" % (what, worst, budget))
+        return total / self.N
+
+    def test_rounds_per_system_call(self):
+        p = self.mnt.p
+        # made by this mount: it knows the names in it, as long as its own
+        # changes keep proving them (each within the name-cache time)
+        os.mkdir(p("d"))
+        self.each("open(O_CREAT|O_EXCL)", 2,
+                  lambda i: self.fds.append(os.open(p("d", "x%d" % i),
+                                                    os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)))
+        self.each("write 1 KiB", 1, lambda i: os.write(self.fds[i], b"w" * 1024))
+        self.each("fstat after write", 0, lambda i: os.fstat(self.fds[i]))
+        self.each("close after writes", 1, lambda i: os.close(self.fds[i]))
+        self.each("open(O_CREAT) of a new name", 2,
+                  lambda i: os.close(os.open(p("d", "c%d" % i), os.O_CREAT | os.O_WRONLY, 0o644)))
+        self.each("stat of the directory", 0, lambda i: os.stat(p("d")))
+        self.each("mkdir", 1, lambda i: os.mkdir(p("d", "m%d" % i)))
+        self.each("stat of the directory after mkdir", 0, lambda i: os.stat(p("d")),
+                  before=lambda i: os.mkdir(p("d", "s%d" % i)))
+        self.each("rename to a new name", 1,
+                  lambda i: os.rename(p("d", "x%d" % i), p("d", "y%d" % i)))
+        # a rename's target is always looked up again by the kernel: one just
+        # made is known to libarf's entry and attribute caches
+        self.each("rename over a file", 1,
+                  lambda i: os.rename(p("d", "y%d" % i), p("d", "t%d" % i)),
+                  before=lambda i: os.close(os.open(p("d", "t%d" % i),
+                                                    os.O_CREAT | os.O_WRONLY, 0o644)))
+        os.mkdir(p("d", "sub"))
+        self.each("rename into another directory", 1,
+                  lambda i: os.rename(p("d", "t%d" % i), p("d", "sub", "t%d" % i)))
+        self.each("chmod", 1, lambda i: os.chmod(p("d", "sub", "t%d" % i), 0o600))
+        self.each("stat after chmod", 0, lambda i: os.stat(p("d", "sub", "t%d" % i)))
+        self.each("unlink", 1, lambda i: os.unlink(p("d", "sub", "t%d" % i)))
+        self.each("rmdir", 1, lambda i: os.rmdir(p("d", "m%d" % i)))
+        # what the replies said is what the server has
+        self.assertEqual(os.listdir(p("d", "sub")), [])
+        self.assertEqual(os.stat(p("d")).st_nlink, 2 + 1 + self.N)  # ., sub, s0..s19
+        self.assertEqual(sorted(os.listdir(p("d"))),
+                         sorted(["sub"] + ["c%d" % i for i in range(self.N)] +
+                                ["s%d" % i for i in range(self.N)]))
+        self.assertEqual(os.stat(p("d", "c0")).st_size, 0)
+
+    def setUp(self):
+        super().setUp()
+        self.fds = []
+        self.addCleanup(self.close_fds)
+
+    def close_fds(self):
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class FreeNames(FuseTestCase):
+    """What a mount knows of a directory's names never hides another
+    client's name for long."""
+
+    def test_another_clients_name(self):
+        a, b = self.mnt, self.mount()
+        os.mkdir(a.p("d"))
+        with open(a.p("d", "mine"), "w"):
+            pass
+        # b makes a name; a's next change reveals it (its reply's wcc) and
+        # a forgets what it knew: the name is there at once
+        with open(b.p("d", "theirs"), "w"):
+            pass
+        with open(a.p("d", "mine2"), "w"):
+            pass
+        self.assertTrue(os.path.exists(a.p("d", "theirs")))
+        # with no change of a's in between, a believes what it knows of a
+        # directory it made for the name-cache time at most
+        os.mkdir(a.p("e"))
+        os.mkdir(b.p("e", "sub"))
+        t0 = time.time()
+        while not os.path.exists(a.p("e", "sub")):
+            self.assertLess(time.time() - t0, NAMES_WINDOW_S + 1.0, "e/sub never appeared")
+            time.sleep(0.05)
+        print("another mount's names: seen at a's next change, or within %.1f s" %
+              (time.time() - t0))
+
+    def test_lookupcache_none_asks_every_time(self):
+        m = self.mount("lookupcache=none")
+        os.mkdir(m.p("n"))
+        r0 = rounds(self.arfd)
+        os.mkdir(m.p("n", "x"))
+        r = rounds(self.arfd) - r0
+        self.assertGreaterEqual(r, 2, "lookupcache=none: mkdir took %d rounds" % r)
+        print("lookupcache=none: mkdir asks for the name first (%d rounds)" % r)
+
+
+class BigListing(FuseTestCase):
+    extra = {"regions.inodes": "32768", "regions.dir_entries": "32768",
+             "regions.dir_buckets": "32768"}
+    N = 10000
+    BUDGET = 36  # "a few dozen"
+
+    def test_listing_10k_in_few_rounds(self):
+        p = self.mnt.p
+        os.mkdir(p("big"))
+        for i in range(self.N):
+            os.close(os.open(p("big", "f%05d" % i), os.O_CREAT | os.O_WRONLY, 0o644))
+        want = ["f%05d" % i for i in range(self.N)]
+        for rep in range(2):
+            r0 = rounds(self.arfd)
+            names = os.listdir(p("big"))
+            r_names = rounds(self.arfd) - r0
+            self.assertEqual(sorted(names), want)
+            r0 = rounds(self.arfd)
+            n = 0
+            with os.scandir(p("big")) as it:  # ls -l: names and attributes
+                for e in it:
+                    self.assertEqual(e.stat(follow_symlinks=False).st_size, 0)
+                    n += 1
+            r_plus = rounds(self.arfd) - r0
+            self.assertEqual(n, self.N)
+            print("10,000 entries, pass %d: listdir %d rounds, listing with stat %d rounds" %
+                  (rep + 1, r_names, r_plus))
+            self.assertLessEqual(r_names, self.BUDGET)
+            self.assertLessEqual(r_plus, self.BUDGET)
+
+
+class ServerCopy(FuseTestCase):
+    extra = {"regions.data_blocks": "262144"}  # 1 GiB: two 256 MiB files and room
+
+    def test_copy_file_range_256m(self):
+        p = self.mnt.p
+        mib = 1 << 20
+        size = 256 * mib
+        block = os.urandom(mib)
+        with open(p("src"), "wb") as f:
+            for i in range(256):
+                f.write(block[i:] + block[:i])  # every MiB different
+        b0, r0 = client_bytes(self.arfd), self.arfd.stats()["requests"].get("copy", 0)
+        fi = os.open(p("src"), os.O_RDONLY)
+        fo = os.open(p("dst"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            done = 0
+            while done < size:
+                n = os.copy_file_range(fi, fo, size - done)
+                self.assertGreater(n, 0, "copy_file_range stopped at %d" % done)
+                done += n
+            # partial copies and offsets: 5000 bytes from 4095 to 10 MiB + 7
+            n = os.copy_file_range(fi, fo, 5000, 4095, 10 * mib + 7)
+            self.assertEqual(n, 5000)
+            # at the source's end: 0
+            self.assertEqual(os.copy_file_range(fi, fo, 100, size, 0), 0)
+        finally:
+            os.close(fi)
+            os.close(fo)
+        moved = client_bytes(self.arfd) - b0
+        copies = self.arfd.stats()["requests"].get("copy", 0) - r0
+        self.assertEqual(os.stat(p("dst")).st_size, size)
+        with open(p("src"), "rb") as s, open(p("dst"), "rb") as d:
+            for i in range(256):
+                a, b = s.read(mib), d.read(mib)
+                if i == 10:
+                    want = bytearray(a)
+                    s.seek(4095)
+                    want[7:5007] = s.read(5000)
+                    s.seek(11 * mib)
+                    a = bytes(want)
+                self.assertEqual(a, b, "MiB %d differs" % i)
+        self.assertLess(moved, 1 * mib, "the client moved %d bytes for a 256 MiB copy" % moved)
+        print("copy_file_range 256 MiB: %d COPY requests, %d bytes on the client's connections; "
+              "the bytes match" % (copies, moved))
+
+
+if __name__ == "__main__":
+    fusetest.main()
