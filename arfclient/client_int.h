@@ -147,9 +147,51 @@ int arf_os_inode(arf_client *c, uint64_t ino, uint32_t gen, struct arf_meta_inod
 /* Walk the hash chain: 0 with child/gen, -ENOENT, ARF_ERETRY, or 1 = too many hops. */
 int arf_os_lookup(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t *child,
 		  uint32_t *child_gen, uint8_t *type);
-/* Read file bytes given a validated inode: count, or ARF_ERETRY / ARF_ETAG. */
+/* Read file bytes given a validated inode: count, or ARF_ERETRY / ARF_ETAG /
+ * ARF_ECSUM (buf then zeroed), or a transport error. */
 ssize_t arf_os_read(arf_client *c, const struct arf_meta_inode *in, uint64_t off, void *buf,
 		    size_t len);
+/* arf_os_read in steps, for callers that post the rounds themselves
+ * (async.c).  The extents covering [off, off+len): begin fills ops[0..np)
+ * with the extent pages to read (np = 0: none, the extents are inline);
+ * once they are read, end checks them (ARF_ETAG, ARF_ECSUM, ARF_ETORN) and
+ * fills ext.  free accepts what begin left, whatever happened. */
+struct arf_os_ext {
+	struct arf_meta_extent *ext;  /* the extents, after end */
+	size_t next;
+	struct arf_meta_page *pages;  /* the extent pages read */
+	struct arf_net_read_op ops[ARF_META_EXT_PAGES];
+	int np;
+};
+int arf_os_ext_begin(arf_client *c, const struct arf_meta_inode *in, uint64_t off, size_t len,
+		     struct arf_os_ext *x);
+int arf_os_ext_end(const struct arf_meta_inode *in, struct arf_os_ext *x);
+void arf_os_ext_free(struct arf_os_ext *x);
+/* The data round of [off, off+len) (clipped to the file's size: len 0 =
+ * nothing to read): begin fills ops[0..nops), whose destinations are buf
+ * itself wherever whole blocks fall in it; once they are read, end checks
+ * every block's tag and checksum and returns the count, or ARF_ETAG /
+ * ARF_ECSUM / ARF_ETORN with buf zeroed (as fail does, for a round that
+ * failed).  free accepts what begin left. */
+struct arf_os_rd {
+	uint64_t ino;
+	uint32_t gen;
+	uint64_t off;
+	size_t len;
+	uint8_t *buf;
+	uint64_t fblk0;               /* the first block, and how many */
+	size_t nblk;
+	uint8_t *edge;                /* bounce blocks: a partial first, a partial last */
+	struct arf_meta_tag *tags;    /* nblk */
+	uint8_t *mapped;              /* nblk: 0 = a hole */
+	struct arf_net_read_op *ops;
+	size_t nops;
+};
+int arf_os_rd_begin(arf_client *c, const struct arf_meta_inode *in, const struct arf_os_ext *x,
+		    uint64_t off, void *buf, size_t len, struct arf_os_rd *rd);
+ssize_t arf_os_rd_end(struct arf_os_rd *rd);
+void arf_os_rd_fail(struct arf_os_rd *rd);
+void arf_os_rd_free(struct arf_os_rd *rd);
 /* Directory listing from the listing pages: 0, or ARF_ERETRY. */
 int arf_os_readdir(arf_client *c, const struct arf_meta_inode *dir, uint64_t cookie,
 		   struct arf_dirent *ents, size_t max, size_t *n, int *eof);
