@@ -107,6 +107,21 @@ int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 int arf_cl_dial(arf_client *c, char *err, size_t errlen);
 /* Transport counters of this connection and those it replaced. */
 void arf_cl_counters(arf_client *c, struct arf_net_counters *nc);
+/* Posted exchanges on the connection of the moment (async.c): *gen says
+ * which connection took it.  Errors as arf_net_post_read / arf_net_post,
+ * -ENOTCONN with no connection; when they return 0, p's done will run. */
+int arf_cl_post_read(arf_client *c, struct arf_net_read_op *ops, size_t n,
+		     struct arf_net_pending *p, uint64_t *gen);
+int arf_cl_post(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
+		struct arf_net_pending *p, uint64_t *gen);
+/* arf_net_wait on the connection of the moment. */
+int arf_cl_wait(arf_client *c, const int *flag, int timeout_ms);
+/* Does rc say that the connection, not the operation, failed? */
+int arf_cl_broken(int rc);
+/* A posted exchange on connection gen met a broken connection: dial again
+ * as the synchronous calls do, until *deadline (0: set now from
+ * opts.reconnect_ms).  0 = post it again, -EIO = give up. */
+int arf_cl_recover(arf_client *c, uint64_t gen, uint64_t *deadline);
 
 /* progs.c: the shipped standard programs and their policy hooks (api.c).
  * Each returns 0 when the program answered, 1 when it did not apply or
@@ -137,6 +152,8 @@ int arf_req_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name,
 int arf_req_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
 ssize_t arf_req_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len);
 int arf_req_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap);
+/* The credentials a request made now by this thread carries. */
+void arf_req_cred(struct arf_proto_cred *pc);
 
 /* onesided.c */
 /* Read and validate one object (retrying torn copies).  Returns 0, or

@@ -517,3 +517,8 @@ int arf_cred_token(arf_client *c, uint8_t token[ARF_TOKEN_SIZE], uint32_t *ttl_s
 	arf_net_buf_free(&resp);
 	return rc;
 }
+
+void arf_req_cred(struct arf_proto_cred *pc)
+{
+	fill_cred(pc);
+}

@@ -256,7 +256,8 @@ int arf_net_read_fits(size_t n, uint64_t bytes);
  * timeout) or the connection breaks.  Returns 1 when *flag was seen set,
  * 0 on timeout, or the connection's error.  Call it only with something
  * in flight that will set flag: a silent socket past the connection's
- * timeout breaks it. */
+ * timeout breaks it.  timeout_ms 0 is a poll: file the replies the socket
+ * holds now (unless another thread is reading it) and return. */
 int arf_net_wait(struct arf_net_conn *c, const int *flag, int timeout_ms);
 
 /* ------------------------------------------------------------------ server */

@@ -546,7 +546,8 @@ static int recv_direct(struct arf_net_conn *c)
 }
 
 /* The reading thread: read until *stop is set (0), deadline_us passes
- * (0 = none; then 0 too), or the connection fails (its error). */
+ * (0 = none; then 0 too; UINT64_MAX: until the socket has nothing more
+ * now), or the connection fails (its error). */
 static int pump(struct arf_net_conn *c, const int *stop, uint64_t deadline_us)
 {
 	for (;;) {
@@ -579,6 +580,8 @@ static int pump(struct arf_net_conn *c, const int *stop, uint64_t deadline_us)
 		ssize_t n = arf_net_rbuf_fill(&c->rb, c->fd);
 		if (n < 0)
 			return (int)n;
+		if (n == 0 && deadline_us == UINT64_MAX)
+			return 0; /* a poll: all that was there is filed */
 		if (n == 0) {
 			int tmo = c->timeout_ms, rc;
 			int bounded = 0;
@@ -607,12 +610,14 @@ static int pump(struct arf_net_conn *c, const int *stop, uint64_t deadline_us)
  * connection's error, as arf_net_wait. */
 static int wait_locked(struct arf_net_conn *c, const int *flag, uint64_t deadline_us)
 {
-	for (;;) {
+	for (int polled = 0;; polled = 1) {
 		if (__atomic_load_n(flag, __ATOMIC_ACQUIRE))
 			return 1;
 		if (c->broken)
 			return c->broken;
-		if (deadline_us && arf_net_now_us() >= deadline_us)
+		if (deadline_us == UINT64_MAX && (polled || c->reading))
+			return 0; /* a poll reads once, and only when nobody else does */
+		if (deadline_us && deadline_us != UINT64_MAX && arf_net_now_us() >= deadline_us)
 			return 0;
 		if (c->reading) {
 			if (!deadline_us) {
@@ -784,7 +789,9 @@ int arf_net_post_read(struct arf_net_conn *c, struct arf_net_read_op *ops, size_
 int arf_net_wait(struct arf_net_conn *c, const int *flag, int timeout_ms)
 {
 	uint64_t deadline = 0;
-	if (timeout_ms >= 0) {
+	if (timeout_ms == 0) {
+		deadline = UINT64_MAX; /* a poll */
+	} else if (timeout_ms > 0) {
 		deadline = arf_net_now_us() + (uint64_t)timeout_ms * 1000u;
 		if (!deadline)
 			deadline = 1;
