@@ -158,6 +158,14 @@ struct arf_client_opts {
 	 * process is; arfd refuses the connection when the token is forged,
 	 * expired or was minted for another host.  Copied at arf_connect(). */
 	const uint8_t *cred_token;
+	/** Read ahead for a file read sequentially (1, default; 0 = never):
+	 * from its second read in a row that goes on where the last ended, the
+	 * next bytes (as many as the reads ask, at least 128 KiB, at most the
+	 * server's largest I/O) are posted one-sidedly before they are asked
+	 * for, and handed out, after the same checks as any read, to the next
+	 * read through the same version of the file.  Asynchronous reads read
+	 * ahead only while one is in flight on their queue. */
+	int      readahead;
 };
 
 void arf_client_opts_init(struct arf_client_opts *o);
@@ -419,6 +427,7 @@ struct arf_client_stats {
 	uint64_t fallbacks_by_reason[ARF_FALLBACK_NREASONS];
 	uint64_t bytes_sent, bytes_received;
 	uint64_t cache_hits, cache_misses;
+	uint64_t readahead_bytes;   /**< bytes handed out from data read ahead */
 };
 void arf_stats(arf_client *c, struct arf_client_stats *out);
 

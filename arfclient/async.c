@@ -40,6 +40,11 @@
 #include "client_int.h"
 
 #define ARF_QUEUE_MAX 4096u
+/* Rounds of different slots share a frame until it carries this many
+ * bytes: small reads gain a round trip each by going together, big ones
+ * nothing (the bytes dominate), and are better pipelined, each its own
+ * frame, so that the server sends one while the client checks another. */
+#define BATCH_BYTES (256u << 10)
 
 enum slot_state {
 	S_START,       /* begin (again): the inode, or a request */
@@ -61,7 +66,8 @@ struct slot {
 	struct arf_queue *q;
 	struct arf_aio *io;
 	enum slot_state state;
-	struct arf_proto_cred cred;  /* of the submitting thread */
+	struct arf_proto_cred cred;  /* of the submitting thread, when it set its own */
+	int thread_cred;             /* 0: the process's, taken when a request is made */
 	/* the round or request in flight, and how it ended */
 	struct arf_net_read_op iop;  /* the inode's read */
 	struct arf_net_read_op *rops;/* the round's reads (to post again) */
@@ -82,6 +88,9 @@ struct slot {
 	struct arf_os_ext x;
 	struct arf_os_rd rd;
 	size_t done;                 /* bytes finished (READ, WRITE) */
+	size_t ra_from;              /* READ: bytes handed out by readahead first */
+	size_t os_bytes;             /* READ: bytes then read one-sided through in */
+	int ra_tried;
 	uint32_t chunk;              /* this step's bytes */
 	struct slot *next;
 };
@@ -130,6 +139,15 @@ static void push_ready_locked(struct arf_queue *q, struct slot *s)
 
 static void finish(struct arf_queue *q, struct slot *s, ssize_t res)
 {
+	if (s->io->op == ARF_AIO_READ && s->os_bytes && q->c->ra) {
+		/* a sequential reader may get the next bytes posted ahead; a
+		 * queue with other reads in flight is its own readahead */
+		pthread_mutex_lock(&q->lock);
+		unsigned pending = q->pending;
+		pthread_mutex_unlock(&q->lock);
+		if (pending == 1)
+			arf_ra_note(q->c, &s->in, s->io->off + s->ra_from, s->os_bytes, s->io->len);
+	}
 	s->io->res = res;
 	s->state = S_DONE;
 	arf_os_ext_free(&s->x);
@@ -233,7 +251,8 @@ static void post_round(struct arf_queue *q, struct slot *s, struct arf_net_read_
 	s->rops = ops;
 	s->nrops = n;
 	s->state = state;
-	if (q->b && (s->solo || !arf_net_read_fits(q->b->nops + n, q->b->bytes + bytes)))
+	if (q->b && (s->solo || q->b->bytes + bytes > BATCH_BYTES ||
+		     !arf_net_read_fits(q->b->nops + n, q->b->bytes + bytes)))
 		flush(q);
 	if (!q->b) {
 		q->b = calloc(1, sizeof(*q->b));
@@ -324,6 +343,12 @@ static void req_send(struct arf_queue *q, struct slot *s)
 	int n = 2, rc;
 
 	arf_proto_wr_init(&w);
+	if (!s->thread_cred) {
+		/* the process's (a per-process identity: the same on any thread),
+		 * looked up only now, as arf_read does only when it asks */
+		arf_req_process_cred(&s->cred);
+		s->thread_cred = 1;
+	}
 	arf_proto_put_cred(&w, &s->cred);
 	arf_proto_put_fh(&w, &fh);
 	s->chunk = (uint32_t)(io->len - s->done > c->info.max_io ? c->info.max_io
@@ -475,6 +500,18 @@ static void stale(struct arf_queue *q, struct slot *s, int n)
 	s->state = S_REQ_SEND;
 }
 
+/* Readahead's data arrived for a slot waiting for it (readahead.c). */
+static void ra_wake(void *arg)
+{
+	struct slot *s = arg;
+	struct arf_queue *q = s->q;
+
+	pthread_mutex_lock(&q->lock);
+	q->inflight--;
+	push_ready_locked(q, s);
+	pthread_mutex_unlock(&q->lock);
+}
+
 /* Advance s until it posts something or finishes. */
 static void step(struct arf_queue *q, struct slot *s)
 {
@@ -540,6 +577,24 @@ static void step(struct arf_queue *q, struct slot *s)
 			if (S_ISDIR(s->in.mode)) {
 				finish_read(q, s, -EISDIR);
 				return;
+			}
+			if (!s->ra_tried && c->ra) {
+				/* a sequential reader's bytes may be read ahead already */
+				pthread_mutex_lock(&q->lock);
+				q->inflight++; /* counted while a wake may come */
+				pthread_mutex_unlock(&q->lock);
+				n = arf_ra_take(c, &s->in, io->off + s->done, (uint8_t *)io->buf + s->done,
+						io->len - s->done, ra_wake, s);
+				if (n == ARF_RA_WAIT)
+					return; /* ra_wake brings it back here */
+				pthread_mutex_lock(&q->lock);
+				q->inflight--;
+				pthread_mutex_unlock(&q->lock);
+				s->ra_tried = 1;
+				if (n > 0) {
+					s->done += (size_t)n;
+					s->ra_from = s->done;
+				}
 			}
 			s->state = S_PLAN;
 			break;
@@ -615,6 +670,7 @@ static void step(struct arf_queue *q, struct slot *s)
 				break;
 			}
 			s->done += (size_t)n;
+			s->os_bytes += (size_t)n;
 			if ((size_t)n < s->chunk) {
 				finish(q, s, (ssize_t)s->done);
 				return;
@@ -718,7 +774,7 @@ int arf_submit(arf_queue *q, struct arf_aio *const *ios, unsigned n)
 		s->q = q;
 		s->io = io;
 		s->state = S_START;
-		arf_req_cred(&s->cred);
+		s->thread_cred = arf_req_thread_cred(&s->cred);
 		if (!io || (io->op != ARF_AIO_READ && io->op != ARF_AIO_WRITE &&
 			    io->op != ARF_AIO_GETATTR) ||
 		    (io->op != ARF_AIO_GETATTR && io->len && !io->buf)) {

@@ -33,6 +33,7 @@ void arf_client_opts_init(struct arf_client_opts *o)
 	o->readdir_exec_min = ARF_OPT_AUTO;
 	o->readdir_req_min = ARF_OPT_AUTO;
 	o->resvport = 1;
+	o->readahead = 1;
 }
 
 /*
@@ -147,7 +148,7 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 	if ((rc = arf_url_parse(url, &c->url, err, errlen)))
 		goto fail;
 	policy_resolve(&c->opts, c->url.transport, &c->pol);
-	if ((rc = arf_cache_init(c))) {
+	if ((rc = arf_cache_init(c)) || (c->opts.readahead && (rc = arf_ra_init(c)))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -204,6 +205,7 @@ void arf_close(arf_client *c)
 	if (!c)
 		return;
 	arf_net_close(c->conn);
+	arf_ra_free(c); /* after the close: its rounds have all ended */
 	pthread_rwlock_destroy(&c->conn_lock);
 	pthread_mutex_destroy(&c->cache_lock);
 	sodium_memzero(c->auth_key, sizeof(c->auth_key));
@@ -246,6 +248,7 @@ void arf_stats(arf_client *c, struct arf_client_stats *s)
 	arf_prog_stats(c, s);
 	s->cache_hits = __atomic_load_n(&c->cache_hits, __ATOMIC_RELAXED);
 	s->cache_misses = __atomic_load_n(&c->cache_misses, __ATOMIC_RELAXED);
+	s->readahead_bytes = __atomic_load_n(&c->readahead_bytes, __ATOMIC_RELAXED);
 }
 
 int arf_connect_fd(int fd, const struct arf_client_opts *opts, arf_client **out, uint64_t *ino,

@@ -9,6 +9,8 @@
  *   client.c                 arf_connect/arf_close/arf_stats, the policy
  *   api.c                    the read path: one-sided or shipped or request
  *   progs.c                  mobile code: arf_exec and the standard programs
+ *   async.c                  arf_queue: the same operations, in flight together
+ *   readahead.c              data posted ahead for sequential readers
  *   requests.c  onesided.c   requests (mutations, fallbacks); one-sided reads
  *   conn.c                   the connection and its reconnection
  *   cache.c                  inode and entry caches
@@ -79,6 +81,9 @@ struct arf_client {
 	uint64_t fallbacks_by_reason[ARF_FALLBACK_NREASONS];
 	uint64_t retries, fallbacks, execs;
 	uint64_t cache_hits, cache_misses;
+	uint64_t readahead_bytes;
+
+	struct arf_ra *ra;            /* readahead.c; NULL: opts.readahead 0 */
 };
 
 #define ARF_CTR_ADD(c, field, n) __atomic_add_fetch(&(c)->field, (n), __ATOMIC_RELAXED)
@@ -152,8 +157,10 @@ int arf_req_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name,
 int arf_req_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
 ssize_t arf_req_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len);
 int arf_req_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap);
-/* The credentials a request made now by this thread carries. */
-void arf_req_cred(struct arf_proto_cred *pc);
+/* The credentials set for the calling thread (arf_set_thread_cred): 1
+ * with pc filled, or 0 when it acts as the process.  The process's: */
+int arf_req_thread_cred(struct arf_proto_cred *pc);
+void arf_req_process_cred(struct arf_proto_cred *pc);
 
 /* onesided.c */
 /* Read and validate one object (retrying torn copies).  Returns 0, or
@@ -228,6 +235,22 @@ int arf_os_listing(struct arf_os_src *src, const struct arf_meta_inode *dir, uin
 /* A validated listing page of dir, checked before any field is trusted:
  * its kind, owner and generation, and count within the page.  0 or ARF_ERETRY. */
 int arf_os_dir_page_check(const struct arf_meta_page *pg, const struct arf_meta_inode *dir);
+
+/* readahead.c.  init makes c->ra (-ENOMEM); free releases it, once the
+ * connection is closed.  take hands out [off, off+len) of in's file from
+ * data read ahead: the count (possibly less than len), 0 when none is
+ * there (read it the ordinary way, then note it), or, only when wake is
+ * given, ARF_RA_WAIT: the data is on its way and wake(arg) will run (on
+ * the thread reading the connection, under its lock) when it arrives;
+ * take again then.  note records a read of [off, off+n) done the ordinary
+ * way (asked: what the reader asked for), which may post data ahead. */
+#define ARF_RA_WAIT 1000000001
+int arf_ra_init(arf_client *c);
+void arf_ra_free(arf_client *c);
+ssize_t arf_ra_take(arf_client *c, const struct arf_meta_inode *in, uint64_t off, void *buf,
+		    size_t len, void (*wake)(void *), void *arg);
+void arf_ra_note(arf_client *c, const struct arf_meta_inode *in, uint64_t off, size_t n,
+		 size_t asked);
 
 /* api.c: count a fallback to a request, by ARF_FALLBACK_* reason. */
 void arf_fallback(arf_client *c, int reason);

@@ -67,6 +67,16 @@ __attribute__((no_sanitize_thread)) void arf_net_copy_racy(void *dst, const void
 	uint8_t *d = dst;
 	const uint8_t *p = src;
 
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+	/* A string move the compiler cannot see into (so no C-level race for
+	 * it to exploit) and the CPU does at memcpy's speed, half again the
+	 * loop's below: a 1 MiB one-sided read on shm is this copy.  It may
+	 * tear anywhere, which the readers' checksums catch as ever. */
+	if (len >= 256) {
+		__asm__ volatile("rep movsb" : "+D"(d), "+S"(p), "+c"(len) : : "memory");
+		return;
+	}
+#endif
 	/* Relaxed atomic loads: the compiler may neither tear a word further
 	 * nor turn the loop into a memcpy call that a sanitizer intercepts. */
 	while (len && ((uintptr_t)p & 7)) {

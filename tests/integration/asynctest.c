@@ -15,6 +15,10 @@
  *       16 whole-file reads in flight: every block of every completed read
  *       must be one whole version that had been written (itest's torn
  *       check, through the asynchronous path).
+ *   arf-asynctest seq URL SECONDS
+ *       sequential readers (read ahead) of a file being rewritten: whole
+ *       blocks only; the reader's own write seen at once; a quiet
+ *       sequential pass served from data read ahead.
  *
  * Each prints what it checked and exits 0, or prints "FAIL: reason" and
  * exits 1.
@@ -535,6 +539,175 @@ static int cmd_torn(const char *url, int seconds)
 	return 0;
 }
 
+/* ------------------------------------------------------------------ seq */
+
+/* Sequential readers (arf_read, and one asynchronous read at a time) of a
+ * file that a writer keeps rewriting, a range of blocks at a time, each
+ * time as a new version: every block read must be one whole version that
+ * had been begun, though the readers' data comes read ahead.  Then a write
+ * through the reader's own client must be seen by its next read, with data
+ * read ahead of the old bytes in hand. */
+#define SEQ_BLOCKS 1024u
+#define SEQ_CHUNK (256u << 10)
+
+/* torn_word with room for this file's blocks: a 24-bit version and a
+ * 24-bit place */
+static uint64_t seq_word(uint64_t v, size_t b, size_t k)
+{
+	return TORN_MAGIC << 48 | (v & 0xffffffu) << 24 | (uint64_t)(b * TORN_WORDS + k);
+}
+
+static void *seq_writer(void *arg)
+{
+	struct writer *w = arg;
+	arf_client *c = connect_or_die(w->url, 1);
+	uint8_t *buf = malloc(64 * 4096);
+	uint64_t v = __atomic_load_n(&torn_latest, __ATOMIC_ACQUIRE);
+
+	while (!__atomic_load_n(&torn_stop, __ATOMIC_ACQUIRE)) {
+		uint32_t b0 = (uint32_t)(rnd() % (SEQ_BLOCKS - 64)), nb = 1 + (uint32_t)(rnd() % 64);
+		v++;
+		for (uint32_t b = 0; b < nb; b++)
+			for (size_t k = 0; k < TORN_WORDS; k++) {
+				uint64_t x = seq_word(v, b0 + b, k);
+				memcpy(buf + b * 4096 + k * 8, &x, 8);
+			}
+		ssize_t n = arf_write(c, w->f.ino, w->f.gen, (uint64_t)b0 * 4096, buf, nb * 4096);
+		if (n != (ssize_t)(nb * 4096)) {
+			snprintf(w->fail, sizeof(w->fail), "write %" PRIu64 ": %zd", v, n);
+			break;
+		}
+		__atomic_store_n(&torn_latest, v, __ATOMIC_RELEASE);
+		usleep(200);
+	}
+	w->versions = v;
+	free(buf);
+	arf_close(c);
+	return NULL;
+}
+
+/* Every block of buf (blocks b0..) one whole version, at most latest + 1. */
+static void seq_check(const uint8_t *buf, size_t len, uint32_t b0, uint64_t latest, const char *how)
+{
+	for (size_t bl = 0; bl < len / 4096; bl++) {
+		uint64_t w0;
+		memcpy(&w0, buf + bl * 4096, 8);
+		uint64_t v = (w0 >> 24) & 0xffffffu;
+		if (w0 >> 48 != TORN_MAGIC || v == 0 || v > latest + 1)
+			FAIL("%s: block %zu starts with %#" PRIx64 " (latest written %" PRIu64 ")", how,
+			     b0 + bl, w0, latest);
+		for (size_t k = 0; k < TORN_WORDS; k++) {
+			uint64_t x;
+			memcpy(&x, buf + bl * 4096 + k * 8, 8);
+			if (x != seq_word(v, b0 + bl, k))
+				FAIL("%s: block %zu word %zu: %#" PRIx64 " is not version %" PRIu64
+				     "'s (torn or foreign)", how, b0 + bl, k, x, v);
+		}
+	}
+}
+
+static int cmd_seq(const char *url, int seconds)
+{
+	arf_client *c = connect_or_die(url, 1);
+	struct writer w = { .url = url };
+	uint8_t *buf = malloc(SEQ_BLOCKS * 4096);
+	arf_queue *q;
+	int rc;
+
+	make_file(c, "seq", &w.f);
+	for (uint32_t b = 0; b < SEQ_BLOCKS; b++)
+		for (size_t k = 0; k < TORN_WORDS; k++) {
+			uint64_t x = seq_word(1, b, k);
+			memcpy(buf + b * 4096 + k * 8, &x, 8);
+		}
+	if (arf_write(c, w.f.ino, w.f.gen, 0, buf, SEQ_BLOCKS * 4096) != SEQ_BLOCKS * 4096)
+		FAIL("initial write");
+	__atomic_store_n(&torn_latest, 1, __ATOMIC_RELEASE);
+	if ((rc = arf_queue_create(c, 1, &q)))
+		FAIL("queue: %s", arf_strerror(rc));
+	pthread_t th;
+	if (pthread_create(&th, NULL, seq_writer, &w))
+		FAIL("pthread_create");
+	uint64_t passes = 0, bytes = 0;
+	time_t end = time(NULL) + seconds;
+	while (time(NULL) < end) {
+		/* a pass of synchronous reads, then one of asynchronous ones */
+		int async = passes++ % 2;
+		for (uint64_t off = 0; off < SEQ_BLOCKS * 4096; off += SEQ_CHUNK) {
+			ssize_t n;
+			if (async) {
+				struct arf_aio io = { .op = ARF_AIO_READ, .ino = w.f.ino, .gen = w.f.gen,
+						      .off = off, .buf = buf, .len = SEQ_CHUNK };
+				struct arf_aio *p = &io, *d;
+				if (arf_submit(q, &p, 1) != 1 || arf_reap(q, &d, 1, 1, -1) != 1)
+					FAIL("submit/reap");
+				n = io.res;
+			} else {
+				n = arf_read(c, w.f.ino, w.f.gen, off, buf, SEQ_CHUNK);
+			}
+			uint64_t latest = __atomic_load_n(&torn_latest, __ATOMIC_ACQUIRE);
+			if (n != SEQ_CHUNK)
+				FAIL("%s read at %" PRIu64 " returned %zd", async ? "async" : "sync", off, n);
+			seq_check(buf, SEQ_CHUNK, (uint32_t)(off / 4096), latest, async ? "async" : "sync");
+			bytes += (uint64_t)n;
+		}
+	}
+	__atomic_store_n(&torn_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	if (w.fail[0])
+		FAIL("writer: %s", w.fail);
+	struct arf_client_stats cs;
+	arf_stats(c, &cs);
+	uint64_t ra_race = cs.readahead_bytes;
+
+	/* this client's own write is seen at once by its next read, though
+	 * the bytes after the last read are already read ahead */
+	uint64_t v = 0xfff000u;
+	for (uint64_t off = 0; off < 2 * SEQ_CHUNK; off += SEQ_CHUNK)
+		if (arf_read(c, w.f.ino, w.f.gen, off, buf, SEQ_CHUNK) != SEQ_CHUNK)
+			FAIL("read before the write");
+	for (uint32_t b = 0; b < SEQ_CHUNK / 4096; b++)
+		for (size_t k = 0; k < TORN_WORDS; k++) {
+			uint64_t x = seq_word(v, 2 * SEQ_CHUNK / 4096 + b, k);
+			memcpy(buf + b * 4096 + k * 8, &x, 8);
+		}
+	usleep(100000); /* the data ahead has arrived */
+	if (arf_write(c, w.f.ino, w.f.gen, 2 * SEQ_CHUNK, buf, SEQ_CHUNK) != SEQ_CHUNK)
+		FAIL("the write");
+	memset(buf, 0, SEQ_CHUNK);
+	if (arf_read(c, w.f.ino, w.f.gen, 2 * SEQ_CHUNK, buf, SEQ_CHUNK) != SEQ_CHUNK)
+		FAIL("read after the write");
+	uint64_t w0;
+	memcpy(&w0, buf, 8);
+	if (((w0 >> 24) & 0xffffffu) != (v & 0xffffffu))
+		FAIL("the read after this client's write returned version %" PRIu64
+		     ", not the one written (%" PRIu64 ")", (w0 >> 24) & 0xffffffu, v);
+	seq_check(buf, SEQ_CHUNK, 2 * SEQ_CHUNK / 4096, v, "after the write");
+
+	/* with nothing racing, a sequential reader's data comes read ahead */
+	arf_stats(c, &cs);
+	uint64_t before = cs.readahead_bytes;
+	for (uint64_t off = 0; off < SEQ_BLOCKS * 4096; off += SEQ_CHUNK)
+		if (arf_read(c, w.f.ino, w.f.gen, off, buf, SEQ_CHUNK) != SEQ_CHUNK)
+			FAIL("quiet read");
+	arf_stats(c, &cs);
+	uint64_t quiet = cs.readahead_bytes - before;
+	printf("seq (%s): %" PRIu64 " passes over a file rewritten %" PRIu64 " times meanwhile, "
+	       "%" PRIu64 " MiB read in %u KiB reads (sync and async), every block whole and "
+	       "written, %" PRIu64 " KiB of it read ahead; a write by the reader seen by its next "
+	       "read; a quiet pass of %u KiB: %" PRIu64 " KiB read ahead; retries=%" PRIu64
+	       " fallbacks=%" PRIu64 "\n",
+	       arf_transport(c), passes, w.versions, bytes >> 20, SEQ_CHUNK >> 10, ra_race >> 10,
+	       SEQ_BLOCKS * 4, quiet >> 10, cs.retries, cs.fallbacks);
+	/* all but the first two reads of the pass come from data read ahead */
+	if (quiet < (uint64_t)(SEQ_BLOCKS * 4096 - 2 * SEQ_CHUNK))
+		FAIL("a quiet sequential pass got %" PRIu64 " bytes from readahead", quiet);
+	arf_queue_destroy(q);
+	free(buf);
+	arf_close(c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -542,6 +715,9 @@ int main(int argc, char **argv)
 		return cmd_ops(argv[2], atol(argv[3]), !(argc >= 5 && !strcmp(argv[4], "requests")));
 	if (argc >= 4 && !strcmp(argv[1], "torn"))
 		return cmd_torn(argv[2], atoi(argv[3]));
-	fprintf(stderr, "usage: arf-asynctest ops URL NOPS [requests] | torn URL SECONDS\n");
+	if (argc >= 4 && !strcmp(argv[1], "seq"))
+		return cmd_seq(argv[2], atoi(argv[3]));
+	fprintf(stderr, "usage: arf-asynctest ops URL NOPS [requests] | torn URL SECONDS | "
+		"seq URL SECONDS\n");
 	return 2;
 }

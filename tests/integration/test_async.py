@@ -3,8 +3,9 @@
 """libarf's asynchronous API (arf_submit / arf_reap) against a real arfd,
 over every transport: 64 operations in flight on one client with every
 completion's status and bytes checked (one-sided and requests only), the
-torn-read check through asynchronous reads, and operations in flight
-across a restart of arfd."""
+torn-read check through asynchronous reads, readahead for sequential
+readers of a file being rewritten, and operations in flight across a
+restart of arfd."""
 import os
 import subprocess
 import sys
@@ -38,6 +39,14 @@ class AsyncTorn(ArfdTestCase):
         for t in TRANSPORTS:
             with self.subTest(transport=t):
                 p = run([ASYNCTEST, "torn", self.arfd.url("/", t), "3"], timeout=300)
+                print(p.stdout.decode().strip())
+
+
+class Readahead(ArfdTestCase):
+    def test_sequential_readers_read_ahead_whole_blocks(self):
+        for t in TRANSPORTS:
+            with self.subTest(transport=t):
+                p = run([ASYNCTEST, "seq", self.arfd.url("/", t), "3"], timeout=300)
                 print(p.stdout.decode().strip())
 
 
