@@ -164,7 +164,9 @@ struct arf_client_opts {
 	 * server's largest I/O) are posted one-sidedly before they are asked
 	 * for, and handed out, after the same checks as any read, to the next
 	 * read through the same version of the file.  Asynchronous reads read
-	 * ahead only while one is in flight on their queue. */
+	 * ahead only while one is in flight on their queue.  Over tcp only:
+	 * over shm a read is a copy done at once, which reading ahead would
+	 * only make twice. */
 	int      readahead;
 };
 

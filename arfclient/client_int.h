@@ -119,6 +119,8 @@ int arf_cl_post_read(arf_client *c, struct arf_net_read_op *ops, size_t n,
 		     struct arf_net_pending *p, uint64_t *gen);
 int arf_cl_post(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 		struct arf_net_pending *p, uint64_t *gen);
+/* Do posted reads return before their bytes are in (arf_net_reads_async)? */
+int arf_cl_reads_async(arf_client *c);
 /* arf_net_wait on the connection of the moment. */
 int arf_cl_wait(arf_client *c, const int *flag, int timeout_ms);
 /* Does rc say that the connection, not the operation, failed? */

@@ -224,6 +224,14 @@ int arf_cl_post(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 	return rc;
 }
 
+int arf_cl_reads_async(arf_client *c)
+{
+	pthread_rwlock_rdlock(&c->conn_lock);
+	int r = c->conn ? arf_net_reads_async(c->conn) : 0;
+	pthread_rwlock_unlock(&c->conn_lock);
+	return r;
+}
+
 int arf_cl_wait(arf_client *c, const int *flag, int timeout_ms)
 {
 	pthread_rwlock_rdlock(&c->conn_lock);

@@ -5,6 +5,9 @@
  * client checks and copies the ones before -- a 1 MiB read at queue depth
  * one then costs the larger of the two sides' work, not their sum.
  *
+ * Only where a posted read returns before its bytes are in (tcp): over shm
+ * a read is a copy done at once, and reading ahead would only copy twice.
+ *
  * Per client, a few streams (one per file being read, least recently used
  * replaced), each with two windows: one being read from while the next is
  * in flight.  A stream starts reading ahead at its second read in a row
@@ -352,7 +355,7 @@ void arf_ra_note(arf_client *c, const struct arf_meta_inode *in, uint64_t off, s
 {
 	struct arf_ra *ra = c->ra;
 
-	if (!ra || !n)
+	if (!ra || !n || !arf_cl_reads_async(c))
 		return;
 	pthread_mutex_lock(&ra->lock);
 	struct ra_stream *s = stream_find(ra, in, 1);

@@ -249,6 +249,9 @@ int arf_net_post(struct arf_net_conn *c, uint16_t op, const struct iovec *iov, i
  * before this returns.  Errors as arf_net_post. */
 int arf_net_post_read(struct arf_net_conn *c, struct arf_net_read_op *ops, size_t n,
 		      struct arf_net_pending *p);
+/* Does arf_net_post_read return before the reads are done (tcp), rather
+ * than doing them at once (shm: a copy; rdma: waiting for the RDMA READs)? */
+int arf_net_reads_async(struct arf_net_conn *c);
 /* Can n reads of `bytes` bytes in all go in one round of arf_net_post_read? */
 int arf_net_read_fits(size_t n, uint64_t bytes);
 /* Read the connection (or wait while another thread does) until *flag is

@@ -755,6 +755,11 @@ int arf_net_post(struct arf_net_conn *c, uint16_t op, const struct iovec *iov, i
 	return arf_net_submit(c, op, 0, iov, iovcnt, p);
 }
 
+int arf_net_reads_async(struct arf_net_conn *c)
+{
+	return c->ops->post_read != NULL;
+}
+
 int arf_net_read_fits(size_t n, uint64_t bytes)
 {
 	const uint64_t room = ARF_NET_MAX_FRAME - sizeof(struct arf_net_hdr);
