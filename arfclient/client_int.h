@@ -119,6 +119,9 @@ int arf_cl_post_read(arf_client *c, struct arf_net_read_op *ops, size_t n,
 		     struct arf_net_pending *p, uint64_t *gen);
 int arf_cl_post(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 		struct arf_net_pending *p, uint64_t *gen);
+/* arf_net_redirect for a round posted on connection gen (0 if replaced). */
+int arf_cl_redirect(arf_client *c, uint64_t gen, struct arf_net_pending *p,
+		    struct arf_net_read_op *ops);
 /* Do posted reads return before their bytes are in (arf_net_reads_async)? */
 int arf_cl_reads_async(arf_client *c);
 /* arf_net_wait on the connection of the moment. */

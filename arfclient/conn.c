@@ -224,6 +224,15 @@ int arf_cl_post(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 	return rc;
 }
 
+int arf_cl_redirect(arf_client *c, uint64_t gen, struct arf_net_pending *p,
+		    struct arf_net_read_op *ops)
+{
+	pthread_rwlock_rdlock(&c->conn_lock);
+	int r = c->conn && c->conn_gen == gen ? arf_net_redirect(c->conn, p, ops) : 0;
+	pthread_rwlock_unlock(&c->conn_lock);
+	return r;
+}
+
 int arf_cl_reads_async(arf_client *c)
 {
 	pthread_rwlock_rdlock(&c->conn_lock);

@@ -60,9 +60,17 @@ struct ra_win {
 	struct ra_stream *st;
 	uint64_t conn_gen;
 	int flag;                     /* atomic: the round ended (arf_cl_wait) */
+	int posted;                   /* the post returned: it may be redirected */
 	int users;                    /* readers copying out of it */
 	void (*wake)(void *);         /* an asynchronous reader waiting for it */
 	void *wake_arg;
+	/* adopted: a reader of exactly this range came while it was in flight,
+	 * and its bytes were redirected into that reader's buffer */
+	int adopted;
+	void *adopter;                /* the asynchronous reader's wake argument */
+	uint8_t *abuf;                /* that buffer */
+	struct arf_net_read_op *aops; /* the ops redirected there */
+	size_t acap;
 };
 
 struct ra_stream {
@@ -113,6 +121,7 @@ void arf_ra_free(arf_client *c)
 		for (int w = 0; w < 2; w++) {
 			arf_os_rd_free(&ra->s[i].win[w].rd);
 			free(ra->s[i].win[w].buf);
+			free(ra->s[i].win[w].aops);
 		}
 	}
 	pthread_mutex_destroy(&ra->lock);
@@ -142,7 +151,7 @@ static void win_done(struct arf_net_pending *p)
 /* Can a window be dropped or reused (nobody waits for it or reads it)? */
 static int win_idle(const struct ra_win *w)
 {
-	return w->state != W_FLIGHT && w->state != W_CHECKING && !w->users;
+	return w->state != W_FLIGHT && w->state != W_CHECKING && !w->users && !w->adopted;
 }
 
 static void win_drop(struct ra_win *w)
@@ -242,6 +251,7 @@ static void win_post(arf_client *c, struct arf_ra *ra, struct ra_stream *s, stru
 	w->len = w->rd.len;
 	w->state = W_FLIGHT;
 	w->flag = 0;
+	w->posted = 0;
 	w->wake = NULL;
 	w->np = (struct arf_net_pending){ .done = win_done, .ctx = w };
 	if (!w->rd.nops) { /* all holes */
@@ -254,6 +264,39 @@ static void win_post(arf_client *c, struct arf_ra *ra, struct ra_stream *s, stru
 	pthread_mutex_lock(&ra->lock);
 	if (rc) /* not posted: win_done will not run */
 		w->state = W_EMPTY;
+	else
+		w->posted = 1;
+}
+
+/* Redirect w, in flight, into buf (the reader of exactly its range):
+ * its blocks land there, its tags and bounce blocks where they were.
+ * Caller holds ra->lock, dropped around the redirection.  1 when done. */
+static int win_adopt(arf_client *c, struct arf_ra *ra, struct ra_win *w, uint8_t *buf, void *arg)
+{
+	if (!w->posted || w->wake)
+		return 0; /* still being posted, or another reader waits for it */
+	if (w->acap < w->rd.nops) {
+		struct arf_net_read_op *n = realloc(w->aops, w->rd.nops * sizeof(*n));
+		if (!n)
+			return 0;
+		w->aops = n;
+		w->acap = w->rd.nops;
+	}
+	for (size_t i = 0; i < w->rd.nops; i++) {
+		w->aops[i] = w->rd.ops[i];
+		uint8_t *d = w->rd.ops[i].dst;
+		if (d >= w->buf && d < w->buf + w->len)
+			w->aops[i].dst = buf + (d - w->buf);
+	}
+	w->adopted = 1;
+	w->adopter = arg;
+	w->abuf = buf;
+	pthread_mutex_unlock(&ra->lock);
+	int ok = arf_cl_redirect(c, w->conn_gen, &w->np, w->aops);
+	pthread_mutex_lock(&ra->lock);
+	if (!ok)
+		w->adopted = 0;
+	return ok;
 }
 
 /* Post the window after w, in the other slot, if the reader has taken
@@ -286,16 +329,44 @@ ssize_t arf_ra_take(arf_client *c, const struct arf_meta_inode *in, uint64_t off
 	for (;;) {
 		s = stream_find(ra, in, 0);
 		w = NULL;
-		if (!s || off != s->next_off)
+		if (!s)
+			goto out;
+		for (int i = 0; wake && i < 2; i++) {
+			/* an asynchronous reader back for the window it adopted */
+			w = &s->win[i];
+			if (w->adopted && w->adopter == arg && w->abuf == buf &&
+			    w->state == W_ARRIVED)
+				goto adopted;
+		}
+		w = NULL;
+		if (off != s->next_off)
 			goto out;
 		for (int i = 0; i < 2; i++)
 			if (s->win[i].state != W_EMPTY && s->win[i].off <= off &&
 			    off < s->win[i].off + s->win[i].len)
 				w = &s->win[i];
-		if (!w)
+		if (!w || w->adopted)
 			goto out;
 		if (w->state != W_FLIGHT)
 			break;
+		/* in flight: a reader of exactly its range has the bytes land in
+		 * its own buffer, with no copy */
+		if (off == w->off && len >= w->len && win_adopt(c, ra, w, buf, arg)) {
+			if (w->state == W_FLIGHT) {
+				if (wake) {
+					w->wake = wake;
+					w->wake_arg = arg;
+					n = ARF_RA_WAIT;
+					goto out;
+				}
+				/* the bytes land in buf: never return before they have */
+				pthread_mutex_unlock(&ra->lock);
+				while (!__atomic_load_n(&w->flag, __ATOMIC_ACQUIRE))
+					arf_cl_wait(c, &w->flag, -1);
+				pthread_mutex_lock(&ra->lock);
+			}
+			goto adopted;
+		}
 		if (wake) {
 			/* asynchronous: called back when it arrives (one waiter) */
 			if (!w->wake) {
@@ -342,6 +413,29 @@ ssize_t arf_ra_take(arf_client *c, const struct arf_meta_inode *in, uint64_t off
 	w->users--;
 	if (off + (uint64_t)n >= w->off + w->len)
 		win_drop(w); /* all taken */
+	goto served;
+
+adopted:
+	/* the window's bytes are in buf: checked there, as a read's are */
+	if (w->np.rc || w->np.status != ARF_NET_S_OK) {
+		w->adopted = 0;
+		w->state = W_EMPTY;
+		memset(buf, 0, w->len); /* whatever arrived was never checked */
+		goto out;
+	}
+	w->state = W_CHECKING;
+	post_next(c, ra, s, w, in, off + len);
+	pthread_mutex_unlock(&ra->lock);
+	w->rd.buf = buf;
+	int ok = arf_os_rd_end(&w->rd) == (ssize_t)w->len; /* zeroes buf if not */
+	w->rd.buf = w->buf;
+	pthread_mutex_lock(&ra->lock);
+	w->adopted = 0;
+	w->state = W_EMPTY;
+	if (!ok)
+		goto out;
+	n = (ssize_t)w->len;
+served:
 	s->next_off = off + (uint64_t)n;
 	s->seq++;
 	ARF_CTR_ADD(c, readahead_bytes, (uint64_t)n);

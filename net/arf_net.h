@@ -233,6 +233,7 @@ struct arf_net_pending {
 	int completed;             /* atomic; the synchronous waiter's flag */
 	int claimed;               /* its reply is being received straight into reads */
 	int direct;                /* the READ reply's bytes went to the destinations */
+	void *impl;                /* a posted READ: the transport's own waiter */
 	struct arf_net_pending *next;
 };
 
@@ -249,6 +250,13 @@ int arf_net_post(struct arf_net_conn *c, uint16_t op, const struct iovec *iov, i
  * before this returns.  Errors as arf_net_post. */
 int arf_net_post_read(struct arf_net_conn *c, struct arf_net_read_op *ops, size_t n,
 		      struct arf_net_pending *p);
+/* Send the bytes of a posted READ (arf_net_post_read, p) elsewhere: ops,
+ * as many as were posted and of the same lengths, replace the reads'
+ * destinations, as long as its reply has not begun to arrive.  1 when
+ * they did, 0 when it is too late (or the transport reads at once): the
+ * bytes go where they were first meant to. */
+int arf_net_redirect(struct arf_net_conn *c, struct arf_net_pending *p,
+		     struct arf_net_read_op *ops);
 /* Does arf_net_post_read return before the reads are done (tcp), rather
  * than doing them at once (shm: a copy; rdma: waiting for the RDMA READs)? */
 int arf_net_reads_async(struct arf_net_conn *c);

@@ -755,6 +755,29 @@ int arf_net_post(struct arf_net_conn *c, uint16_t op, const struct iovec *iov, i
 	return arf_net_submit(c, op, 0, iov, iovcnt, p);
 }
 
+int arf_net_redirect(struct arf_net_conn *c, struct arf_net_pending *p,
+		     struct arf_net_read_op *ops)
+{
+	int done = 0;
+
+	if (!c->ops->post_read)
+		return 0;
+	pthread_mutex_lock(&c->lock);
+	/* the transport clears p->impl, under this lock, when the round
+	 * completes; until then its waiter is among these */
+	for (struct arf_net_pending *w = c->waiters; p->impl && w; w = w->next) {
+		if (w == p->impl) {
+			if (!w->claimed) {
+				w->reads = ops;
+				done = 1;
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return done;
+}
+
 int arf_net_reads_async(struct arf_net_conn *c)
 {
 	return c->ops->post_read != NULL;

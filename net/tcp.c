@@ -259,6 +259,7 @@ static void tcp_post_done(struct arf_net_pending *ip)
 	struct tcp_post *tp = (struct tcp_post *)ip;
 	struct arf_net_pending *p = tp->outer;
 
+	p->impl = NULL; /* under the connection's lock: arf_net_redirect looks */
 	p->rc = ip->rc;
 	p->aux = ip->aux;
 	p->direct = ip->direct;
@@ -280,8 +281,11 @@ static int tcp_post_read(struct arf_net_conn *c, struct arf_net_read_op *ops, si
 	tp->outer = p;
 	tp->c = c;
 	tp->inner.done = tcp_post_done;
-	if ((rc = read_submit(c, ops, n, &tp->inner)))
+	p->impl = &tp->inner; /* for arf_net_redirect */
+	if ((rc = read_submit(c, ops, n, &tp->inner))) {
+		p->impl = NULL;
 		free(tp);
+	}
 	return rc;
 }
 
