@@ -247,7 +247,7 @@ int arf_net_post(struct arf_net_conn *c, uint16_t op, const struct iovec *iov, i
  * bytes fit in one frame, else -E2BIG).  A reply with status OK has put
  * the bytes in the ops' destinations.  On shm (and wherever the transport
  * has no asynchronous read) the reads are done at once and done is called
- * before this returns.  Errors as arf_net_post. */
+ * before this returns.  Errors as arf_net_post (-EINVAL for n = 0). */
 int arf_net_post_read(struct arf_net_conn *c, struct arf_net_read_op *ops, size_t n,
 		      struct arf_net_pending *p);
 /* Send the bytes of a posted READ (arf_net_post_read, p) elsewhere: ops,

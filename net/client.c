@@ -797,6 +797,10 @@ int arf_net_post_read(struct arf_net_conn *c, struct arf_net_read_op *ops, size_
 
 	if (!p->done)
 		return -EINVAL;
+	if (!n)
+		return -EINVAL;
+	if (n > ARF_NET_MAX_BATCH)
+		return -E2BIG; /* before a look at ops[] */
 	for (size_t i = 0; i < n; i++)
 		total += ops[i].len;
 	if (!arf_net_read_fits(n, total))
