@@ -267,26 +267,17 @@ out:
 	return rc;
 }
 
-ssize_t arf_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len)
+/* The one-sided read of [off+done, off+len) through in, with arf_read's
+ * retries and fallback: the total count, or an error when done is 0. */
+static ssize_t read_os(arf_client *c, uint64_t ino, uint32_t gen, struct arf_meta_inode *in,
+		       uint64_t off, void *buf, size_t len, size_t done)
 {
-	size_t done = 0;
-
-	if (!use_os(c))
-		return arf_req_read(c, ino, gen, off, buf, len);
-	struct arf_meta_inode in;
-	int rc = get_inode(c, ino, gen, &in, 0);
 	uint32_t tries = 0;
-	if (rc == ARF_ERETRY) {
-		arf_fallback(c, ARF_FALLBACK_TORN);
-		return arf_req_read(c, ino, gen, off, buf, len);
-	}
-	if (rc)
-		return rc;
-	if (S_ISDIR(in.mode))
-		return -EISDIR;
+	int rc;
+
 	while (done < len) {
 		size_t chunk = len - done > c->info.max_io ? c->info.max_io : len - done;
-		ssize_t n = arf_os_read(c, &in, off + done, (char *)buf + done, chunk);
+		ssize_t n = arf_os_read(c, in, off + done, (char *)buf + done, chunk);
 		if (n >= 0) {
 			done += (size_t)n;
 			if ((size_t)n < chunk)
@@ -300,7 +291,7 @@ ssize_t arf_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *
 
 		if (++tries <= c->opts.retries) {
 			ARF_CTR_ADD(c, retries, 1);
-			rc = get_inode(c, ino, gen, &in, 1);
+			rc = get_inode(c, ino, gen, in, 1);
 			if (!rc)
 				continue;
 			if (rc != ARF_ERETRY)
@@ -315,6 +306,31 @@ ssize_t arf_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *
 		return r < 0 ? (done ? (ssize_t)done : r) : (ssize_t)(done + (size_t)r);
 	}
 	return (ssize_t)done;
+}
+
+ssize_t arf_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len)
+{
+	if (!use_os(c))
+		return arf_req_read(c, ino, gen, off, buf, len);
+	struct arf_meta_inode in;
+	int rc = get_inode(c, ino, gen, &in, 0);
+	if (rc == ARF_ERETRY) {
+		arf_fallback(c, ARF_FALLBACK_TORN);
+		return arf_req_read(c, ino, gen, off, buf, len);
+	}
+	if (rc)
+		return rc;
+	if (S_ISDIR(in.mode))
+		return -EISDIR;
+	/* a sequential reader's bytes may have been read ahead (readahead.c) */
+	ssize_t ra = arf_ra_take(c, &in, off, buf, len, NULL, NULL);
+	size_t from = ra > 0 ? (size_t)ra : 0;
+	if (from == len)
+		return (ssize_t)from;
+	ssize_t n = read_os(c, ino, gen, &in, off, buf, len, from);
+	if (n > (ssize_t)from)
+		arf_ra_note(c, &in, off + from, (size_t)n - from, len);
+	return n;
 }
 
 static int req_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,

@@ -169,6 +169,16 @@ struct arf_client_opts {
 	 * reaches it is followed by a COMMIT (default 64 MiB; 0 = a COMMIT after
 	 * every write). */
 	uint32_t unstable_max_mib;
+	/** Read ahead for a file read sequentially (1, default; 0 = never):
+	 * from its second read in a row that goes on where the last ended, the
+	 * next bytes (as many as the reads ask, at least 128 KiB, at most the
+	 * server's largest I/O) are posted one-sidedly before they are asked
+	 * for, and handed out, after the same checks as any read, to the next
+	 * read through the same version of the file.  Asynchronous reads read
+	 * ahead only while one is in flight on their queue.  Over tcp only:
+	 * over shm a read is a copy done at once, which reading ahead would
+	 * only make twice. */
+	int      readahead;
 };
 
 void arf_client_opts_init(struct arf_client_opts *o);
@@ -644,6 +654,7 @@ struct arf_client_stats {
 	uint64_t resent_bytes;      /**< bytes of uncommitted writes re-sent after arfd restarted */
 	uint64_t unstable_bytes;    /**< now: bytes of writes kept until a COMMIT */
 	uint64_t unstable_writes;   /**< now: those writes */
+	uint64_t readahead_bytes;   /**< bytes handed out from data read ahead */
 };
 void arf_stats(arf_client *c, struct arf_client_stats *out);
 
@@ -653,6 +664,75 @@ const char *arf_strerror(int err);
 /** Where the library's diagnostics go (default: nowhere). */
 typedef void (*arf_log_func)(void *ctx, int level, const char *msg);
 void arf_set_log_func(arf_log_func fn, void *ctx);
+
+/**
+ * Asynchronous operations.  A queue belongs to one client and keeps up to
+ * `depth` operations in flight on its connection at once, with no thread
+ * per operation: submitting sends what can be sent (one-sided reads of
+ * all the operations submitted together go in one round where they fit)
+ * and returns; arf_reap collects what has finished, reading the
+ * connection itself while it waits.  An operation goes as its
+ * synchronous twin would: READ and GETATTR one-sided where the client
+ * holds the export's region keys (validated, retried and answered by a
+ * request when objects keep changing, exactly as arf_read and
+ * arf_getattr), else by READ and GETATTR requests; WRITE by WRITE
+ * requests (split at the server's largest I/O, in order).  Over shm,
+ * one-sided reads are memory copies and finish inside arf_submit.  A
+ * broken connection is dialled again as for the synchronous calls
+ * (opts.reconnect_ms) and the operations in flight are sent again.
+ *
+ * Ownership: the caller owns each struct arf_aio and its buffer; from
+ * arf_submit until arf_reap hands the pointer back, libarf may write the
+ * buffer (READ) and the result fields, and the caller must not touch
+ * either or free them.  Requests carry the credentials of the thread
+ * that submits (arf_set_thread_cred).
+ *
+ * Threads: a queue may be used by several threads (its calls are
+ * serialised); different queues of one client may be used at once, and
+ * beside the client's synchronous calls.  Destroy the client's queues
+ * before arf_close.
+ */
+typedef struct arf_queue arf_queue;
+
+/** What an arf_aio asks. */
+enum arf_aio_op {
+	ARF_AIO_READ = 1,    /**< read len bytes at off into buf (short at end of file) */
+	ARF_AIO_WRITE = 2,   /**< write len bytes of buf at off; st gets the attributes after */
+	ARF_AIO_GETATTR = 3, /**< the file's attributes into st */
+};
+
+/** One asynchronous operation. */
+struct arf_aio {
+	int      op;        /**< in: enum arf_aio_op */
+	uint64_t ino;       /**< in: the file */
+	uint32_t gen;
+	uint64_t off;       /**< in: READ, WRITE */
+	void    *buf;       /**< in: READ: where to; WRITE: what (not changed) */
+	size_t   len;
+	void    *user;      /**< in: the caller's, never touched */
+	ssize_t  res;       /**< out: bytes (READ, WRITE), 0 (GETATTR), or a negative error
+			     *   as the synchronous call would return */
+	struct arf_stat st; /**< out: GETATTR, and WRITE when res >= 0 */
+};
+
+/** Make a queue of up to depth (1..4096) operations in flight on c.
+ * Errors: -EINVAL, -ENOMEM. */
+int arf_queue_create(arf_client *c, unsigned depth, arf_queue **out);
+/** Wait for every operation still in flight (their buffers are in use
+ * until then), drop what was not reaped, free the queue.  NULL ok. */
+void arf_queue_destroy(arf_queue *q);
+/** Submit n operations.  Returns how many were taken (the first ones), or
+ * -EAGAIN when the queue already holds depth operations not reaped.  An
+ * operation that is malformed (unknown op, NULL buf with len) is taken and
+ * finishes at once with res = -EINVAL. */
+int arf_submit(arf_queue *q, struct arf_aio *const *ios, unsigned n);
+/** Collect finished operations: at least min of them (fewer when fewer are
+ * in flight) and at most max, waiting up to timeout_ms (< 0: as long as it
+ * takes; 0: not at all).  Their pointers go to done[], in the order they
+ * finished.  Returns how many, or -EINVAL. */
+int arf_reap(arf_queue *q, struct arf_aio **done, unsigned min, unsigned max, int timeout_ms);
+/** Operations submitted and not yet reaped. */
+unsigned arf_queue_pending(arf_queue *q);
 
 #ifdef __cplusplus
 }

@@ -34,6 +34,7 @@ void arf_client_opts_init(struct arf_client_opts *o)
 	o->readdir_req_min = ARF_OPT_AUTO;
 	o->resvport = 1;
 	o->unstable_max_mib = 64;
+	o->readahead = 1;
 }
 
 /*
@@ -150,7 +151,8 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 	if ((rc = arf_url_parse(url, &c->url, err, errlen)))
 		goto fail;
 	policy_resolve(&c->opts, c->url.transport, &c->pol);
-	if ((rc = arf_cache_init(c)) || (rc = arf_wlog_init(c)) || (rc = arf_locks_init(c))) {
+	if ((rc = arf_cache_init(c)) || (rc = arf_wlog_init(c)) || (rc = arf_locks_init(c)) ||
+	    (c->opts.readahead && (rc = arf_ra_init(c)))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
@@ -221,6 +223,7 @@ void arf_close(arf_client *c)
 	arf_wlog_free(c);
 	arf_locks_free(c); /* its renewer uses the connection */
 	arf_net_close(c->conn);
+	arf_ra_free(c); /* after the close: its rounds have all ended */
 	pthread_rwlock_destroy(&c->conn_lock);
 	pthread_mutex_destroy(&c->cache_lock);
 	pthread_mutex_destroy(&c->dial_lock);
@@ -269,6 +272,7 @@ void arf_stats(arf_client *c, struct arf_client_stats *s)
 	if (c->wlog)
 		arf_wlog_counts(c, &s->unstable_bytes, &s->unstable_writes);
 	s->cache_misses = __atomic_load_n(&c->cache_misses, __ATOMIC_RELAXED);
+	s->readahead_bytes = __atomic_load_n(&c->readahead_bytes, __ATOMIC_RELAXED);
 }
 
 int arf_connect_fd(int fd, const struct arf_client_opts *opts, arf_client **out, uint64_t *ino,

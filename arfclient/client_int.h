@@ -9,6 +9,8 @@
  *   client.c                 arf_connect/arf_close/arf_stats, the policy
  *   api.c                    the read path: one-sided or shipped or request
  *   progs.c                  mobile code: arf_exec and the standard programs
+ *   async.c                  arf_queue: the same operations, in flight together
+ *   readahead.c              data posted ahead for sequential readers
  *   locks.c  xattr.c         advisory locks (lease, reclaim); extended attributes
  *   requests.c  onesided.c   requests (mutations, fallbacks); one-sided reads
  *   conn.c                   the connection and its reconnection
@@ -96,6 +98,9 @@ struct arf_client {
 	uint64_t fallbacks_by_reason[ARF_FALLBACK_NREASONS];
 	uint64_t retries, fallbacks, execs;
 	uint64_t cache_hits, cache_misses;
+	uint64_t readahead_bytes;
+
+	struct arf_ra *ra;            /* readahead.c; NULL: opts.readahead 0 */
 };
 
 #define ARF_CTR_ADD(c, field, n) __atomic_add_fetch(&(c)->field, (n), __ATOMIC_RELAXED)
@@ -124,6 +129,27 @@ int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 int arf_cl_dial(arf_client *c, char *err, size_t errlen);
 /* Transport counters of this connection and those it replaced. */
 void arf_cl_counters(arf_client *c, struct arf_net_counters *nc);
+/* Posted exchanges on the connection of the moment (async.c): *gen says
+ * which connection took it.  Errors as arf_net_post_read / arf_net_post,
+ * -ENOTCONN with no connection; when they return 0, p's done will run. */
+int arf_cl_post_read(arf_client *c, struct arf_net_read_op *ops, size_t n,
+		     struct arf_net_pending *p, uint64_t *gen);
+int arf_cl_post(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
+		struct arf_net_pending *p, uint64_t *gen);
+/* arf_net_redirect for a round posted on connection gen (0 if replaced). */
+int arf_cl_redirect(arf_client *c, uint64_t gen, struct arf_net_pending *p,
+		    struct arf_net_read_op *ops);
+/* Do posted reads return before their bytes are in (arf_net_reads_async)? */
+int arf_cl_reads_async(arf_client *c);
+/* arf_net_wait on the connection of the moment. */
+int arf_cl_wait(arf_client *c, const int *flag, int timeout_ms);
+/* Does rc say that the connection, not the operation, failed? */
+int arf_cl_broken(int rc);
+/* A posted exchange on connection gen met a broken connection: dial again
+ * as the synchronous calls do, until *deadline (0: set now from
+ * opts.reconnect_ms; UINT64_MAX: none, a hard mount).  0 = post it again,
+ * -EIO = give up, -EINTR = the thread's cancel hook gave up. */
+int arf_cl_recover(arf_client *c, uint64_t gen, uint64_t *deadline);
 
 /*
  * wlog.c: writes the server answered before they were durable, kept until
@@ -199,6 +225,10 @@ void arf_change_wcc(arf_client *c, struct arf_proto_rd *r);
 int arf_req_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
 ssize_t arf_req_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len);
 int arf_req_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap);
+/* The credentials set for the calling thread (arf_set_thread_cred): 1
+ * with pc filled, or 0 when it acts as the process.  The process's: */
+int arf_req_thread_cred(struct arf_proto_cred *pc);
+void arf_req_process_cred(struct arf_proto_cred *pc);
 
 /* onesided.c */
 /* Read and validate one object (retrying torn copies).  Returns 0, or
@@ -209,9 +239,51 @@ int arf_os_inode(arf_client *c, uint64_t ino, uint32_t gen, struct arf_meta_inod
 /* Walk the hash chain: 0 with child/gen, -ENOENT, ARF_ERETRY, or 1 = too many hops. */
 int arf_os_lookup(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t *child,
 		  uint32_t *child_gen, uint8_t *type);
-/* Read file bytes given a validated inode: count, or ARF_ERETRY / ARF_ETAG. */
+/* Read file bytes given a validated inode: count, or ARF_ERETRY / ARF_ETAG /
+ * ARF_ECSUM (buf then zeroed), or a transport error. */
 ssize_t arf_os_read(arf_client *c, const struct arf_meta_inode *in, uint64_t off, void *buf,
 		    size_t len);
+/* arf_os_read in steps, for callers that post the rounds themselves
+ * (async.c).  The extents covering [off, off+len): begin fills ops[0..np)
+ * with the extent pages to read (np = 0: none, the extents are inline);
+ * once they are read, end checks them (ARF_ETAG, ARF_ECSUM, ARF_ETORN) and
+ * fills ext.  free accepts what begin left, whatever happened. */
+struct arf_os_ext {
+	struct arf_meta_extent *ext;  /* the extents, after end */
+	size_t next;
+	struct arf_meta_page *pages;  /* the extent pages read */
+	struct arf_net_read_op ops[ARF_META_EXT_PAGES];
+	int np;
+};
+int arf_os_ext_begin(arf_client *c, const struct arf_meta_inode *in, uint64_t off, size_t len,
+		     struct arf_os_ext *x);
+int arf_os_ext_end(const struct arf_meta_inode *in, struct arf_os_ext *x);
+void arf_os_ext_free(struct arf_os_ext *x);
+/* The data round of [off, off+len) (clipped to the file's size: len 0 =
+ * nothing to read): begin fills ops[0..nops), whose destinations are buf
+ * itself wherever whole blocks fall in it; once they are read, end checks
+ * every block's tag and checksum and returns the count, or ARF_ETAG /
+ * ARF_ECSUM / ARF_ETORN with buf zeroed (as fail does, for a round that
+ * failed).  free accepts what begin left. */
+struct arf_os_rd {
+	uint64_t ino;
+	uint32_t gen;
+	uint64_t off;
+	size_t len;
+	uint8_t *buf;
+	uint64_t fblk0;               /* the first block, and how many */
+	size_t nblk;
+	uint8_t *edge;                /* bounce blocks: a partial first, a partial last */
+	struct arf_meta_tag *tags;    /* nblk */
+	uint8_t *mapped;              /* nblk: 0 = a hole */
+	struct arf_net_read_op *ops;
+	size_t nops;
+};
+int arf_os_rd_begin(arf_client *c, const struct arf_meta_inode *in, const struct arf_os_ext *x,
+		    uint64_t off, void *buf, size_t len, struct arf_os_rd *rd);
+ssize_t arf_os_rd_end(struct arf_os_rd *rd);
+void arf_os_rd_fail(struct arf_os_rd *rd);
+void arf_os_rd_free(struct arf_os_rd *rd);
 /* Directory listing from the listing pages: 0, or ARF_ERETRY. */
 int arf_os_readdir(arf_client *c, const struct arf_meta_inode *dir, uint64_t cookie,
 		   struct arf_dirent *ents, size_t max, size_t *n, int *eof);
@@ -236,6 +308,22 @@ int arf_os_dir_page_check(const struct arf_meta_page *pg, const struct arf_meta_
  * connect (-ENOMEM), freed at close (its renewer stopped first). */
 int arf_locks_init(arf_client *c);
 void arf_locks_free(arf_client *c);
+
+/* readahead.c.  init makes c->ra (-ENOMEM); free releases it, once the
+ * connection is closed.  take hands out [off, off+len) of in's file from
+ * data read ahead: the count (possibly less than len), 0 when none is
+ * there (read it the ordinary way, then note it), or, only when wake is
+ * given, ARF_RA_WAIT: the data is on its way and wake(arg) will run (on
+ * the thread reading the connection, under its lock) when it arrives;
+ * take again then.  note records a read of [off, off+n) done the ordinary
+ * way (asked: what the reader asked for), which may post data ahead. */
+#define ARF_RA_WAIT 1000000001
+int arf_ra_init(arf_client *c);
+void arf_ra_free(arf_client *c);
+ssize_t arf_ra_take(arf_client *c, const struct arf_meta_inode *in, uint64_t off, void *buf,
+		    size_t len, void (*wake)(void *), void *arg);
+void arf_ra_note(arf_client *c, const struct arf_meta_inode *in, uint64_t off, size_t n,
+		 size_t asked);
 
 /* api.c: count a fallback to a request, by ARF_FALLBACK_* reason. */
 void arf_fallback(arf_client *c, int reason);

@@ -384,3 +384,69 @@ void arf_cl_counters(arf_client *c, struct arf_net_counters *nc)
 	add_counters(nc, &c->base);
 	pthread_rwlock_unlock(&c->conn_lock);
 }
+
+/* ----------------------------------------------- posted exchanges (async.c) */
+
+int arf_cl_broken(int rc)
+{
+	return conn_broken(rc);
+}
+
+int arf_cl_post_read(arf_client *c, struct arf_net_read_op *ops, size_t n,
+		     struct arf_net_pending *p, uint64_t *gen)
+{
+	pthread_rwlock_rdlock(&c->conn_lock);
+	*gen = c->conn_gen;
+	int rc = c->conn ? arf_net_post_read(c->conn, ops, n, p) : -ENOTCONN;
+	pthread_rwlock_unlock(&c->conn_lock);
+	return rc;
+}
+
+int arf_cl_post(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
+		struct arf_net_pending *p, uint64_t *gen)
+{
+	pthread_rwlock_rdlock(&c->conn_lock);
+	*gen = c->conn_gen;
+	int rc = c->conn ? arf_net_post(c->conn, op, iov, iovcnt, p) : -ENOTCONN;
+	pthread_rwlock_unlock(&c->conn_lock);
+	return rc;
+}
+
+int arf_cl_redirect(arf_client *c, uint64_t gen, struct arf_net_pending *p,
+		    struct arf_net_read_op *ops)
+{
+	pthread_rwlock_rdlock(&c->conn_lock);
+	int r = c->conn && c->conn_gen == gen ? arf_net_redirect(c->conn, p, ops) : 0;
+	pthread_rwlock_unlock(&c->conn_lock);
+	return r;
+}
+
+int arf_cl_reads_async(arf_client *c)
+{
+	pthread_rwlock_rdlock(&c->conn_lock);
+	int r = c->conn ? arf_net_reads_async(c->conn) : 0;
+	pthread_rwlock_unlock(&c->conn_lock);
+	return r;
+}
+
+int arf_cl_wait(arf_client *c, const int *flag, int timeout_ms)
+{
+	pthread_rwlock_rdlock(&c->conn_lock);
+	int rc = c->conn ? arf_net_wait(c->conn, flag, timeout_ms) : -ENOTCONN;
+	pthread_rwlock_unlock(&c->conn_lock);
+	return rc;
+}
+
+int arf_cl_recover(arf_client *c, uint64_t gen, uint64_t *deadline)
+{
+	if (!c->opts.reconnect_ms)
+		return -EIO;
+	if (!*deadline) /* UINT64_MAX: a hard wait, no bound */
+		*deadline = c->opts.reconnect_ms == ARF_WAIT_FOREVER ? UINT64_MAX
+								     : arf_now_ms() + c->opts.reconnect_ms;
+	struct wait_ctx w = { *deadline == UINT64_MAX ? 0 : *deadline, WHY_NONE };
+	arf_net_set_thread_abort(wait_abort, &w);
+	int rc = reconnect(c, gen, &w);
+	arf_net_set_thread_abort(NULL, NULL);
+	return rc;
+}

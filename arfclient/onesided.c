@@ -69,27 +69,47 @@ int arf_os_lookup(arf_client *c, uint64_t dir, const char *name, size_t len, uin
 	}
 }
 
-/* Find the extents of a file covering [fblk0, fblk1]; inline ones are in the
- * inode, others in extent pages read in one round.  *ext is malloc'd. */
-static int load_extents(arf_client *c, const struct arf_meta_inode *in, uint64_t fblk0,
-			uint64_t fblk1, struct arf_meta_extent **ext, size_t *next)
+/*
+ * File data.  A read of [off, off+len) takes at most two rounds: the
+ * extent pages covering it (none when the extents are inline in the
+ * inode), then every extent piece's blocks and their tags together.  The
+ * blocks land straight in the caller's buffer wherever a whole block falls
+ * inside it (one read per run of contiguous blocks, however long); only a
+ * partial first or last block goes to a bounce block.  Each block is then
+ * accepted only if its tag, read in the same round, names this inode,
+ * generation and file block and its checksum matches the bytes read
+ * (arf_meta_tag_check): so a stale map or a torn block is caught in place,
+ * and the caller's buffer is zeroed before any failure is returned, so
+ * that no other file's bytes are ever left for a caller who ignores the
+ * error.
+ */
+static size_t clip(const struct arf_meta_inode *in, uint64_t off, size_t len)
 {
-	*ext = NULL;
-	*next = 0;
+	if (off >= in->size)
+		return 0;
+	return len > in->size - off ? (size_t)(in->size - off) : len;
+}
+
+int arf_os_ext_begin(arf_client *c, const struct arf_meta_inode *in, uint64_t off, size_t len,
+		     struct arf_os_ext *x)
+{
+	memset(x, 0, sizeof(*x));
+	len = clip(in, off, len);
+	if (!len)
+		return 0;
 	if (!(in->flags & ARF_META_INO_EXTPAGES)) {
-		*ext = malloc(sizeof(in->u.ext));
-		if (!*ext)
+		x->ext = malloc(sizeof(in->u.ext));
+		if (!x->ext)
 			return -ENOMEM;
 		for (int i = 0; i < ARF_META_INLINE_EXTENTS; i++)
 			if (in->u.ext[i].len)
-				(*ext)[(*next)++] = in->u.ext[i];
+				x->ext[x->next++] = in->u.ext[i];
 		return 0;
 	}
+	uint64_t fblk0 = off >> ARF_BLOCK_SHIFT, fblk1 = (off + len - 1) >> ARF_BLOCK_SHIFT;
 	/* pages whose range may intersect [fblk0, fblk1] */
-	struct arf_net_read_op ops[ARF_META_EXT_PAGES];
-	struct arf_meta_page *pages = malloc(ARF_META_EXT_PAGES * sizeof(*pages));
-	int np = 0, rc = 0;
-	if (!pages)
+	x->pages = malloc(ARF_META_EXT_PAGES * sizeof(*x->pages));
+	if (!x->pages)
 		return -ENOMEM;
 	for (int i = 0; i < ARF_META_EXT_PAGES; i++) {
 		if (in->u.xp.page[i] == ARF_META_NONE || in->u.xp.page[i] >= c->sb.n_pages)
@@ -103,111 +123,186 @@ static int load_extents(arf_client *c, const struct arf_meta_inode *in, uint64_t
 			}
 		if (start > fblk1 || (next_start != UINT64_MAX && next_start <= fblk0))
 			continue;
-		ops[np] = (struct arf_net_read_op){ .region = ARF_REGION_META,
-						    .len = sizeof(struct arf_meta_page),
-						    .off = arf_meta_page_off(&c->sb, in->u.xp.page[i]),
-						    .dst = &pages[np] };
-		np++;
+		x->ops[x->np] = (struct arf_net_read_op){ .region = ARF_REGION_META,
+							  .len = sizeof(struct arf_meta_page),
+							  .off = arf_meta_page_off(&c->sb, in->u.xp.page[i]),
+							  .dst = &x->pages[x->np] };
+		x->np++;
 	}
-	if (np && (rc = arf_cl_read(c, ops, (size_t)np)))
-		goto out;
-	*ext = malloc((size_t)(np ? np : 1) * ARF_META_PAGE_EXTS * sizeof(**ext));
-	if (!*ext) {
-		rc = -ENOMEM;
-		goto out;
+	return 0;
+}
+
+int arf_os_ext_end(const struct arf_meta_inode *in, struct arf_os_ext *x)
+{
+	int rc;
+
+	if (!x->pages)
+		return 0; /* inline, or nothing to read */
+	x->ext = malloc((size_t)(x->np ? x->np : 1) * ARF_META_PAGE_EXTS * sizeof(*x->ext));
+	if (!x->ext)
+		return -ENOMEM;
+	for (int i = 0; i < x->np; i++) {
+		const struct arf_meta_page *pg = &x->pages[i];
+		if ((rc = arf_meta_obj_validate(pg, sizeof(*pg))))
+			return rc;
+		if (pg->kind != ARF_META_PAGE_EXT || pg->owner != in->ino ||
+		    pg->owner_gen != in->gen || pg->count > ARF_META_PAGE_EXTS)
+			return ARF_ETAG;
+		for (uint32_t k = 0; k < pg->count; k++)
+			if (pg->u.ext[k].len)
+				x->ext[x->next++] = pg->u.ext[k];
 	}
-	for (int i = 0; i < np; i++) {
-		if ((rc = arf_meta_obj_validate(&pages[i], sizeof(pages[i]))))
-			goto out;
-		if (pages[i].kind != ARF_META_PAGE_EXT || pages[i].owner != in->ino ||
-		    pages[i].owner_gen != in->gen || pages[i].count > ARF_META_PAGE_EXTS) {
-			rc = ARF_ETAG;
-			goto out;
+	return 0;
+}
+
+void arf_os_ext_free(struct arf_os_ext *x)
+{
+	free(x->ext);
+	free(x->pages);
+	x->ext = NULL;
+	x->pages = NULL;
+}
+
+/* Where block bi of the read lands: in the caller's buffer when the whole
+ * block is wanted, else in a bounce block (first: edge, last: edge + 1). */
+static uint8_t *block_dst(const struct arf_os_rd *rd, size_t bi)
+{
+	uint64_t bs = (rd->fblk0 + bi) << ARF_BLOCK_SHIFT;
+	if (bs >= rd->off && bs + ARF_BLOCK_SIZE <= rd->off + rd->len)
+		return rd->buf + (bs - rd->off);
+	return rd->edge + (bi == 0 ? 0 : ARF_BLOCK_SIZE);
+}
+
+int arf_os_rd_begin(arf_client *c, const struct arf_meta_inode *in, const struct arf_os_ext *x,
+		    uint64_t off, void *buf, size_t len, struct arf_os_rd *rd)
+{
+	memset(rd, 0, sizeof(*rd));
+	rd->ino = in->ino;
+	rd->gen = in->gen;
+	rd->off = off;
+	rd->buf = buf;
+	rd->len = clip(in, off, len);
+	if (!rd->len)
+		return 0;
+	uint64_t fblk0 = off >> ARF_BLOCK_SHIFT, fblk1 = (off + rd->len - 1) >> ARF_BLOCK_SHIFT;
+	rd->fblk0 = fblk0;
+	rd->nblk = (size_t)(fblk1 - fblk0 + 1);
+	if ((off & (ARF_BLOCK_SIZE - 1)) || ((off + rd->len) & (ARF_BLOCK_SIZE - 1)) ||
+	    rd->len < ARF_BLOCK_SIZE) {
+		rd->edge = malloc(2 * ARF_BLOCK_SIZE);
+		if (!rd->edge)
+			return -ENOMEM;
+	}
+	rd->tags = malloc(rd->nblk * sizeof(*rd->tags));
+	rd->mapped = calloc(rd->nblk, 1);
+	rd->ops = malloc(4 * (x->next + 1) * sizeof(*rd->ops));
+	if (!rd->tags || !rd->mapped || !rd->ops)
+		return -ENOMEM;
+	/* per extent piece: its blocks (a read per run contiguous in memory:
+	 * at most a bounce block, the middle, a bounce block) and its tags */
+	for (size_t i = 0; i < x->next; i++) {
+		uint64_t s = x->ext[i].fblk, e = x->ext[i].fblk + x->ext[i].len; /* [s, e) */
+		if (e <= fblk0 || s > fblk1)
+			continue;
+		uint64_t a = s > fblk0 ? s : fblk0, b = e < fblk1 + 1 ? e : fblk1 + 1;
+		uint64_t pblk = x->ext[i].pblk + (a - s);
+		uint32_t n = (uint32_t)(b - a);
+		if (pblk + n > c->sb.n_blocks)
+			return ARF_ETAG;
+		size_t bi = (size_t)(a - fblk0);
+		for (uint32_t k = 0; k < n;) {
+			uint8_t *dst = block_dst(rd, bi + k);
+			uint32_t run = 1;
+			while (k + run < n && block_dst(rd, bi + k + run) == dst + (size_t)run * ARF_BLOCK_SIZE)
+				run++;
+			rd->ops[rd->nops++] = (struct arf_net_read_op){
+				.region = ARF_REGION_DATA, .len = run * ARF_BLOCK_SIZE,
+				.off = arf_meta_block_off((uint32_t)(pblk + k)), .dst = dst };
+			k += run;
 		}
-		for (uint32_t k = 0; k < pages[i].count; k++)
-			if (pages[i].u.ext[k].len)
-				(*ext)[(*next)++] = pages[i].u.ext[k];
+		rd->ops[rd->nops++] = (struct arf_net_read_op){ .region = ARF_REGION_META,
+								.len = n * (uint32_t)sizeof(*rd->tags),
+								.off = arf_meta_tag_off(&c->sb, (uint32_t)pblk),
+								.dst = rd->tags + bi };
+		memset(rd->mapped + bi, 1, n);
 	}
-out:
-	free(pages);
-	if (rc) {
-		free(*ext);
-		*ext = NULL;
+	return 0;
+}
+
+void arf_os_rd_fail(struct arf_os_rd *rd)
+{
+	if (rd->buf && rd->len)
+		memset(rd->buf, 0, rd->len);
+}
+
+ssize_t arf_os_rd_end(struct arf_os_rd *rd)
+{
+	int rc;
+
+	for (size_t bi = 0; bi < rd->nblk; bi++) {
+		uint8_t *blk = block_dst(rd, bi);
+		if (!rd->mapped[bi]) {
+			memset(blk, 0, ARF_BLOCK_SIZE); /* a hole */
+			continue;
+		}
+		if ((rc = arf_meta_obj_validate(&rd->tags[bi], sizeof(rd->tags[bi]))) ||
+		    (rc = arf_meta_tag_check(&rd->tags[bi], rd->ino, rd->gen, rd->fblk0 + bi, blk))) {
+			arf_os_rd_fail(rd);
+			return rc;
+		}
 	}
-	return rc;
+	/* the wanted part of a partial first and last block */
+	for (size_t bi = 0; rd->edge && bi < rd->nblk; bi += rd->nblk > 1 ? rd->nblk - 1 : 1) {
+		uint64_t bs = (rd->fblk0 + bi) << ARF_BLOCK_SHIFT, be = bs + ARF_BLOCK_SIZE;
+		if (bs >= rd->off && be <= rd->off + rd->len)
+			continue; /* whole, in place */
+		uint8_t *blk = block_dst(rd, bi);
+		uint64_t from = bs > rd->off ? bs : rd->off;
+		uint64_t to = be < rd->off + rd->len ? be : rd->off + rd->len;
+		memcpy(rd->buf + (from - rd->off), blk + (from - bs), (size_t)(to - from));
+	}
+	return (ssize_t)rd->len;
+}
+
+void arf_os_rd_free(struct arf_os_rd *rd)
+{
+	free(rd->edge);
+	free(rd->tags);
+	free(rd->mapped);
+	free(rd->ops);
+	rd->edge = NULL;
+	rd->tags = NULL;
+	rd->mapped = NULL;
+	rd->ops = NULL;
 }
 
 ssize_t arf_os_read(arf_client *c, const struct arf_meta_inode *in, uint64_t off, void *buf,
 		    size_t len)
 {
-	struct arf_meta_extent *ext = NULL;
-	size_t next = 0;
-	int rc;
+	struct arf_os_ext x;
+	struct arf_os_rd rd;
+	ssize_t rc;
 
+	memset(&rd, 0, sizeof(rd));
 	if (off >= in->size || len == 0)
 		return 0;
-	if (len > in->size - off)
-		len = (size_t)(in->size - off);
-	uint64_t fblk0 = off >> ARF_BLOCK_SHIFT, fblk1 = (off + len - 1) >> ARF_BLOCK_SHIFT;
-	size_t nblk = (size_t)(fblk1 - fblk0 + 1);
-	if ((rc = load_extents(c, in, fblk0, fblk1, &ext, &next)))
-		return rc;
-
-	uint8_t *blocks = malloc(nblk * ARF_BLOCK_SIZE);
-	struct arf_meta_tag *tags = malloc(nblk * sizeof(*tags));
-	uint8_t *mapped = calloc(nblk, 1);
-	struct arf_net_read_op *ops = malloc(2 * (next + 1) * sizeof(*ops));
-	size_t nops = 0;
-	if (!blocks || !tags || !mapped || !ops) {
-		rc = -ENOMEM;
+	if ((rc = arf_os_ext_begin(c, in, off, len, &x)))
+		goto out;
+	if (x.np && (rc = arf_cl_read(c, x.ops, (size_t)x.np)))
+		goto out;
+	if ((rc = arf_os_ext_end(in, &x)))
+		goto out;
+	if ((rc = arf_os_rd_begin(c, in, &x, off, buf, len, &rd)))
+		goto out;
+	if (rd.nops && (rc = arf_cl_read(c, rd.ops, rd.nops))) {
+		arf_os_rd_fail(&rd);
 		goto out;
 	}
-	/* one data read and one tag read per extent piece, all in one round */
-	for (size_t i = 0; i < next; i++) {
-		uint64_t s = ext[i].fblk, e = ext[i].fblk + ext[i].len; /* [s, e) */
-		if (e <= fblk0 || s > fblk1)
-			continue;
-		uint64_t a = s > fblk0 ? s : fblk0, b = e < fblk1 + 1 ? e : fblk1 + 1;
-		uint64_t pblk = ext[i].pblk + (a - s);
-		uint32_t n = (uint32_t)(b - a);
-		if (pblk + n > c->sb.n_blocks) {
-			rc = ARF_ETAG;
-			goto out;
-		}
-		size_t bi = (size_t)(a - fblk0);
-		ops[nops++] = (struct arf_net_read_op){ .region = ARF_REGION_DATA,
-							.len = n * ARF_BLOCK_SIZE,
-							.off = arf_meta_block_off((uint32_t)pblk),
-							.dst = blocks + bi * ARF_BLOCK_SIZE };
-		ops[nops++] = (struct arf_net_read_op){ .region = ARF_REGION_META,
-							.len = n * (uint32_t)sizeof(*tags),
-							.off = arf_meta_tag_off(&c->sb, (uint32_t)pblk),
-							.dst = tags + bi };
-		memset(mapped + bi, 1, n);
-	}
-	if (nops && (rc = arf_cl_read(c, ops, nops)))
-		goto out;
-	for (size_t bi = 0; bi < nblk; bi++) {
-		if (!mapped[bi]) {
-			memset(blocks + bi * ARF_BLOCK_SIZE, 0, ARF_BLOCK_SIZE); /* a hole */
-			continue;
-		}
-		if ((rc = arf_meta_obj_validate(&tags[bi], sizeof(tags[bi]))))
-			goto out;
-		rc = arf_meta_tag_check(&tags[bi], in->ino, in->gen, fblk0 + bi,
-					blocks + bi * ARF_BLOCK_SIZE);
-		if (rc)
-			goto out;
-	}
-	memcpy(buf, blocks + (off & (ARF_BLOCK_SIZE - 1)), len);
-	rc = 0;
+	rc = arf_os_rd_end(&rd);
 out:
-	free(ext);
-	free(blocks);
-	free(tags);
-	free(mapped);
-	free(ops);
-	return rc ? rc : (ssize_t)len;
+	arf_os_ext_free(&x);
+	arf_os_rd_free(&rd);
+	return rc;
 }
 
 /*

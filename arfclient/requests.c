@@ -52,7 +52,13 @@ static void fill_cred(struct arf_proto_cred *pc)
 		memcpy(pc->groups, tls_cred.groups, pc->ngroups * sizeof(pc->groups[0]));
 		return;
 	}
+	arf_req_process_cred(pc);
+}
+
+void arf_req_process_cred(struct arf_proto_cred *pc)
+{
 	gid_t groups[64];
+	memset(pc, 0, sizeof(*pc));
 	pc->uid = (uint32_t)geteuid();
 	pc->gid = (uint32_t)getegid();
 	int n = getgroups(64, groups);
@@ -645,4 +651,12 @@ int arf_cred_token(arf_client *c, uint8_t token[ARF_TOKEN_SIZE], uint32_t *ttl_s
 	}
 	arf_net_buf_free(&resp);
 	return rc;
+}
+
+int arf_req_thread_cred(struct arf_proto_cred *pc)
+{
+	if (!tls_cred_set)
+		return 0;
+	fill_cred(pc);
+	return 1;
 }

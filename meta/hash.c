@@ -8,6 +8,15 @@
 #include <dirent.h>
 #include <sys/stat.h>
 #include <xxhash.h>
+#if defined(__x86_64__) && defined(__has_include)
+#if __has_include(<xxh_x86dispatch.h>)
+/* libxxhash's run-time dispatch (AVX2, AVX-512 where the CPU has them):
+ * the same values, 3-4x faster than its SSE2 default, which a 1 MiB read
+ * would spend more time in than in the kernel's copy of the bytes. */
+#define ARF_XXH3_DISPATCH 1
+#include <xxh_x86dispatch.h>
+#endif
+#endif
 
 #include "arf_meta.h"
 
@@ -27,7 +36,11 @@ uint32_t arf_meta_bucket(const struct arf_meta_super *sb, uint32_t hash)
 
 uint64_t arf_meta_block_csum(const void *block)
 {
+#ifdef ARF_XXH3_DISPATCH
+	return XXH3_64bits_dispatch(block, ARF_BLOCK_SIZE);
+#else
 	return XXH3_64bits(block, ARF_BLOCK_SIZE);
+#endif
 }
 
 uint8_t arf_meta_dtype(uint32_t mode)

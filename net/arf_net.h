@@ -220,6 +220,77 @@ void arf_net_set_thread_abort(int (*fn)(void *arg), void *arg);
 
 void arf_net_counters(struct arf_net_conn *c, struct arf_net_counters *out);
 
+/*
+ * Asynchronous exchanges.  A request or a batched one-sided READ is posted
+ * and the caller goes on; whichever thread reads the socket next (one
+ * waiting in arf_net_call, arf_net_read or arf_net_wait: there is no
+ * receiver thread) files the reply and calls the pending's done.  So many
+ * exchanges can be in flight on one connection without a thread each.
+ *
+ * The caller owns the struct arf_net_pending and keeps it (and a READ's
+ * ops and destinations) untouched from the post until done has been
+ * called; done is called exactly once for every post that returned 0:
+ * with rc = 0 when a reply arrived (its status, aux and, for a request,
+ * its body, which done's caller then owns), or rc = the connection's
+ * error (-ECONNRESET, -ETIMEDOUT, ...) when it broke first.  done runs on
+ * any thread, possibly inside the post itself (shm's one-sided reads are
+ * plain copies, done at once) and with the connection's lock held: it
+ * must be short and must not call this connection's functions.
+ */
+struct arf_net_pending {
+	void (*done)(struct arf_net_pending *p); /* the caller's: see above */
+	void *ctx;                 /* the caller's */
+	int rc;                    /* outcome: 0 = replied, else the connection's error */
+	int32_t status;            /* the reply's enum arf_net_status */
+	uint32_t aux;              /* the reply's aux */
+	struct arf_net_buf body;   /* a request's reply body (READ: empty, the bytes
+				    * went to the ops' destinations) */
+	/* net's own, set by the post */
+	struct arf_net_read_op *reads; /* READ: where the reply's bytes go */
+	size_t nreads;
+	uint64_t rtotal;           /* their length together */
+	uint64_t id;
+	int completed;             /* atomic; the synchronous waiter's flag */
+	int claimed;               /* its reply is being received straight into reads */
+	int direct;                /* the READ reply's bytes went to the destinations */
+	void *impl;                /* a posted READ: the transport's own waiter */
+	struct arf_net_pending *next;
+};
+
+/* Post a request (op >= ARF_NET_OP_REQUEST_BASE) made of iov: the bytes
+ * are sent before this returns.  0 (done will be called), -E2BIG (over a
+ * frame), -EINVAL, or the connection's error when it is already broken
+ * (done will not be called). */
+int arf_net_post(struct arf_net_conn *c, uint16_t op, const struct iovec *iov, int iovcnt,
+		 struct arf_net_pending *p);
+/* Post n one-sided reads as one round (at most ARF_NET_MAX_BATCH, whose
+ * bytes fit in one frame, else -E2BIG).  A reply with status OK has put
+ * the bytes in the ops' destinations.  On shm (and wherever the transport
+ * has no asynchronous read) the reads are done at once and done is called
+ * before this returns.  Errors as arf_net_post (-EINVAL for n = 0). */
+int arf_net_post_read(struct arf_net_conn *c, struct arf_net_read_op *ops, size_t n,
+		      struct arf_net_pending *p);
+/* Send the bytes of a posted READ (arf_net_post_read, p) elsewhere: ops,
+ * as many as were posted and of the same lengths, replace the reads'
+ * destinations, as long as its reply has not begun to arrive.  1 when
+ * they did, 0 when it is too late (or the transport reads at once): the
+ * bytes go where they were first meant to. */
+int arf_net_redirect(struct arf_net_conn *c, struct arf_net_pending *p,
+		     struct arf_net_read_op *ops);
+/* Does arf_net_post_read return before the reads are done (tcp), rather
+ * than doing them at once (shm: a copy; rdma: waiting for the RDMA READs)? */
+int arf_net_reads_async(struct arf_net_conn *c);
+/* Can n reads of `bytes` bytes in all go in one round of arf_net_post_read? */
+int arf_net_read_fits(size_t n, uint64_t bytes);
+/* Read the connection (or wait while another thread does) until *flag is
+ * non-zero, timeout_ms passes (< 0 = no limit but the connection's reply
+ * timeout) or the connection breaks.  Returns 1 when *flag was seen set,
+ * 0 on timeout, or the connection's error.  Call it only with something
+ * in flight that will set flag: a silent socket past the connection's
+ * timeout breaks it.  timeout_ms 0 is a poll: file the replies the socket
+ * holds now (unless another thread is reading it) and return. */
+int arf_net_wait(struct arf_net_conn *c, const int *flag, int timeout_ms);
+
 /* ------------------------------------------------------------------ server */
 
 struct arf_net_server;

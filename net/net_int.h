@@ -79,8 +79,6 @@ int arf_net_set_nonblock(int fd);
 
 /* ------------------------------------------------------------- client side */
 
-struct arf_net_waiter;
-
 struct arf_net_cops {
 	const char *name;
 	/* Open the socket (blocking connect); returns fd or -errno with err. */
@@ -88,6 +86,10 @@ struct arf_net_cops {
 	/* The handshake brought these region fds (shm only); take ownership. */
 	int (*attach)(struct arf_net_conn *c, const int *fds, int nfds, char *err, size_t errlen);
 	int (*read)(struct arf_net_conn *c, struct arf_net_read_op *ops, size_t n);
+	/* One round of reads posted (arf_net_post_read's contract); NULL: the
+	 * transport reads at once with read and completes the post inline. */
+	int (*post_read)(struct arf_net_conn *c, struct arf_net_read_op *ops, size_t n,
+			 struct arf_net_pending *p);
 	/* WRITE (buf/len), CAS, FAA; *old gets the previous value for CAS/FAA. */
 	int (*rmw)(struct arf_net_conn *c, uint16_t op, uint32_t region, uint64_t key, uint64_t off,
 		   const void *buf, uint32_t len, uint64_t arg0, uint64_t arg1, uint64_t *old);
@@ -119,7 +121,7 @@ struct arf_net_conn {
 	pthread_mutex_t send_lock;     /* one frame at a time on the socket */
 	pthread_mutex_t lock;          /* waiters, reader election, broken */
 	pthread_cond_t cond;           /* a reply was filed, or the reader left */
-	struct arf_net_waiter *waiters;
+	struct arf_net_pending *waiters; /* posted, reply not filed yet */
 	int reading;                   /* a thread is reading the socket for everyone */
 	int broken;                    /* -errno once the connection failed */
 	uint64_t next_id;
@@ -140,6 +142,22 @@ int arf_net_exchange(struct arf_net_conn *c, uint16_t op, uint32_t aux, const st
 int arf_net_exchange_id(struct arf_net_conn *c, uint16_t op, uint64_t id, uint32_t aux,
 			const struct iovec *iov, int iovcnt, int32_t *status, uint32_t *reply_aux,
 			struct arf_net_buf *resp);
+/* Register p (done may be NULL: then the poster waits for p->completed)
+ * under a fresh id and send the frame.  A failed send breaks the
+ * connection, which completes p.  0, or, with p not registered, -E2BIG or
+ * the error of a connection already broken. */
+int arf_net_submit(struct arf_net_conn *c, uint16_t op, uint32_t aux, const struct iovec *iov,
+		   int iovcnt, struct arf_net_pending *p);
+/* The same with the frame id given (0: the connection's next one). */
+int arf_net_submit_id(struct arf_net_conn *c, uint16_t op, uint64_t id, uint32_t aux,
+		      const struct iovec *iov, int iovcnt, struct arf_net_pending *p);
+/* Wait until p (submitted with done NULL) completes: 0 with p's reply, or
+ * the connection's error; -ECANCELED (p forgotten) when the thread's abort
+ * hook gives up first. */
+int arf_net_await(struct arf_net_conn *c, struct arf_net_pending *p);
+/* Complete p at once, outside any lock, with the outcome of a read done
+ * synchronously (rc: 0, ARF_EKEY, or a connection error). */
+void arf_net_complete_now(struct arf_net_pending *p, int rc);
 
 /* Find a region the handshake announced; NULL if none. */
 const struct arf_net_region_info *arf_net_find_region(struct arf_net_conn *c, uint32_t id);

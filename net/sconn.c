@@ -125,7 +125,9 @@ static int outq_add(struct arf_net_sconn *c, const struct iovec *v, int nv, size
 			skip -= l;
 			continue;
 		}
-		memcpy(c->outq + c->outq_len, p + skip, l - skip);
+		/* racy: a one-sided READ's pieces point into exported regions
+		 * that writers may be changing (softnic.c) */
+		arf_net_copy_racy(c->outq + c->outq_len, p + skip, l - skip);
 		c->outq_len += l - skip;
 		skip = 0;
 	}

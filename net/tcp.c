@@ -2,7 +2,9 @@
 /*
  * net/tcp — the client side of the tcp transport.  One-sided operations are
  * frames to the server's soft-NIC, which only checks and copies; a batched
- * READ is one frame out and one back, however many reads it carries.
+ * READ is one frame out and one back, however many reads it carries, and
+ * its reply lands in the reads' destinations with no copy on the way
+ * (client.c).  Rounds may be posted without waiting (tcp_post_read).
  */
 #include <endian.h>
 #include <errno.h>
@@ -149,44 +151,73 @@ static uint64_t key_for(struct arf_net_conn *c, uint32_t region, uint64_t key)
 	return r ? r->key : 0;
 }
 
-/* One round: reads [first, first+n) whose bytes fit in one frame. */
-static int tcp_read_round(struct arf_net_conn *c, struct arf_net_read_op *ops, size_t n)
+/* The wire form of n reads (malloc'd, or NULL), their bytes in *total. */
+static struct arf_net_wire_read *wire_reads(struct arf_net_conn *c, const struct arf_net_read_op *ops,
+					    size_t n, uint64_t *total)
 {
 	struct arf_net_wire_read *w = malloc(n * sizeof(*w));
-	struct arf_net_buf resp = { 0 };
-	uint64_t total = 0;
-	int32_t status;
-	int rc;
 
+	*total = 0;
 	if (!w)
-		return -ENOMEM;
+		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		w[i].region = htole32(ops[i].region);
 		w[i].len = htole32(ops[i].len);
 		w[i].key = htole64(key_for(c, ops[i].region, ops[i].key));
 		w[i].off = htole64(ops[i].off);
-		total += ops[i].len;
+		*total += ops[i].len;
 	}
+	return w;
+}
+
+/* Send one round of reads for p, whose reply the reader receives straight
+ * into the ops' destinations (client.c, recv_direct). */
+static int read_submit(struct arf_net_conn *c, struct arf_net_read_op *ops, size_t n,
+		       struct arf_net_pending *p)
+{
+	uint64_t total;
+	struct arf_net_wire_read *w = wire_reads(c, ops, n, &total);
+
+	if (!w)
+		return -ENOMEM;
+	p->reads = ops;
+	p->nreads = n;
+	p->rtotal = total;
 	struct iovec v = { w, n * sizeof(*w) };
-	rc = arf_net_exchange(c, ARF_NET_OP_READ, (uint32_t)n, &v, 1, &status, NULL, &resp);
-	free(w);
-	if (rc)
-		return rc;
-	ARF_NET_CTR(c, rounds, 1);
-	rc = arf_net_status_to_err(status);
-	if (!rc && resp.len != total)
-		rc = ARF_EPROTO;
-	if (!rc) {
-		size_t off = 0;
-		for (size_t i = 0; i < n; i++) {
-			memcpy(ops[i].dst, resp.data + off, ops[i].len);
-			off += ops[i].len;
-		}
-		ARF_NET_CTR(c, one_sided_reads, n);
-		ARF_NET_CTR(c, one_sided_bytes, total);
-	}
-	arf_net_buf_free(&resp);
+	int rc = arf_net_submit(c, ARF_NET_OP_READ, (uint32_t)n, &v, 1, p);
+	free(w); /* sent (or never to be) once submit returns */
 	return rc;
+}
+
+/* What a READ reply means, counted: 0 with the bytes in place, ARF_EKEY
+ * (refused), ARF_EPROTO (a reply of the wrong size). */
+static int read_outcome(struct arf_net_conn *c, struct arf_net_pending *p)
+{
+	int rc = arf_net_status_to_err(p->status);
+
+	arf_net_buf_free(&p->body);
+	ARF_NET_CTR(c, rounds, 1);
+	if (!rc && !p->direct)
+		rc = ARF_EPROTO; /* status OK, but not the bytes asked for */
+	if (!rc) {
+		ARF_NET_CTR(c, one_sided_reads, p->nreads);
+		ARF_NET_CTR(c, one_sided_bytes, p->rtotal);
+	}
+	return rc;
+}
+
+/* One round: reads [first, first+n) whose bytes fit in one frame. */
+static int tcp_read_round(struct arf_net_conn *c, struct arf_net_read_op *ops, size_t n)
+{
+	struct arf_net_pending p;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	if ((rc = read_submit(c, ops, n, &p)))
+		return rc;
+	if ((rc = arf_net_await(c, &p)))
+		return rc;
+	return read_outcome(c, &p);
 }
 
 static int tcp_read(struct arf_net_conn *c, struct arf_net_read_op *ops, size_t n)
@@ -213,6 +244,49 @@ static int tcp_read(struct arf_net_conn *c, struct arf_net_read_op *ops, size_t 
 		first += k;
 	}
 	return 0;
+}
+
+/* An asynchronous round: the caller's done sees rc = 0 and the status
+ * turned into what read_outcome says, through this shim. */
+struct tcp_post {
+	struct arf_net_pending inner;
+	struct arf_net_pending *outer;
+	struct arf_net_conn *c;
+};
+
+static void tcp_post_done(struct arf_net_pending *ip)
+{
+	struct tcp_post *tp = (struct tcp_post *)ip;
+	struct arf_net_pending *p = tp->outer;
+
+	p->impl = NULL; /* under the connection's lock: arf_net_redirect looks */
+	p->rc = ip->rc;
+	p->aux = ip->aux;
+	p->direct = ip->direct;
+	p->body = (struct arf_net_buf){ 0 };
+	p->status = ip->rc ? ARF_NET_S_IO
+			   : arf_net_status_from_err(read_outcome(tp->c, ip));
+	free(tp);
+	p->done(p);
+}
+
+static int tcp_post_read(struct arf_net_conn *c, struct arf_net_read_op *ops, size_t n,
+			 struct arf_net_pending *p)
+{
+	struct tcp_post *tp = calloc(1, sizeof(*tp));
+	int rc;
+
+	if (!tp)
+		return -ENOMEM;
+	tp->outer = p;
+	tp->c = c;
+	tp->inner.done = tcp_post_done;
+	p->impl = &tp->inner; /* for arf_net_redirect */
+	if ((rc = read_submit(c, ops, n, &tp->inner))) {
+		p->impl = NULL;
+		free(tp);
+	}
+	return rc;
 }
 
 static int tcp_rmw(struct arf_net_conn *c, uint16_t op, uint32_t region, uint64_t key,
@@ -254,6 +328,7 @@ const struct arf_net_cops arf_net_tcp_cops = {
 	.dial = tcp_dial,
 	.attach = NULL,
 	.read = tcp_read,
+	.post_read = tcp_post_read,
 	.rmw = tcp_rmw,
 	.detach = NULL,
 };

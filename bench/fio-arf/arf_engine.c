@@ -8,9 +8,12 @@
  *       --filename=dir/file --size=256m --rw=randread --bs=4k --iodepth=16 ...
  *
  * The file name is a path inside the export; the file is created when
- * missing.  At iodepth 1 each I/O runs on fio's thread; at a larger depth a
- * pool of iodepth worker threads shares the client (libarf is thread-safe
- * and pipelines requests), so iodepth I/Os are in flight at once.
+ * missing.  Reads and writes go through libarf's asynchronous API on one
+ * queue of iodepth: queue takes I/Os, commit or the next getevents submits
+ * them together (their one-sided reads go in one round), getevents reaps
+ * completions on fio's own thread, which reads the connection while it
+ * waits -- no thread per I/O in flight.  fsync runs on fio's thread once
+ * nothing is in flight.
  *
  * Options: arf_url (required), arf_spin_us (client polling, default
  * libarf's), arf_requests_only (1 = no one-sided reads), arf_stats_file
@@ -21,7 +24,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,108 +92,134 @@ struct arf_fh {
 
 struct arf_fio {
 	arf_client *c;
-	/* worker pool (iodepth > 1) */
-	pthread_t *threads;
-	unsigned nthreads;
-	pthread_mutex_t lock;
-	pthread_cond_t work, done;
-	struct io_u **queue; /* submitted, not yet taken */
-	unsigned qhead, qtail, qlen, qcap;
-	struct io_u **completed; /* finished, not yet reaped */
-	unsigned ncompleted;
-	struct io_u **events; /* handed to fio by getevents */
-	int stop;
+	arf_queue *q;             /* iodepth operations in flight */
+	struct arf_aio *aios;     /* one per io_u, by io_u->index */
+	struct arf_aio **queued;  /* taken by queue, not yet submitted (commit does) */
+	struct io_u **queued_io;
+	unsigned nqueued;
+	unsigned inflight;        /* submitted, not reaped */
+	unsigned depth;
+	struct arf_aio **events;  /* handed to fio by getevents */
 };
 
-static void do_io(struct arf_fio *a, struct io_u *io_u)
+/* fsync, and anything not a read or a write, runs on fio's thread. */
+static void do_sync(struct arf_fio *a, struct io_u *io_u)
 {
 	struct arf_fh *fh = io_u->file->engine_data;
-	ssize_t n;
+	int rc = -EINVAL;
 
-	if (io_u->ddir == DDIR_READ)
-		n = arf_read(a->c, fh->ino, fh->gen, io_u->offset, io_u->xfer_buf, io_u->xfer_buflen);
-	else if (io_u->ddir == DDIR_WRITE)
-		n = arf_write(a->c, fh->ino, fh->gen, io_u->offset, io_u->xfer_buf, io_u->xfer_buflen);
-	else if (io_u->ddir == DDIR_SYNC || io_u->ddir == DDIR_DATASYNC)
-		n = arf_fsync(a->c, fh->ino, fh->gen);
-	else
-		n = -EINVAL;
-	if (n < 0) {
-		io_u->error = n >= -4095 ? (int)-n : EIO;
-		io_u->resid = io_u->xfer_buflen;
-	} else {
-		io_u->error = 0;
-		if (io_u->ddir == DDIR_READ || io_u->ddir == DDIR_WRITE)
-			io_u->resid = io_u->xfer_buflen - (unsigned long long)n;
-	}
-}
-
-static void *worker(void *arg)
-{
-	struct arf_fio *a = arg;
-	pthread_mutex_lock(&a->lock);
-	for (;;) {
-		while (!a->qlen && !a->stop)
-			pthread_cond_wait(&a->work, &a->lock);
-		if (a->stop)
-			break;
-		struct io_u *io_u = a->queue[a->qhead];
-		a->qhead = (a->qhead + 1) % a->qcap;
-		a->qlen--;
-		pthread_mutex_unlock(&a->lock);
-		do_io(a, io_u);
-		pthread_mutex_lock(&a->lock);
-		a->completed[a->ncompleted++] = io_u;
-		pthread_cond_signal(&a->done);
-	}
-	pthread_mutex_unlock(&a->lock);
-	return NULL;
+	if (io_u->ddir == DDIR_SYNC || io_u->ddir == DDIR_DATASYNC)
+		rc = arf_fsync(a->c, fh->ino, fh->gen);
+	io_u->error = rc < 0 ? (rc >= -4095 ? -rc : EIO) : 0;
 }
 
 static enum fio_q_status arf_fio_queue(struct thread_data *td, struct io_u *io_u)
 {
 	struct arf_fio *a = td->io_ops_data;
+	struct arf_fh *fh = io_u->file->engine_data;
 
 	fio_ro_check(td, io_u);
-	if (!a->nthreads) {
-		do_io(a, io_u);
+	if (io_u->ddir != DDIR_READ && io_u->ddir != DDIR_WRITE) {
+		/* ordered after what is in flight, as libaio's engine does */
+		if (a->nqueued || a->inflight)
+			return FIO_Q_BUSY;
+		do_sync(a, io_u);
 		return FIO_Q_COMPLETED;
 	}
-	pthread_mutex_lock(&a->lock);
-	if (a->qlen == a->qcap) {
-		pthread_mutex_unlock(&a->lock);
+	if (a->nqueued + a->inflight >= a->depth)
 		return FIO_Q_BUSY;
-	}
-	a->queue[a->qtail] = io_u;
-	a->qtail = (a->qtail + 1) % a->qcap;
-	a->qlen++;
-	pthread_cond_signal(&a->work);
-	pthread_mutex_unlock(&a->lock);
+	struct arf_aio *io = &a->aios[io_u->index];
+	*io = (struct arf_aio){ .op = io_u->ddir == DDIR_READ ? ARF_AIO_READ : ARF_AIO_WRITE,
+				.ino = fh->ino, .gen = fh->gen, .off = io_u->offset,
+				.buf = io_u->xfer_buf, .len = io_u->xfer_buflen, .user = io_u };
+	a->queued[a->nqueued] = io;
+	a->queued_io[a->nqueued++] = io_u;
 	return FIO_Q_QUEUED;
+}
+
+/* Submit what queue took, all at once: libarf gathers their one-sided
+ * reads into one round. */
+static int submit_queued(struct thread_data *td, struct arf_fio *a)
+{
+	if (!a->nqueued)
+		return 0;
+	int n = arf_submit(a->q, a->queued, a->nqueued);
+	if (n < 0)
+		return n == -EAGAIN ? 0 : n;
+	if (fio_fill_issue_time(td)) {
+		struct timespec now;
+		fio_gettime(&now, NULL);
+		for (int i = 0; i < n; i++) {
+			memcpy(&a->queued_io[i]->issue_time, &now, sizeof(now));
+			io_u_queued(td, a->queued_io[i]);
+		}
+	}
+	io_u_mark_submit(td, (unsigned)n);
+	a->inflight += (unsigned)n;
+	a->nqueued -= (unsigned)n;
+	memmove(a->queued, a->queued + n, a->nqueued * sizeof(*a->queued));
+	memmove(a->queued_io, a->queued_io + n, a->nqueued * sizeof(*a->queued_io));
+	return 0;
+}
+
+/* fio commits after every I/O it queues (iodepth_batch 1) and reaps one
+ * at a time (iodepth_batch_complete_max 1).  With nothing in flight the
+ * I/O goes at once; else it waits until fio's getevents finds nothing
+ * finished, so that the I/Os queued meanwhile go together: one round for
+ * all their one-sided reads rather than one each. */
+static int arf_fio_commit(struct thread_data *td)
+{
+	struct arf_fio *a = td->io_ops_data;
+
+	if (a->inflight)
+		return 0;
+	return submit_queued(td, a);
 }
 
 static int arf_fio_getevents(struct thread_data *td, unsigned int min, unsigned int max,
 			     const struct timespec *t)
 {
 	struct arf_fio *a = td->io_ops_data;
-	unsigned n;
+	int timeout = -1;
 
-	(void)t;
-	pthread_mutex_lock(&a->lock);
-	while (a->ncompleted < min)
-		pthread_cond_wait(&a->done, &a->lock);
-	n = a->ncompleted < max ? a->ncompleted : max;
-	memcpy(a->events, a->completed, n * sizeof(*a->events));
-	memmove(a->completed, a->completed + n, (a->ncompleted - n) * sizeof(*a->completed));
-	a->ncompleted -= n;
-	pthread_mutex_unlock(&a->lock);
-	return (int)n;
+	if (t)
+		timeout = (int)(t->tv_sec * 1000 + t->tv_nsec / 1000000);
+	if (max > a->depth)
+		max = a->depth;
+	/* what has finished already (fio often asks for one at a time)... */
+	int n = arf_reap(a->q, a->events, 0, max, 0);
+	if (n < 0)
+		return n;
+	if ((unsigned)n < min) {
+		/* ...and only when that is not enough, what fio queued since the
+		 * last wait goes, together, and we wait */
+		int rc = submit_queued(td, a);
+		if (rc)
+			return rc;
+		int m = arf_reap(a->q, a->events + n, min - (unsigned)n, max - (unsigned)n, timeout);
+		if (m < 0)
+			return m;
+		n += m;
+	}
+	for (int i = 0; i < n; i++) {
+		struct arf_aio *io = a->events[i];
+		struct io_u *io_u = io->user;
+		if (io->res < 0) {
+			io_u->error = io->res >= -4095 ? (int)-io->res : EIO;
+			io_u->resid = io_u->xfer_buflen;
+		} else {
+			io_u->error = 0;
+			io_u->resid = io_u->xfer_buflen - (unsigned long long)io->res;
+		}
+	}
+	a->inflight -= (unsigned)n;
+	return n;
 }
 
 static struct io_u *arf_fio_event(struct thread_data *td, int event)
 {
 	struct arf_fio *a = td->io_ops_data;
-	return a->events[event];
+	return a->events[event]->user;
 }
 
 static int arf_fio_init(struct thread_data *td)
@@ -208,36 +236,29 @@ static int arf_fio_init(struct thread_data *td)
 	a = calloc(1, sizeof(*a));
 	if (!a)
 		return 1;
+	td->io_ops_data = a;
 	arf_client_opts_init(&co);
 	co.spin_us = o->spin_us;
 	co.one_sided = o->requests_only ? 0 : 1;
 	int rc = arf_connect(o->url, &co, &a->c, err, sizeof(err));
 	if (rc) {
 		log_err("arf: connect %s: %s\n", o->url, err[0] ? err : arf_strerror(rc));
-		free(a);
 		return 1;
 	}
-	pthread_mutex_init(&a->lock, NULL);
-	pthread_cond_init(&a->work, NULL);
-	pthread_cond_init(&a->done, NULL);
-	unsigned depth = td->o.iodepth ? td->o.iodepth : 1;
-	a->qcap = depth;
-	a->queue = calloc(depth, sizeof(*a->queue));
-	a->completed = calloc(depth, sizeof(*a->completed));
-	a->events = calloc(depth, sizeof(*a->events));
-	if (!a->queue || !a->completed || !a->events)
+	a->depth = td->o.iodepth ? td->o.iodepth : 1;
+	if ((rc = arf_queue_create(a->c, a->depth, &a->q))) {
+		log_err("arf: queue of %u: %s\n", a->depth, arf_strerror(rc));
 		return 1;
-	td->io_ops_data = a;
-	if (depth > 1) {
-		a->threads = calloc(depth, sizeof(*a->threads));
-		if (!a->threads)
-			return 1;
-		for (unsigned i = 0; i < depth; i++) {
-			if (pthread_create(&a->threads[i], NULL, worker, a))
-				return 1;
-			a->nthreads++;
-		}
 	}
+	/* io_u->index runs below the number of io_us fio makes: at most
+	 * iodepth plus a few; room for twice that */
+	unsigned nio = 2 * a->depth + 16;
+	a->aios = calloc(nio, sizeof(*a->aios));
+	a->queued = calloc(a->depth, sizeof(*a->queued));
+	a->queued_io = calloc(a->depth, sizeof(*a->queued_io));
+	a->events = calloc(a->depth, sizeof(*a->events));
+	if (!a->aios || !a->queued || !a->queued_io || !a->events)
+		return 1;
 	return 0;
 }
 
@@ -268,20 +289,13 @@ static void arf_fio_cleanup(struct thread_data *td)
 
 	if (!a)
 		return;
-	if (a->nthreads) {
-		pthread_mutex_lock(&a->lock);
-		a->stop = 1;
-		pthread_cond_broadcast(&a->work);
-		pthread_mutex_unlock(&a->lock);
-		for (unsigned i = 0; i < a->nthreads; i++)
-			pthread_join(a->threads[i], NULL);
-	}
-	if (o->stats_file)
+	arf_queue_destroy(a->q); /* waits for what is still in flight */
+	if (o->stats_file && a->c)
 		write_stats(a, o->stats_file);
 	arf_close(a->c);
-	free(a->threads);
-	free(a->queue);
-	free(a->completed);
+	free(a->aios);
+	free(a->queued);
+	free(a->queued_io);
 	free(a->events);
 	free(a);
 	td->io_ops_data = NULL;
@@ -333,6 +347,7 @@ struct ioengine_ops ioengine = {
 	.version = FIO_IOOPS_VERSION,
 	.init = arf_fio_init,
 	.queue = arf_fio_queue,
+	.commit = arf_fio_commit,
 	.getevents = arf_fio_getevents,
 	.event = arf_fio_event,
 	.cleanup = arf_fio_cleanup,

@@ -11,7 +11,8 @@
  * single and batched reads with their counters, refused reads (bounds,
  * overflow, key, region), rights (WRITE/CAS/FAA refused on the read-only
  * region, working on the writable one), many threads calling on one
- * connection, and a refusing on_hello.  Then shm-only checks that the
+ * connection, one thread keeping requests and reads in flight with
+ * arf_net_post / arf_net_post_read / arf_net_wait, and a refusing on_hello.  Then shm-only checks that the
  * read-only region cannot be made writable by a client — not by mprotect,
  * nor by a hostile client that keeps the passed descriptor and reopens it
  * through /proc (the server seals the memfd; one that cannot be sealed is
@@ -682,6 +683,131 @@ static void test_pipelined_calls(void **state)
 	assert_reads_ok(t->c);
 }
 
+/* Posted exchanges: one thread keeps requests and one-sided READ rounds in
+ * flight together (the worker answers newest first, so replies overtake
+ * each other) and collects them with arf_net_wait; each is checked. */
+#define NPOST 240
+struct posted {
+	struct arf_net_pending p;
+	int kind;                    /* 0 echo, 1 reads, 2 a refused read, 3 a big read */
+	char msg[32];
+	struct arf_net_read_op ops[3];
+	size_t nops;
+	uint8_t *dst;
+};
+static int posted_count, posted_flag;
+
+static void posted_done(struct arf_net_pending *p)
+{
+	(void)p;
+	__atomic_add_fetch(&posted_count, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&posted_flag, 1, __ATOMIC_RELEASE);
+}
+
+static void test_posted(void **state)
+{
+	struct tc *t = *state;
+	struct posted *ps = calloc(NPOST, sizeof(*ps));
+	struct arf_net_counters c0, c1;
+	int nechos = 0;
+
+	assert_non_null(ps);
+	arf_net_counters(t->c, &c0);
+	__atomic_store_n(&posted_count, 0, __ATOMIC_RELAXED);
+	for (int i = 0; i < NPOST; i++) {
+		struct posted *x = &ps[i];
+		x->kind = i % 4;
+		x->p.done = posted_done;
+		x->p.ctx = x;
+		if (x->kind == 0) {
+			snprintf(x->msg, sizeof(x->msg), "post-%d", i);
+			struct iovec v = { x->msg, strlen(x->msg) };
+			assert_int_equal(arf_net_post(t->c, OP_ECHO, &v, 1, &x->p), 0);
+			nechos++;
+			continue;
+		}
+		x->dst = malloc(RO_SIZE);
+		assert_non_null(x->dst);
+		if (x->kind == 3) {
+			/* the whole region in one read: a reply larger than what one
+			 * receive brings, received straight into dst */
+			x->ops[0] = (struct arf_net_read_op){ .region = RO_ID, .len = RO_SIZE,
+							      .dst = x->dst };
+			x->nops = 1;
+		} else {
+			x->nops = 1 + (size_t)(i % 3);
+			for (size_t k = 0; k < x->nops; k++) {
+				uint32_t len = 1 + (uint32_t)((i * 37 + k * 11) % 2048);
+				uint64_t off = ((uint64_t)i * 97 + k * 4099) % (RO_SIZE - 2048);
+				if (x->kind == 2 && k == x->nops - 1)
+					off = RO_SIZE - len / 2; /* past the end: the round is refused */
+				x->ops[k] = (struct arf_net_read_op){ .region = RO_ID, .len = len,
+								      .off = off,
+								      .dst = x->dst + k * 2048 };
+			}
+		}
+		assert_int_equal(arf_net_post_read(t->c, x->ops, x->nops, &x->p), 0);
+	}
+	while (__atomic_load_n(&posted_count, __ATOMIC_ACQUIRE) < NPOST) {
+		__atomic_store_n(&posted_flag, 0, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&posted_count, __ATOMIC_ACQUIRE) >= NPOST)
+			break;
+		assert_true(arf_net_wait(t->c, &posted_flag, 5000) >= 0);
+	}
+	for (int i = 0; i < NPOST; i++) {
+		struct posted *x = &ps[i];
+		assert_int_equal(x->p.rc, 0);
+		if (x->kind == 0) {
+			char want[40];
+			int n = snprintf(want, sizeof(want), "echo:%s", x->msg);
+			assert_int_equal(x->p.status, ARF_NET_S_OK);
+			assert_int_equal(x->p.body.len, (size_t)n);
+			assert_memory_equal(x->p.body.data, want, (size_t)n);
+			arf_net_buf_free(&x->p.body);
+			continue;
+		}
+		if (x->kind == 2) {
+			assert_int_equal(x->p.status, arf_net_status_from_err(ARF_EKEY));
+		} else {
+			assert_int_equal(x->p.status, ARF_NET_S_OK);
+			for (size_t k = 0; k < x->nops; k++)
+				assert_memory_equal(x->ops[k].dst, F.ro + x->ops[k].off, x->ops[k].len);
+		}
+		free(x->dst);
+	}
+	arf_net_counters(t->c, &c1);
+	assert_int_equal(c1.calls - c0.calls, nechos);
+	/* a poll with nothing in flight returns at once */
+	int never = 0;
+	assert_int_equal(arf_net_wait(t->c, &never, 0), 0);
+	/* posting checks its arguments */
+	struct arf_net_pending nodone = { 0 };
+	assert_int_equal(arf_net_post(t->c, OP_ECHO, NULL, 0, &nodone), -EINVAL);
+	assert_int_equal(arf_net_post(t->c, ARF_NET_OP_READ, NULL, 0, &ps[0].p), -EINVAL);
+	assert_int_equal(arf_net_post_read(t->c, ps[0].ops, ARF_NET_MAX_BATCH + 1, &ps[0].p),
+			 -E2BIG);
+
+	/* closing a connection completes what was posted on it and never
+	 * collected: with the error, or with the reply if one was filed */
+	struct arf_net_conn *c2 = NULL;
+	char err[256] = "";
+	assert_int_equal(connect_to(t->transport, &c2, err, sizeof(err)), 0);
+	__atomic_store_n(&posted_count, 0, __ATOMIC_RELAXED);
+	for (int i = 0; i < 10; i++) {
+		memset(&ps[i].p, 0, sizeof(ps[i].p));
+		ps[i].p.done = posted_done;
+		assert_int_equal(arf_net_post(c2, OP_ECHO, NULL, 0, &ps[i].p), 0);
+	}
+	arf_net_close(c2);
+	assert_int_equal(__atomic_load_n(&posted_count, __ATOMIC_ACQUIRE), 10);
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(ps[i].p.rc, -ECONNRESET);
+		arf_net_buf_free(&ps[i].p.body);
+	}
+	free(ps);
+	assert_reads_ok(t->c);
+}
+
 static void test_hello_refused(void **state)
 {
 	struct tc *t = *state;
@@ -1333,6 +1459,7 @@ int main(void)
 		BOTH(test_read_refused),
 		BOTH(test_rights),
 		BOTH(test_pipelined_calls),
+		BOTH(test_posted),
 		cmocka_unit_test_prestate(test_hello_refused, &tc_tcp),
 		cmocka_unit_test_prestate(test_hello_refused, &tc_shm),
 		cmocka_unit_test_prestate_setup_teardown(test_shm_readonly_mapping, conn_setup,

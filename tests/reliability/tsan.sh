@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # ThreadSanitizer over the concurrent reader/writer path: builds arfd,
-# arfctl and arf-itest with -fsanitize=thread in their own build directory,
-# runs the torn-read test (a writer rewriting a file while readers read it
-# one-sidedly) over tcp and shm, and fails on any report from any process.
+# arfctl, arf-itest and arf-asynctest with -fsanitize=thread in their own
+# build directory, runs the torn-read test (a writer rewriting a file while
+# readers read it one-sidedly) and libarf's asynchronous operations (64 in
+# flight, torn reads through them, sequential readers read ahead) over tcp
+# and shm, and fails on any report from any process.
 #   tests/reliability/tsan.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1
@@ -11,7 +13,8 @@ b=$2
 if [ ! -f "$b/build.ninja" ]; then
   meson setup "$b" "$src" -Db_sanitize=thread -Db_lundef=false --buildtype=debugoptimized >/dev/null
 fi
-ninja -C "$b" arfd/arfd tools/arfctl/arfctl tests/integration/arf-itest >/dev/null
+ninja -C "$b" arfd/arfd tools/arfctl/arfctl tests/integration/arf-itest \
+  tests/integration/arf-asynctest >/dev/null
 work=$(mktemp -d /tmp/arf-tsan.XXXXXX)
 pid=
 cleanup() {
@@ -35,6 +38,11 @@ port=$(cat "$work/port")
 "$b/tests/integration/arf-itest" torn "arf://127.0.0.1:$port/" 4 2
 "$b/tools/arfctl/arfctl" rm "arf://127.0.0.1:$port/torn"
 "$b/tests/integration/arf-itest" torn "arf+shm:///?socket=$work/s" 4 2
+for u in "arf://127.0.0.1:$port/" "arf+shm:///?socket=$work/s"; do
+  "$b/tests/integration/arf-asynctest" ops "$u" 3000
+  "$b/tests/integration/arf-asynctest" torn "$u" 3
+  "$b/tests/integration/arf-asynctest" seq "$u" 3
+done
 kill -TERM "$pid"
 wait "$pid" || true
 pid=
@@ -43,4 +51,5 @@ if ls "$work"/tsan.* >/dev/null 2>&1; then
   echo "FAIL: ThreadSanitizer reported races"
   exit 1
 fi
-echo "tsan: arfd and the readers ran the torn-read test over tcp and shm with no race reported"
+echo "tsan: arfd and the readers ran the torn-read test and the asynchronous operations over" \
+  "tcp and shm with no race reported"

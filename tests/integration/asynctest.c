@@ -1,0 +1,729 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arf-asynctest — libarf's asynchronous API (arf_submit / arf_reap)
+ * against a real arfd, started and stopped by tests/integration/
+ * test_async.py.
+ *
+ *   arf-asynctest ops URL NOPS [requests]
+ *       keeps 64 operations in flight on one client (reads of a file of
+ *       known bytes at any offset and length, writes and read-backs of
+ *       slots of a second file, getattrs, and operations that must fail)
+ *       and checks every completion's status and data; "requests": a
+ *       client without one-sided reads.
+ *   arf-asynctest torn URL SECONDS
+ *       a writer rewrites a file as new versions while one client keeps
+ *       16 whole-file reads in flight: every block of every completed read
+ *       must be one whole version that had been written (itest's torn
+ *       check, through the asynchronous path).
+ *   arf-asynctest seq URL SECONDS
+ *       sequential readers (read ahead over tcp) of a file being
+ *       rewritten: whole blocks only; the reader's own write seen at once;
+ *       a quiet sequential pass served from data read ahead (tcp), or
+ *       nothing read ahead (shm, where a read is a copy done at once).
+ *
+ * Each prints what it checked and exits 0, or prints "FAIL: reason" and
+ * exits 1.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arf.h"
+
+#define FAIL(...)                                   \
+	do {                                        \
+		fprintf(stdout, "FAIL: " __VA_ARGS__); \
+		fprintf(stdout, "\n");              \
+		exit(1);                            \
+	} while (0)
+
+#define DEPTH 64
+
+static arf_client *connect_or_die(const char *url, int one_sided)
+{
+	struct arf_client_opts o;
+	char err[512];
+	arf_client *c;
+
+	arf_client_opts_init(&o);
+	o.one_sided = one_sided;
+	o.spin_us = 0;
+	if (arf_connect(url, &o, &c, err, sizeof(err)))
+		FAIL("connect %s: %s", url, err);
+	return c;
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+/* A file's name unique to this run. */
+static int make_file(arf_client *c, const char *what, struct arf_stat *f)
+{
+	struct arf_stat root;
+	char name[96];
+	int rc;
+
+	snprintf(name, sizeof(name), "async-%s-%d-%llu", what, (int)getpid(),
+		 (unsigned long long)(rnd() & 0xffff));
+	if ((rc = arf_root(c, &root)) ||
+	    (rc = arf_create(c, root.ino, root.gen, name, 0644, 1, f)))
+		FAIL("create %s: %s", name, arf_strerror(rc));
+	return 0;
+}
+
+/* ------------------------------------------------------------------ ops */
+
+/* The read-only file: RO_SIZE bytes (not a whole number of blocks), each
+ * byte a function of its offset. */
+#define RO_SIZE ((4u << 20) + 1234u)
+static uint8_t ro_byte(uint64_t o)
+{
+	return (uint8_t)((o ^ (o >> 8) ^ (o >> 17)) * 31u + 7u);
+}
+
+/* The written file: RW_SLOTS slots of SLOT bytes (not block-aligned), each
+ * holding one version of its content at a time. */
+#define RW_SLOTS 48u
+#define SLOT 20000u
+static uint8_t rw_byte(uint32_t slot, uint32_t version, uint32_t i)
+{
+	return (uint8_t)(slot * 131u + version * 71u + i * 13u + (i >> 9));
+}
+
+enum kind { K_RO_READ, K_RW_WRITE, K_RW_READ, K_GETATTR, K_STALE, K_ISDIR, K_BADOP };
+
+struct op {
+	struct arf_aio io;
+	enum kind kind;
+	uint32_t slot, version;
+	uint8_t *mem;
+	size_t cap;
+};
+
+struct ops_state {
+	struct arf_stat ro, rw, root;
+	uint32_t version[RW_SLOTS];  /* last version written and acknowledged */
+	int writing[RW_SLOTS];
+	int reading[RW_SLOTS];
+	uint32_t next_version;
+	uint64_t by_kind[7], bytes_read;
+};
+
+/* Fill o with a new operation of a kind chosen at random. */
+static void make_op(struct ops_state *st, struct op *o)
+{
+	uint64_t r = rnd() % 100;
+	memset(&o->io, 0, sizeof(o->io));
+	o->io.user = o;
+	if (r < 50) {
+		o->kind = K_RO_READ;
+		o->io.op = ARF_AIO_READ;
+		o->io.ino = st->ro.ino;
+		o->io.gen = st->ro.gen;
+		o->io.off = rnd() % (RO_SIZE + 8192);
+		uint64_t l = rnd() % 4;
+		o->io.len = l == 0 ? 1 + rnd() % 64 : l == 1 ? 1 + rnd() % 70000
+						  : l == 2 ? (1 + rnd() % 16) * 4096 : o->cap;
+		if (o->io.len > o->cap)
+			o->io.len = o->cap;
+		o->io.buf = o->mem;
+		return;
+	}
+	if (r < 90) {
+		/* a slot nobody writes (a write also needs nobody reading it) */
+		uint32_t s = (uint32_t)(rnd() % RW_SLOTS);
+		int write = r < 70;
+		for (uint32_t k = 0; k < RW_SLOTS; k++, s = (s + 1) % RW_SLOTS)
+			if (!st->writing[s] && (!write || !st->reading[s]))
+				break;
+		if (st->writing[s] || (write && st->reading[s]))
+			return make_op(st, o); /* all busy: something else */
+		o->slot = s;
+		o->io.ino = st->rw.ino;
+		o->io.gen = st->rw.gen;
+		o->io.off = (uint64_t)s * SLOT;
+		o->io.len = SLOT;
+		o->io.buf = o->mem;
+		if (write) {
+			o->kind = K_RW_WRITE;
+			o->io.op = ARF_AIO_WRITE;
+			o->version = ++st->next_version;
+			for (uint32_t i = 0; i < SLOT; i++)
+				o->mem[i] = rw_byte(s, o->version, i);
+			st->writing[s] = 1;
+		} else {
+			o->kind = K_RW_READ;
+			o->io.op = ARF_AIO_READ;
+			o->version = st->version[s];
+			memset(o->mem, 0xee, SLOT);
+			st->reading[s]++;
+		}
+		return;
+	}
+	if (r < 95) {
+		o->kind = K_GETATTR;
+		o->io.op = ARF_AIO_GETATTR;
+		o->io.ino = st->ro.ino;
+		o->io.gen = st->ro.gen;
+		return;
+	}
+	if (r < 97) {
+		o->kind = K_STALE;
+		o->io.op = rnd() % 2 ? ARF_AIO_GETATTR : ARF_AIO_READ;
+		o->io.ino = st->ro.ino;
+		o->io.gen = st->ro.gen + 1;
+		o->io.buf = o->mem;
+		o->io.len = 100;
+		return;
+	}
+	if (r < 99) {
+		o->kind = K_ISDIR;
+		o->io.op = ARF_AIO_READ;
+		o->io.ino = st->root.ino;
+		o->io.gen = st->root.gen;
+		o->io.buf = o->mem;
+		o->io.len = 4096;
+		return;
+	}
+	o->kind = K_BADOP;
+	o->io.op = 77;
+}
+
+/* Check a completed operation. */
+static void check_op(struct ops_state *st, struct op *o)
+{
+	struct arf_aio *io = &o->io;
+	st->by_kind[o->kind]++;
+	switch (o->kind) {
+	case K_RO_READ: {
+		size_t want = io->off >= RO_SIZE ? 0 : RO_SIZE - io->off < io->len ? RO_SIZE - io->off
+										  : io->len;
+		if (io->res != (ssize_t)want)
+			FAIL("read of %zu bytes at %" PRIu64 " returned %zd (%s), not %zu", io->len,
+			     io->off, io->res, io->res < 0 ? arf_strerror((int)io->res) : "short",
+			     want);
+		for (size_t i = 0; i < want; i++)
+			if (o->mem[i] != ro_byte(io->off + i))
+				FAIL("read of %zu bytes at %" PRIu64 ": byte %zu is %#x, not %#x",
+				     io->len, io->off, i, o->mem[i], ro_byte(io->off + i));
+		st->bytes_read += want;
+		return;
+	}
+	case K_RW_WRITE:
+		if (io->res != SLOT)
+			FAIL("write of slot %u returned %zd (%s)", o->slot, io->res,
+			     io->res < 0 ? arf_strerror((int)io->res) : "short");
+		if (io->st.ino != st->rw.ino || io->st.size < (uint64_t)(o->slot + 1) * SLOT)
+			FAIL("write of slot %u: attributes after it say ino %" PRIu64 " size %" PRIu64,
+			     o->slot, io->st.ino, io->st.size);
+		st->version[o->slot] = o->version;
+		st->writing[o->slot] = 0;
+		return;
+	case K_RW_READ:
+		if (io->res != SLOT)
+			FAIL("read of slot %u returned %zd (%s)", o->slot, io->res,
+			     io->res < 0 ? arf_strerror((int)io->res) : "short");
+		for (uint32_t i = 0; i < SLOT; i++)
+			if (o->mem[i] != rw_byte(o->slot, o->version, i))
+				FAIL("slot %u byte %u is %#x, not version %u's %#x", o->slot, i,
+				     o->mem[i], o->version, rw_byte(o->slot, o->version, i));
+		st->reading[o->slot]--;
+		st->bytes_read += SLOT;
+		return;
+	case K_GETATTR:
+		if (io->res != 0 || io->st.ino != st->ro.ino || io->st.gen != st->ro.gen ||
+		    io->st.size != RO_SIZE || (io->st.mode & 0777) != 0644)
+			FAIL("getattr returned %zd, ino %" PRIu64 " size %" PRIu64 " mode %o", io->res,
+			     io->st.ino, io->st.size, io->st.mode);
+		return;
+	case K_STALE:
+		if (io->res != -ESTALE)
+			FAIL("%s with a wrong generation returned %zd, not -ESTALE",
+			     io->op == ARF_AIO_READ ? "read" : "getattr", io->res);
+		return;
+	case K_ISDIR:
+		if (io->res != -EISDIR)
+			FAIL("read of a directory returned %zd, not -EISDIR", io->res);
+		return;
+	case K_BADOP:
+		if (io->res != -EINVAL)
+			FAIL("operation 77 returned %zd, not -EINVAL", io->res);
+		return;
+	}
+}
+
+static int cmd_ops(const char *url, long nops, int one_sided)
+{
+	arf_client *c = connect_or_die(url, one_sided);
+	struct ops_state st;
+	struct op ops[DEPTH];
+	arf_queue *q;
+	int rc;
+
+	memset(&st, 0, sizeof(st));
+	rng_state ^= (uint64_t)getpid() << 20;
+	if ((rc = arf_root(c, &st.root)))
+		FAIL("root: %s", arf_strerror(rc));
+	make_file(c, "ro", &st.ro);
+	make_file(c, "rw", &st.rw);
+	uint8_t *buf = malloc(RO_SIZE > RW_SLOTS * SLOT ? RO_SIZE : RW_SLOTS * SLOT);
+	if (!buf)
+		FAIL("out of memory");
+	for (uint64_t i = 0; i < RO_SIZE; i++)
+		buf[i] = ro_byte(i);
+	if (arf_write(c, st.ro.ino, st.ro.gen, 0, buf, RO_SIZE) != RO_SIZE)
+		FAIL("writing the read-only file");
+	for (uint32_t s = 0; s < RW_SLOTS; s++)
+		for (uint32_t i = 0; i < SLOT; i++)
+			buf[s * SLOT + i] = rw_byte(s, 0, i);
+	if (arf_write(c, st.rw.ino, st.rw.gen, 0, buf, RW_SLOTS * SLOT) != RW_SLOTS * SLOT)
+		FAIL("writing the slots");
+
+	if ((rc = arf_queue_create(c, DEPTH, &q)))
+		FAIL("queue: %s", arf_strerror(rc));
+	struct arf_aio *sub[DEPTH], *done[DEPTH];
+	for (int i = 0; i < DEPTH; i++) {
+		ops[i].cap = i < 8 ? (1u << 20) + 4096 : 128u << 10;
+		ops[i].mem = malloc(ops[i].cap);
+		if (!ops[i].mem)
+			FAIL("out of memory");
+		make_op(&st, &ops[i]);
+		sub[i] = &ops[i].io;
+	}
+	/* more than the queue holds: it takes DEPTH, then says it is full */
+	if ((rc = arf_submit(q, sub, DEPTH)) != DEPTH)
+		FAIL("submitting %d operations took %d", DEPTH, rc);
+	struct arf_aio extra = { .op = ARF_AIO_GETATTR, .ino = st.ro.ino, .gen = st.ro.gen };
+	struct arf_aio *xp = &extra;
+	unsigned max_pending = arf_queue_pending(q);
+	if ((rc = arf_submit(q, &xp, 1)) != -EAGAIN)
+		FAIL("a full queue took another operation (%d)", rc);
+	long completed = 0, submitted = DEPTH;
+	uint64_t polls = 0;
+	while (completed < submitted) {
+		/* now and then poll without waiting, else wait for at least one */
+		int n = arf_reap(q, done, rnd() % 8 ? 1 : 0, DEPTH, rnd() % 8 ? -1 : 0);
+		if (n < 0)
+			FAIL("reap: %s", arf_strerror(n));
+		if (n == 0)
+			polls++;
+		unsigned k = 0;
+		for (int i = 0; i < n; i++) {
+			struct op *o = done[i]->user;
+			if (done[i] != &o->io)
+				FAIL("reap gave back an operation never submitted");
+			check_op(&st, o);
+			completed++;
+			if (submitted < nops) {
+				make_op(&st, o);
+				sub[k++] = &o->io;
+				submitted++;
+			}
+		}
+		if (k && (rc = arf_submit(q, sub, k)) != (int)k)
+			FAIL("resubmitting %u took %d", k, rc);
+		unsigned p = arf_queue_pending(q);
+		if (p > max_pending)
+			max_pending = p;
+	}
+	if (arf_queue_pending(q) != 0)
+		FAIL("%u operations still pending after all were reaped", arf_queue_pending(q));
+	if (max_pending != DEPTH)
+		FAIL("at most %u operations were in flight, not %d", max_pending, DEPTH);
+	arf_queue_destroy(q);
+
+	/* the slots hold what the last acknowledged write of each put there */
+	if (arf_read(c, st.rw.ino, st.rw.gen, 0, buf, RW_SLOTS * SLOT) != RW_SLOTS * SLOT)
+		FAIL("reading the slots back");
+	for (uint32_t s = 0; s < RW_SLOTS; s++)
+		for (uint32_t i = 0; i < SLOT; i++)
+			if (buf[s * SLOT + i] != rw_byte(s, st.version[s], i))
+				FAIL("slot %u byte %u after the run: %#x, not version %u's", s, i,
+				     buf[s * SLOT + i], st.version[s]);
+
+	struct arf_client_stats cs;
+	arf_stats(c, &cs);
+	printf("ops (%s, %s): %ld operations, %d in flight at once: %" PRIu64 " reads of the "
+	       "read-only file, %" PRIu64 " writes and %" PRIu64 " read-backs of slots, %" PRIu64
+	       " getattrs, %" PRIu64 " stale, %" PRIu64 " directory and %" PRIu64
+	       " malformed operations refused; %" PRIu64 " MiB checked byte by byte, %" PRIu64
+	       " empty polls; one_sided_reads=%" PRIu64 " rounds=%" PRIu64 " requests=%" PRIu64
+	       " retries=%" PRIu64 " fallbacks=%" PRIu64 "\n",
+	       arf_transport(c), one_sided ? "one-sided" : "requests only", completed, DEPTH,
+	       st.by_kind[K_RO_READ], st.by_kind[K_RW_WRITE], st.by_kind[K_RW_READ],
+	       st.by_kind[K_GETATTR], st.by_kind[K_STALE], st.by_kind[K_ISDIR],
+	       st.by_kind[K_BADOP], st.bytes_read >> 20, polls, cs.one_sided_reads, cs.rounds,
+	       cs.requests, cs.retries, cs.fallbacks);
+	uint64_t reads = st.by_kind[K_RO_READ] + st.by_kind[K_RW_READ];
+	if (one_sided) {
+		if (cs.one_sided_reads == 0)
+			FAIL("no one-sided reads with region keys");
+		/* each read takes a round of its own when alone; batched with the
+		 * others in flight, far fewer */
+		if (!strcmp(arf_transport(c), "tcp") && cs.rounds >= reads)
+			FAIL("%" PRIu64 " rounds for %" PRIu64 " reads: nothing was batched",
+			     cs.rounds, reads);
+	} else if (cs.one_sided_reads > 16) {
+		FAIL("%" PRIu64 " one-sided reads from a requests-only client", cs.one_sided_reads);
+	}
+	for (int i = 0; i < DEPTH; i++)
+		free(ops[i].mem);
+	free(buf);
+	arf_close(c);
+	return 0;
+}
+
+/* ----------------------------------------------------------------- torn */
+
+#define TORN_BLOCKS 64u
+#define TORN_SIZE (TORN_BLOCKS * 4096u)
+#define TORN_WORDS (4096u / 8u)
+#define TORN_MAGIC 0xa7f1ull
+static int torn_stop;
+static uint64_t torn_latest;
+
+static uint64_t torn_word(uint64_t v, size_t b, size_t k)
+{
+	return TORN_MAGIC << 48 | (v & 0xffffffffu) << 16 | (uint64_t)(b * TORN_WORDS + k);
+}
+
+static void torn_fill(uint8_t *buf, uint64_t v)
+{
+	for (size_t b = 0; b < TORN_BLOCKS; b++)
+		for (size_t k = 0; k < TORN_WORDS; k++) {
+			uint64_t w = torn_word(v, b, k);
+			memcpy(buf + b * 4096 + k * 8, &w, 8);
+		}
+}
+
+struct writer {
+	const char *url;
+	struct arf_stat f;
+	uint64_t versions;
+	char fail[256];
+};
+
+static void *torn_writer(void *arg)
+{
+	struct writer *w = arg;
+	arf_client *c = connect_or_die(w->url, 1);
+	uint8_t *buf = malloc(TORN_SIZE);
+	uint64_t v = __atomic_load_n(&torn_latest, __ATOMIC_ACQUIRE);
+
+	while (!__atomic_load_n(&torn_stop, __ATOMIC_ACQUIRE)) {
+		torn_fill(buf, ++v);
+		ssize_t n = arf_write(c, w->f.ino, w->f.gen, 0, buf, TORN_SIZE);
+		if (n != TORN_SIZE) {
+			snprintf(w->fail, sizeof(w->fail), "rewrite %" PRIu64 ": %zd", v, n);
+			break;
+		}
+		__atomic_store_n(&torn_latest, v, __ATOMIC_RELEASE);
+	}
+	w->versions = v;
+	free(buf);
+	arf_close(c);
+	return NULL;
+}
+
+static int cmd_torn(const char *url, int seconds)
+{
+	arf_client *c = connect_or_die(url, 1);
+	struct writer w = { .url = url };
+	uint8_t *buf = malloc(TORN_SIZE);
+	enum { QD = 16 };
+	struct arf_aio ios[QD], *sub[QD], *done[QD];
+	arf_queue *q;
+	int rc;
+
+	make_file(c, "torn", &w.f);
+	torn_fill(buf, 1);
+	if (arf_write(c, w.f.ino, w.f.gen, 0, buf, TORN_SIZE) != TORN_SIZE)
+		FAIL("initial write");
+	__atomic_store_n(&torn_latest, 1, __ATOMIC_RELEASE);
+	pthread_t th;
+	if (pthread_create(&th, NULL, torn_writer, &w))
+		FAIL("pthread_create");
+	if ((rc = arf_queue_create(c, QD, &q)))
+		FAIL("queue: %s", arf_strerror(rc));
+	for (int i = 0; i < QD; i++) {
+		ios[i] = (struct arf_aio){ .op = ARF_AIO_READ, .ino = w.f.ino, .gen = w.f.gen,
+					   .buf = malloc(TORN_SIZE), .len = TORN_SIZE };
+		sub[i] = &ios[i];
+	}
+	if (arf_submit(q, sub, QD) != QD)
+		FAIL("submit");
+	uint64_t reads = 0, versions = 0, last_max = 0;
+	time_t end = time(NULL) + seconds;
+	char why[256] = "";
+	while (!why[0]) {
+		int n = arf_reap(q, done, 1, QD, -1);
+		if (n <= 0)
+			FAIL("reap: %d", n);
+		uint64_t latest = __atomic_load_n(&torn_latest, __ATOMIC_ACQUIRE);
+		unsigned k = 0;
+		for (int i = 0; i < n && !why[0]; i++) {
+			const uint8_t *b = done[i]->buf;
+			if (done[i]->res != TORN_SIZE) {
+				snprintf(why, sizeof(why), "read returned %zd", done[i]->res);
+				break;
+			}
+			uint64_t vmax = 0;
+			for (size_t bl = 0; bl < TORN_BLOCKS && !why[0]; bl++) {
+				uint64_t w0;
+				memcpy(&w0, b + bl * 4096, 8);
+				uint64_t v = (w0 >> 16) & 0xffffffffu;
+				if (w0 >> 48 != TORN_MAGIC || v == 0 || v > latest + 1) {
+					snprintf(why, sizeof(why), "block %zu starts with %#" PRIx64
+						 " (latest written %" PRIu64 ")", bl, w0, latest);
+					break;
+				}
+				for (size_t kw = 0; kw < TORN_WORDS; kw++) {
+					uint64_t x;
+					memcpy(&x, b + bl * 4096 + kw * 8, 8);
+					if (x != torn_word(v, bl, kw)) {
+						snprintf(why, sizeof(why), "block %zu word %zu: %#" PRIx64
+							 " is not version %" PRIu64 "'s (torn or foreign)",
+							 bl, kw, x, v);
+						break;
+					}
+				}
+				vmax = v > vmax ? v : vmax;
+			}
+			if (vmax > last_max) {
+				versions++;
+				last_max = vmax;
+			}
+			reads++;
+			sub[k++] = done[i];
+		}
+		if (time(NULL) >= end)
+			break;
+		if (k && arf_submit(q, sub, k) != (int)k)
+			FAIL("resubmit");
+	}
+	__atomic_store_n(&torn_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	arf_queue_destroy(q);
+	if (why[0])
+		FAIL("%s", why);
+	if (w.fail[0])
+		FAIL("writer: %s", w.fail);
+	struct arf_client_stats cs;
+	arf_stats(c, &cs);
+	printf("torn (%s): %" PRIu64 " versions written, %" PRIu64 " whole-file reads, %d in "
+	       "flight, saw %" PRIu64 " distinct versions, every block whole and written; "
+	       "one_sided_reads=%" PRIu64 " rounds=%" PRIu64 " retries=%" PRIu64
+	       " fallbacks=%" PRIu64 "\n",
+	       arf_transport(c), w.versions, reads, QD, versions, cs.one_sided_reads, cs.rounds,
+	       cs.retries, cs.fallbacks);
+	if (cs.one_sided_reads == 0)
+		FAIL("no one-sided reads");
+	if (cs.retries == 0)
+		FAIL("the reads never met a torn or changing object");
+	if (versions < 2)
+		FAIL("the reads saw %" PRIu64 " version(s): nothing raced", versions);
+	for (int i = 0; i < QD; i++)
+		free(ios[i].buf);
+	free(buf);
+	arf_close(c);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ seq */
+
+/* Sequential readers (arf_read, and one asynchronous read at a time) of a
+ * file that a writer keeps rewriting, a range of blocks at a time, each
+ * time as a new version: every block read must be one whole version that
+ * had been begun, though the readers' data comes read ahead.  Then a write
+ * through the reader's own client must be seen by its next read, with data
+ * read ahead of the old bytes in hand. */
+#define SEQ_BLOCKS 1024u
+#define SEQ_CHUNK (256u << 10)
+
+/* torn_word with room for this file's blocks: a 24-bit version and a
+ * 24-bit place */
+static uint64_t seq_word(uint64_t v, size_t b, size_t k)
+{
+	return TORN_MAGIC << 48 | (v & 0xffffffu) << 24 | (uint64_t)(b * TORN_WORDS + k);
+}
+
+static void *seq_writer(void *arg)
+{
+	struct writer *w = arg;
+	arf_client *c = connect_or_die(w->url, 1);
+	uint8_t *buf = malloc(64 * 4096);
+	uint64_t v = __atomic_load_n(&torn_latest, __ATOMIC_ACQUIRE);
+
+	while (!__atomic_load_n(&torn_stop, __ATOMIC_ACQUIRE)) {
+		uint32_t b0 = (uint32_t)(rnd() % (SEQ_BLOCKS - 64)), nb = 1 + (uint32_t)(rnd() % 64);
+		v++;
+		for (uint32_t b = 0; b < nb; b++)
+			for (size_t k = 0; k < TORN_WORDS; k++) {
+				uint64_t x = seq_word(v, b0 + b, k);
+				memcpy(buf + b * 4096 + k * 8, &x, 8);
+			}
+		ssize_t n = arf_write(c, w->f.ino, w->f.gen, (uint64_t)b0 * 4096, buf, nb * 4096);
+		if (n != (ssize_t)(nb * 4096)) {
+			snprintf(w->fail, sizeof(w->fail), "write %" PRIu64 ": %zd", v, n);
+			break;
+		}
+		__atomic_store_n(&torn_latest, v, __ATOMIC_RELEASE);
+		usleep(200);
+	}
+	w->versions = v;
+	free(buf);
+	arf_close(c);
+	return NULL;
+}
+
+/* Every block of buf (blocks b0..) one whole version, at most latest + 1. */
+static void seq_check(const uint8_t *buf, size_t len, uint32_t b0, uint64_t latest, const char *how)
+{
+	for (size_t bl = 0; bl < len / 4096; bl++) {
+		uint64_t w0;
+		memcpy(&w0, buf + bl * 4096, 8);
+		uint64_t v = (w0 >> 24) & 0xffffffu;
+		if (w0 >> 48 != TORN_MAGIC || v == 0 || v > latest + 1)
+			FAIL("%s: block %zu starts with %#" PRIx64 " (latest written %" PRIu64 ")", how,
+			     b0 + bl, w0, latest);
+		for (size_t k = 0; k < TORN_WORDS; k++) {
+			uint64_t x;
+			memcpy(&x, buf + bl * 4096 + k * 8, 8);
+			if (x != seq_word(v, b0 + bl, k))
+				FAIL("%s: block %zu word %zu: %#" PRIx64 " is not version %" PRIu64
+				     "'s (torn or foreign)", how, b0 + bl, k, x, v);
+		}
+	}
+}
+
+static int cmd_seq(const char *url, int seconds)
+{
+	arf_client *c = connect_or_die(url, 1);
+	struct writer w = { .url = url };
+	uint8_t *buf = malloc(SEQ_BLOCKS * 4096);
+	arf_queue *q;
+	int rc;
+
+	make_file(c, "seq", &w.f);
+	for (uint32_t b = 0; b < SEQ_BLOCKS; b++)
+		for (size_t k = 0; k < TORN_WORDS; k++) {
+			uint64_t x = seq_word(1, b, k);
+			memcpy(buf + b * 4096 + k * 8, &x, 8);
+		}
+	if (arf_write(c, w.f.ino, w.f.gen, 0, buf, SEQ_BLOCKS * 4096) != SEQ_BLOCKS * 4096)
+		FAIL("initial write");
+	__atomic_store_n(&torn_latest, 1, __ATOMIC_RELEASE);
+	if ((rc = arf_queue_create(c, 1, &q)))
+		FAIL("queue: %s", arf_strerror(rc));
+	pthread_t th;
+	if (pthread_create(&th, NULL, seq_writer, &w))
+		FAIL("pthread_create");
+	uint64_t passes = 0, bytes = 0;
+	time_t end = time(NULL) + seconds;
+	while (time(NULL) < end) {
+		/* a pass of synchronous reads, then one of asynchronous ones */
+		int async = passes++ % 2;
+		for (uint64_t off = 0; off < SEQ_BLOCKS * 4096; off += SEQ_CHUNK) {
+			ssize_t n;
+			if (async) {
+				struct arf_aio io = { .op = ARF_AIO_READ, .ino = w.f.ino, .gen = w.f.gen,
+						      .off = off, .buf = buf, .len = SEQ_CHUNK };
+				struct arf_aio *p = &io, *d;
+				if (arf_submit(q, &p, 1) != 1 || arf_reap(q, &d, 1, 1, -1) != 1)
+					FAIL("submit/reap");
+				n = io.res;
+			} else {
+				n = arf_read(c, w.f.ino, w.f.gen, off, buf, SEQ_CHUNK);
+			}
+			uint64_t latest = __atomic_load_n(&torn_latest, __ATOMIC_ACQUIRE);
+			if (n != SEQ_CHUNK)
+				FAIL("%s read at %" PRIu64 " returned %zd", async ? "async" : "sync", off, n);
+			seq_check(buf, SEQ_CHUNK, (uint32_t)(off / 4096), latest, async ? "async" : "sync");
+			bytes += (uint64_t)n;
+		}
+	}
+	__atomic_store_n(&torn_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(th, NULL);
+	if (w.fail[0])
+		FAIL("writer: %s", w.fail);
+	struct arf_client_stats cs;
+	arf_stats(c, &cs);
+	uint64_t ra_race = cs.readahead_bytes;
+
+	/* this client's own write is seen at once by its next read, though
+	 * the bytes after the last read are already read ahead */
+	uint64_t v = 0xfff000u;
+	for (uint64_t off = 0; off < 2 * SEQ_CHUNK; off += SEQ_CHUNK)
+		if (arf_read(c, w.f.ino, w.f.gen, off, buf, SEQ_CHUNK) != SEQ_CHUNK)
+			FAIL("read before the write");
+	for (uint32_t b = 0; b < SEQ_CHUNK / 4096; b++)
+		for (size_t k = 0; k < TORN_WORDS; k++) {
+			uint64_t x = seq_word(v, 2 * SEQ_CHUNK / 4096 + b, k);
+			memcpy(buf + b * 4096 + k * 8, &x, 8);
+		}
+	usleep(100000); /* the data ahead has arrived */
+	if (arf_write(c, w.f.ino, w.f.gen, 2 * SEQ_CHUNK, buf, SEQ_CHUNK) != SEQ_CHUNK)
+		FAIL("the write");
+	memset(buf, 0, SEQ_CHUNK);
+	if (arf_read(c, w.f.ino, w.f.gen, 2 * SEQ_CHUNK, buf, SEQ_CHUNK) != SEQ_CHUNK)
+		FAIL("read after the write");
+	uint64_t w0;
+	memcpy(&w0, buf, 8);
+	if (((w0 >> 24) & 0xffffffu) != (v & 0xffffffu))
+		FAIL("the read after this client's write returned version %" PRIu64
+		     ", not the one written (%" PRIu64 ")", (w0 >> 24) & 0xffffffu, v);
+	seq_check(buf, SEQ_CHUNK, 2 * SEQ_CHUNK / 4096, v, "after the write");
+
+	/* with nothing racing, a sequential reader's data comes read ahead */
+	arf_stats(c, &cs);
+	uint64_t before = cs.readahead_bytes;
+	for (uint64_t off = 0; off < SEQ_BLOCKS * 4096; off += SEQ_CHUNK)
+		if (arf_read(c, w.f.ino, w.f.gen, off, buf, SEQ_CHUNK) != SEQ_CHUNK)
+			FAIL("quiet read");
+	arf_stats(c, &cs);
+	uint64_t quiet = cs.readahead_bytes - before;
+	printf("seq (%s): %" PRIu64 " passes over a file rewritten %" PRIu64 " times meanwhile, "
+	       "%" PRIu64 " MiB read in %u KiB reads (sync and async), every block whole and "
+	       "written, %" PRIu64 " KiB of it read ahead; a write by the reader seen by its next "
+	       "read; a quiet pass of %u KiB: %" PRIu64 " KiB read ahead; retries=%" PRIu64
+	       " fallbacks=%" PRIu64 "\n",
+	       arf_transport(c), passes, w.versions, bytes >> 20, SEQ_CHUNK >> 10, ra_race >> 10,
+	       SEQ_BLOCKS * 4, quiet >> 10, cs.retries, cs.fallbacks);
+	if (!strcmp(arf_transport(c), "tcp")) {
+		/* all but the first two reads of the pass come from data read ahead */
+		if (quiet < (uint64_t)(SEQ_BLOCKS * 4096 - 2 * SEQ_CHUNK))
+			FAIL("a quiet sequential pass got %" PRIu64 " bytes from readahead", quiet);
+	} else if (cs.readahead_bytes) {
+		/* a read is a copy done at once: reading ahead would copy twice */
+		FAIL("%" PRIu64 " bytes read ahead over %s", cs.readahead_bytes, arf_transport(c));
+	}
+	arf_queue_destroy(q);
+	free(buf);
+	arf_close(c);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 4 && !strcmp(argv[1], "ops"))
+		return cmd_ops(argv[2], atol(argv[3]), !(argc >= 5 && !strcmp(argv[4], "requests")));
+	if (argc >= 4 && !strcmp(argv[1], "torn"))
+		return cmd_torn(argv[2], atoi(argv[3]));
+	if (argc >= 4 && !strcmp(argv[1], "seq"))
+		return cmd_seq(argv[2], atoi(argv[3]));
+	fprintf(stderr, "usage: arf-asynctest ops URL NOPS [requests] | torn URL SECONDS | "
+		"seq URL SECONDS\n");
+	return 2;
+}

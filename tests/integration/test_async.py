@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""libarf's asynchronous API (arf_submit / arf_reap) against a real arfd,
+over every transport: 64 operations in flight on one client with every
+completion's status and bytes checked (one-sided and requests only), the
+torn-read check through asynchronous reads, readahead for sequential
+readers of a file being rewritten, and operations in flight across a
+restart of arfd."""
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+from harness import ArfdTestCase, run  # noqa: E402
+
+TRANSPORTS = harness.TRANSPORTS
+ASYNCTEST = os.path.join(harness.BUILD, "tests", "integration", "arf-asynctest")
+
+
+class AsyncOps(ArfdTestCase):
+    def test_64_in_flight(self):
+        for t in TRANSPORTS:
+            for mode in ("one-sided", "requests"):
+                with self.subTest(transport=t, mode=mode):
+                    args = [ASYNCTEST, "ops", self.arfd.url("/", t), "6000"]
+                    if mode == "requests":
+                        args.append("requests")
+                    p = run(args, timeout=600)
+                    print(p.stdout.decode().strip())
+
+
+class AsyncTorn(ArfdTestCase):
+    extra = {"regions.test_torn_delay_us": "300"}
+
+    def test_async_readers_never_see_torn_blocks(self):
+        for t in TRANSPORTS:
+            with self.subTest(transport=t):
+                p = run([ASYNCTEST, "torn", self.arfd.url("/", t), "3"], timeout=300)
+                print(p.stdout.decode().strip())
+
+
+class Readahead(ArfdTestCase):
+    def test_sequential_readers_read_ahead_whole_blocks(self):
+        for t in TRANSPORTS:
+            with self.subTest(transport=t):
+                p = run([ASYNCTEST, "seq", self.arfd.url("/", t), "3"], timeout=300)
+                print(p.stdout.decode().strip())
+
+
+class AsyncRestart(ArfdTestCase):
+    def test_in_flight_across_a_restart(self):
+        # operations in flight when arfd is killed and started again are
+        # sent again on the new connection, and every check still holds
+        for t in TRANSPORTS:
+            with self.subTest(transport=t):
+                p = subprocess.Popen([ASYNCTEST, "ops", self.arfd.url("/", t), "40000"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                try:
+                    time.sleep(1.5)
+                    self.assertIsNone(p.poll(), "the run ended before the restart")
+                    self.arfd.restart(kill=True)
+                    self.assertIsNone(p.poll(), "the run ended before arfd was back: nothing "
+                                      "was in flight across the restart")
+                    out, err = p.communicate(timeout=600)
+                finally:
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+                self.assertEqual(p.returncode, 0, out.decode() + err.decode())
+                print("across a restart: " + out.decode().strip())
+
+
+if __name__ == "__main__":
+    harness.main()
