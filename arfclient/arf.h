@@ -260,6 +260,9 @@ int arf_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
  * way).  For a caller that otherwise asks the server each time, as
  * arf-fuse does for the kernel's GETATTR after a write or mkdir. */
 int arf_reply_attr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
+/** Forget what arf_reply_attr would hand out for ino (the caller fetched
+ * newer attributes, as close-to-open does at open). */
+void arf_reply_attr_drop(arf_client *c, uint64_t ino);
 /** Resolve an absolute path inside the export; symbolic links in the middle
  * of the path are followed, a final one is not (like lstat).  -ELOOP after
  * 40 links. */

@@ -134,6 +134,15 @@ int arf_reply_attr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *o
 	return rc;
 }
 
+void arf_reply_attr_drop(arf_client *c, uint64_t ino)
+{
+	pthread_mutex_lock(&c->cache_lock);
+	struct arf_icache_ent *e = &c->icache[islot(ino)];
+	if (e->ino == ino)
+		e->fresh = 0;
+	pthread_mutex_unlock(&c->cache_lock);
+}
+
 int arf_icache_get_stat(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
 {
 	int rc = -1;

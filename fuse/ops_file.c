@@ -52,6 +52,10 @@ int arf_fuse_revalidate(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_nod
 		arf_fuse_names_forget_all(fs); /* the kernel looks the name up again: ask */
 	if (rc)
 		return rc;
+	/* what a reply of this mount's own left for the kernel's next GETATTR
+	 * is older than this: the kernel asks again after open, and must get
+	 * these */
+	arf_reply_attr_drop(fs->c, n->ino);
 	if (fs->cf != fs->c &&
 	    (arf_getattr(fs->c, n->ino, n->gen, &cached) || !same_attr(&cached, &fresh)))
 		__atomic_store_n(&n->fresh_until_ms, now_ms() + fs->cache_ms + 1, __ATOMIC_RELAXED);

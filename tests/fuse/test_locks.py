@@ -340,9 +340,9 @@ class Locks(FuseTestCase):
               "EAGAIN" % (took, GRACE_S))
 
     def test_sqlite_shared_by_two_mounts(self):
-        # noac: the name lookups of the journal come from the server (the
-        # name and attribute caches between clients are issue 16's point 1)
-        a, b = self.mount("noac"), self.mount("noac")
+        # default options: lookups and attributes come from the server
+        # (issue 16's point 1), and locks are arfd's
+        a, b = self.mount(), self.mount()
         import sqlite3
         db = sqlite3.connect(a.p("db.sqlite"))
         db.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, who TEXT, n INT)")
