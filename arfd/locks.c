@@ -50,6 +50,12 @@
  * other lock request waits for the period to end.  The period ends early
  * when every listed client has reclaimed; with no listed client there is
  * none.  A reclaim after the period fails with ENOLCK.
+ *
+ * Why one file of about 1,100 lines: the range table, the waiters, leases
+ * and the grace period share one lock-state counter and one set of
+ * invariants (a waiter is woken exactly when the ranges it conflicts with
+ * change, a lease's end releases its ranges and wakes their waiters); split
+ * apart, each piece would need the others' internals.
  */
 #include <errno.h>
 #include <stdio.h>
