@@ -80,6 +80,8 @@ struct arfd {
 					      * stop at their next look at the clock (atomic) */
 
 	pthread_mutex_t fs_lock;             /* serialises ops/ and meta/ */
+	int ctl_waiting;                     /* control commands waiting for fs_lock (atomic):
+					      * request workers let them go first */
 	struct arfd_lane *lanes[2];          /* by enum arfd_lane_id: queues and workers (lanes.c) */
 	int committer_started;
 
@@ -224,6 +226,12 @@ int arfd_txn_begin(struct arfd *d);
  * fails (arfd_fail) and *rc becomes -EIO.
  */
 uint64_t arfd_txn_commit(struct arfd *d, int unstable, int *rc);
+
+/* fs_lock for the control socket: taken ahead of the request workers,
+ * which would otherwise take it back between requests for as long as
+ * their queue lasts (a mutex is not fair), leaving `arfctl stats` unanswered
+ * under load.  Released with pthread_mutex_unlock. */
+void arfd_lock_for_control(struct arfd *d);
 /* The committer thread: group commits (WAL sync, seals, waiting replies). */
 void *arfd_committer_main(void *arg);
 /* Fail-stop (fs_lock held): mark the export failed for the reason why

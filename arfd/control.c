@@ -118,7 +118,7 @@ static int peer_allowed(struct arfd_control *ctl, int fd, char *who, size_t wlen
 
 static json_object *cmd_status(struct arfd *d)
 {
-	pthread_mutex_lock(&d->fs_lock);
+	arfd_lock_for_control(d);
 	json_object *r = arfd_status_object(d); /* what a data connection's STATUS says */
 	pthread_mutex_unlock(&d->fs_lock);
 	reply_oom |= !r;
@@ -140,7 +140,7 @@ static void snap(struct arfd *d, struct stat_snap *s)
 {
 	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	pthread_mutex_lock(&d->fs_lock);
+	arfd_lock_for_control(d);
 	s->ctr = d->ctr;
 	arf_ops_statfs(&d->fs, &s->sf);
 	arfd_store_stats(d->store, &s->store);
@@ -574,7 +574,7 @@ static void quiesce(struct arfd *d)
 		pthread_mutex_unlock(&d->fs_lock);
 		struct timespec ts = { 0, 1000 * 1000 };
 		nanosleep(&ts, NULL);
-		pthread_mutex_lock(&d->fs_lock);
+		arfd_lock_for_control(d);
 	}
 }
 
@@ -587,7 +587,7 @@ static json_object *cmd_fsck(struct arfd *d)
 	uint64_t compared = 0;
 
 	put(r, "problems", fc.problems);
-	pthread_mutex_lock(&d->fs_lock);
+	arfd_lock_for_control(d);
 	quiesce(d);
 	int rc = arf_meta_fsck(&d->fs, &f);
 	int src = rc < 0 ? 0 : arfd_store_compare(d->store, d->meta, d->meta_size, d->data,
@@ -613,7 +613,7 @@ static json_object *cmd_checkpoint(struct arfd *d)
 	struct timespec t0, t1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	pthread_mutex_lock(&d->fs_lock);
+	arfd_lock_for_control(d);
 	quiesce(d);
 	int rc = arfd_store_sync(d->store, err, sizeof(err));
 	pthread_mutex_unlock(&d->fs_lock);
@@ -643,7 +643,7 @@ static json_object *cmd_scribble(struct arfd *d, const char *args)
 	uint64_t size = !strcmp(region, "meta") ? d->meta_size : d->data_size;
 	if (off >= size)
 		return error_reply("offset past the region");
-	pthread_mutex_lock(&d->fs_lock);
+	arfd_lock_for_control(d);
 	base[off] ^= 0x5a;
 	pthread_mutex_unlock(&d->fs_lock);
 	json_object *r = json_object_new_object();

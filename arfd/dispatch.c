@@ -43,6 +43,8 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 	struct arfd_conn *ac = arf_net_sconn_udata(c);
 	int guarded = (proc->flags & ARFD_PROC_HANDLE) != 0;
 	q.ac = ac;
+	while (__atomic_load_n(&d->ctl_waiting, __ATOMIC_ACQUIRE))
+		sched_yield(); /* a control command goes first (arfd_lock_for_control) */
 	pthread_mutex_lock(&d->fs_lock);
 	arfd_identity_cred(d, ac, &pc, &cr, NULL); /* under the lock: SIGHUP may change the export */
 	int idx = arf_proto_op_index(op);
@@ -129,4 +131,11 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 		arf_net_reply(c, id, op, arf_net_status_from_err(rc), &iov, rc || !w.len ? 0 : 1);
 	}
 	arf_proto_wr_free(&w);
+}
+
+void arfd_lock_for_control(struct arfd *d)
+{
+	__atomic_add_fetch(&d->ctl_waiting, 1, __ATOMIC_ACQ_REL);
+	pthread_mutex_lock(&d->fs_lock);
+	__atomic_sub_fetch(&d->ctl_waiting, 1, __ATOMIC_ACQ_REL);
 }

@@ -119,7 +119,7 @@ static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_pee
 	}
 	arf_net_sconn_set_grant(c, ac->grant);
 	__atomic_add_fetch(&d->clients, 1, __ATOMIC_RELAXED);
-	arf_net_sconn_set_udata(c, ac);
+	arf_net_sconn_set_udata(c, ac, free); /* freed with c: queued requests still read it */
 	arfd_log(ARFD_LOG_DEBUG, "client %s connected over %s as %s%s%s", peer->addr,
 		 peer->transport, arfd_identity_trust_name(ac->trust),
 		 ac->grant ? "" : " (requests only)", peer->authenticated ? ", secret proven" : "");
@@ -131,11 +131,8 @@ static void on_close(void *ctx, struct arf_net_sconn *c)
 	struct arfd *d = ctx;
 	struct arfd_conn *ac = arf_net_sconn_udata(c);
 	arfd_locks_conn_closed(d, c); /* its waiting lock requests go; its locks stay */
-	if (ac) {
+	if (ac) /* ac itself goes with c's last reference (set_udata) */
 		__atomic_sub_fetch(&d->clients, 1, __ATOMIC_RELAXED);
-		arf_net_sconn_set_udata(c, NULL);
-		free(ac);
-	}
 }
 
 /* The shared secret: readable by root only, hashed to the 32-byte key the

@@ -400,8 +400,11 @@ const struct arf_net_peer *arf_net_sconn_peer(struct arf_net_sconn *c);
  * descriptors): it can make requests only.  Region keys are random per
  * connection, so a key is good on the connection that received it alone. */
 void arf_net_sconn_set_grant(struct arf_net_sconn *c, int grant_keys);
-/* Per-connection user data (set in on_hello, read in on_request). */
-void arf_net_sconn_set_udata(struct arf_net_sconn *c, void *udata);
+/* Per-connection user data (set in on_hello, read in on_request).  It
+ * lives as long as the connection object, which outlives its on_close
+ * while requests taken from it are still being served: udata_free (may
+ * be NULL) is called with it when the last reference goes. */
+void arf_net_sconn_set_udata(struct arf_net_sconn *c, void *udata, void (*udata_free)(void *));
 void *arf_net_sconn_udata(struct arf_net_sconn *c);
 
 /* One connection as seen by arf_net_server_foreach_conn. */

@@ -31,6 +31,8 @@ void arf_net_sconn_unref(struct arf_net_sconn *c)
 {
 	if (!c || __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
+	if (c->udata_free && c->udata)
+		c->udata_free(c->udata);
 	close(c->fd);
 	arf_net_rbuf_free(&c->rb);
 	free(c->outq);
@@ -48,9 +50,10 @@ void arf_net_sconn_set_grant(struct arf_net_sconn *c, int grant_keys)
 	c->no_grant = !grant_keys;
 }
 
-void arf_net_sconn_set_udata(struct arf_net_sconn *c, void *udata)
+void arf_net_sconn_set_udata(struct arf_net_sconn *c, void *udata, void (*udata_free)(void *))
 {
 	c->udata = udata;
+	c->udata_free = udata_free;
 }
 
 void *arf_net_sconn_udata(struct arf_net_sconn *c)
@@ -302,6 +305,8 @@ struct arf_net_sconn *arf_net_srv_conn_alloc(struct arf_net_server *s, int fd, i
 
 static void conn_free_unserved(struct arf_net_sconn *c)
 {
+	if (c->udata_free && c->udata)
+		c->udata_free(c->udata);
 	close(c->fd);
 	pthread_mutex_destroy(&c->send_lock);
 	free(c);

@@ -90,6 +90,7 @@ struct arf_net_sconn {
 	struct arf_net_rbuf rb;
 	struct arf_net_peer peer;
 	void *udata;
+	void (*udata_free)(void *udata); /* at the last reference (set_udata) */
 	struct arf_net_sconn *prev, *next;
 
 	struct client_key ckey;    /* set at accept */
