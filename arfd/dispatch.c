@@ -29,6 +29,15 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 		  const uint8_t *body, size_t len)
 {
 	const struct arfd_proc *proc = arfd_proc_find(op);
+
+	if (arf_net_sconn_closed(c)) {
+		/* its client hung up: nobody can get the answer, and a client
+		 * that wants it sends the call again on a new connection (the
+		 * reply cache answers one applied before); not doing it keeps a
+		 * flood a closed connection queued from costing the others */
+		arf_net_reply(c, id, op, ARF_NET_S_IO, NULL, 0);
+		return;
+	}
 	struct arf_proto_rd r;
 	struct arf_proto_cred pc;
 	struct arf_cred cr;

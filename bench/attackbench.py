@@ -844,7 +844,12 @@ def check_quick(rows):
             fail("victim", "the victim got no stat answered: %s" % v)
         if v["requests"] < v["count"] + v["errors"] or v.get("one_sided_reads"):
             fail("requests", "the victim's stats were not all requests: %s" % v)
-        if v["p99_us"] > 1000000 or v.get("timeouts"):
+        # the victim waits behind the request in hand: under ASan a 1 MiB
+        # WRITE holds the worker several times longer, and the queue
+        # flood's p99 reached 1.3-3.3 s there (release: 6 ms, committed
+        # figure); still far from the old arfd's "no answer in 10 s"
+        limit_us = 5000000 if (a == "queueflood" and r.get("asan")) else 1000000
+        if v["p99_us"] > limit_us or v.get("timeouts"):
             fail("p99", "victim p99 %.0f ms" % (v["p99_us"] / 1000))
         if a == "helper" and (at.get("unfinished_run_s") or (at.get("max_run_ms") or 0) > 1500
                               or r.get("sigterm_exit") != 0):

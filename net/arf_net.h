@@ -406,6 +406,9 @@ void arf_net_sconn_set_grant(struct arf_net_sconn *c, int grant_keys);
  * be NULL) is called with it when the last reference goes. */
 void arf_net_sconn_set_udata(struct arf_net_sconn *c, void *udata, void (*udata_free)(void *));
 void *arf_net_sconn_udata(struct arf_net_sconn *c);
+/* Has c been closed (the peer hung up, or the server dropped it)?  A
+ * request taken from it before then can no longer be answered. */
+int arf_net_sconn_closed(struct arf_net_sconn *c);
 
 /* One connection as seen by arf_net_server_foreach_conn. */
 struct arf_net_conn_info {

@@ -56,6 +56,14 @@ void arf_net_sconn_set_udata(struct arf_net_sconn *c, void *udata, void (*udata_
 	c->udata_free = udata_free;
 }
 
+int arf_net_sconn_closed(struct arf_net_sconn *c)
+{
+	pthread_mutex_lock(&c->send_lock);
+	int closed = c->closed;
+	pthread_mutex_unlock(&c->send_lock);
+	return closed;
+}
+
 void *arf_net_sconn_udata(struct arf_net_sconn *c)
 {
 	return c->udata;
