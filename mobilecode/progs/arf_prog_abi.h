@@ -61,6 +61,10 @@ enum arf_prog_helper {
 				* ino and gen name the directory on the way in, the child's
 				* struct arf_prog_attr comes back in it; -ENOENT, -EACCES
 				* (no search permission), -ENOTDIR, -ESTALE, as LOOKUP */
+	ARF_PH_DIR_READ  = 24, /* dir_read(rd, rd_len, buf, buf_len) -> bytes of records
+				* written to buf, or -errno: struct arf_prog_dir_read */
+	ARF_PH_FILE_DIGEST = 25, /* file_digest(dg, dg_len) -> 0 or -errno: struct
+				* arf_prog_file_digest */
 };
 
 /* ARF_PH_OBJ_READ: the longest object it copies (larger fails the run). */
@@ -103,6 +107,70 @@ struct arf_prog_file_view {
 	uint64_t addr, got, size;   /* out */
 };
 #define ARF_PROG_VIEW_MAX (16u << 20)
+
+/*
+ * ARF_PH_DIR_READ: a batch of directory (dir, dgen)'s entries after cookie,
+ * listed as a READDIR request lists them -- the run's credentials, read
+ * permission on the directory, under the filesystem lock -- for runs that
+ * may not read the regions (tree walks: arf-find, arf-du).  Each entry is a
+ * record in buf: struct arf_prog_dirent; then, when has_attr, the child's
+ * struct arf_prog_attr (given only with ARF_PROG_DR_ATTRS and search
+ * permission on the directory, as stat(2) of the child would need); then
+ * namelen bytes of name padded to a multiple of 8; then, when has_link, a
+ * u32 length, a u32 pad and the symbolic link's target, padded to 8
+ * (ARF_PROG_DR_LINKS).  Entries that do not fit in buf wait for the next
+ * call (at least one must fit: -ENOSPC).  On the way out cookie is the last
+ * entry's (pass it back to go on), n the records written, eof 1 when the
+ * listing ended.  "." and ".." are not listed.  -EACCES, -ENOTDIR, -ESTALE,
+ * -EINVAL (a short struct).  r0 is the bytes written.
+ */
+struct arf_prog_dir_read {
+	uint64_t dir;
+	uint32_t dgen;
+	uint32_t flags;             /* in: ARF_PROG_DR_* */
+	uint64_t cookie;            /* in: resume after this entry (0 = start); out: last entry's */
+	uint32_t max;               /* in: records at most (0 = as many as fit, up to 256) */
+	uint32_t n;                 /* out: records written */
+	uint32_t eof;               /* out: 1 when the listing ended */
+	uint32_t pad0;
+};
+#define ARF_PROG_DR_ATTRS 1u    /* the children's attributes */
+#define ARF_PROG_DR_LINKS 2u    /* and symbolic links' targets (with ATTRS) */
+#define ARF_PROG_DR_BATCH 256u  /* records per call at most */
+
+/*
+ * ARF_PH_FILE_DIGEST: the digest of bytes [off, off + len) of regular file
+ * (ino, gen) (len 0: to the end), computed where the bytes are, read as a
+ * READ request reads them (the run's credentials, read permission).  The
+ * file is read a MiB at a time, each under the filesystem lock, and its
+ * size, mtime and ctime are compared before each piece with those at the
+ * start: a file that changes while it is hashed gives -EAGAIN (try again),
+ * never a digest of a mix of two states.  The run pays for each byte
+ * hashed, and a range over ARF_PROG_DIGEST_MAX bytes gives -EFBIG (hash it
+ * in the client).  -EACCES, -EISDIR, -EINVAL (not a regular file, unknown
+ * alg), -ESTALE.  size, mtime_ns and ctime_ns are the state hashed.
+ */
+struct arf_prog_file_digest {
+	uint64_t ino;
+	uint32_t gen;
+	uint32_t alg;               /* in: ARF_PROG_DG_* */
+	uint64_t off, len;          /* in */
+	uint64_t size;              /* out: the file's size */
+	int64_t  mtime_ns, ctime_ns;/* out */
+	uint32_t dlen;              /* out: digest bytes */
+	uint32_t pad0;
+	uint8_t  digest[64];        /* out */
+};
+enum arf_prog_digest_alg {
+	ARF_PROG_DG_MD5 = 1,
+	ARF_PROG_DG_SHA1 = 2,
+	ARF_PROG_DG_SHA224 = 3,
+	ARF_PROG_DG_SHA256 = 4,
+	ARF_PROG_DG_SHA384 = 5,
+	ARF_PROG_DG_SHA512 = 6,
+	ARF_PROG_DG_BLAKE2B512 = 7,
+};
+#define ARF_PROG_DIGEST_MAX (1ull << 30)
 
 /* ---- chain lookup: one name in one directory ---------------------------- */
 
@@ -181,7 +249,7 @@ struct arf_prog_dirent {
 	uint8_t  type;
 	uint8_t  namelen;
 	uint8_t  has_attr;          /* the child's inode validated and matched */
-	uint8_t  pad0;
+	uint8_t  has_link;          /* dir_read: a symbolic link's target follows */
 };
 
 #ifndef __bpf__
@@ -194,6 +262,8 @@ _Static_assert(sizeof(struct arf_prog_readdir_arg) == 32, "arf_prog_readdir_arg"
 _Static_assert(sizeof(struct arf_prog_dirent) == 24, "arf_prog_dirent");
 _Static_assert(sizeof(struct arf_prog_mkdirp_arg) == 24, "arf_prog_mkdirp_arg");
 _Static_assert(sizeof(struct arf_prog_file_view) == 56, "arf_prog_file_view");
+_Static_assert(sizeof(struct arf_prog_dir_read) == 40, "arf_prog_dir_read");
+_Static_assert(sizeof(struct arf_prog_file_digest) == 128, "arf_prog_file_digest");
 #endif
 
 #endif /* ARF_PROG_ABI_H */
