@@ -319,5 +319,5 @@ int arfd_helpers_register(struct arf_mc_helpers *h, char *err, size_t errlen)
 		if (rc)
 			return rc;
 	}
-	return 0;
+	return arfd_helpers_walk_register(h, err, errlen);
 }
