@@ -4,7 +4,8 @@
  * memcmp and memmem: the directory's name hash, a consistent read of a
  * self-verifying object (copied and validated, retried), emitting a word,
  * the ops/ hooks mkdir and create, a permission-checked lookup of one name,
- * and a view of a file's bytes.
+ * and a view of a file's bytes (dir_read and file_digest, for tree walks,
+ * are in helpers_walk.c).
  *
  * Programs resolve names, walk chains, list directories and match patterns
  * themselves, and pay for it in instructions -- when they may read the
