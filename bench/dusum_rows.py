@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""arf-du and arf-sum beside GNU du and sha256sum (issue 17's rows):
+
+  * `du -s` of a tree of --files small files (default 100,000; 100 to a
+    directory, 1-4 KiB each);
+  * `sha256sum` of --mib MiB (default 1024) across --sum-files files
+    (default 1,000);
+
+each as: ARF's tool on the mount's path (the walk or the digests on arfd),
+ARF's tool by arf:// URL, GNU's through the arf-fuse mount with a cold
+client cache (the mount remounted before each round), GNU's on a copy in
+tmpfs (the local limit).  For each row: the median of --rounds wall times
+(and each round's), the client's rounds, executions and bytes crossed
+(ARF's tools: their --stats; GNU through the mount: arfd's counters, as
+arf-fuse is its only client then), and arfd's CPU time.  Outputs are
+checked against GNU's on tmpfs (paths mapped).  Writes dusum.json and
+dusum.md into --out.
+
+  bench/dusum_rows.py --build build-bench --work DIR --out DIR
+                      [--files N] [--mib M] [--sum-files N] [--rounds R]
+
+Not wired into bench/run yet.  Every process it starts is stopped by pid,
+and the mount unmounted, even on failure."""
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import Group, bench_arfd, bench_mount, cpu_seconds, log, server_counters  # noqa: E402
+
+ENV = dict(os.environ, LC_ALL="C")
+for k in ("DU_BLOCK_SIZE", "BLOCK_SIZE", "BLOCKSIZE", "POSIXLY_CORRECT"):
+    ENV.pop(k, None)
+
+
+def make_du_tree(top, files):
+    """files small files, 100 to a directory, ten directories to a parent."""
+    os.makedirs(top, exist_ok=True)
+    for i in range(files):
+        d = os.path.join(top, "g%03d" % (i // 10000), "d%04d" % (i // 100))
+        if i % 100 == 0:
+            os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "f%06d" % i), "wb") as f:
+            f.write(b"x" * (1024 + (i * 37) % 3072))
+
+
+def make_sum_files(top, mib, n):
+    os.makedirs(top, exist_ok=True)
+    each = (mib << 20) // n
+    block = os.urandom(1 << 20)
+    names = []
+    for i in range(n):
+        name = os.path.join(top, "s%04d" % i)
+        with open(name, "wb") as f:
+            head = b"%08d" % i        # no two files alike
+            f.write(head[:each])
+            left = max(0, each - len(head))
+            while left:
+                k = min(left, len(block))
+                f.write(block[:k])
+                left -= k
+        names.append(name)
+    return names
+
+
+def stats_of(stderr):
+    got = {"execs": 0, "rounds": 0, "requests": 0, "bytes_sent": 0, "bytes_received": 0}
+    for m in re.finditer(rb"stats .*", stderr):
+        for k in got:
+            v = re.search(rb" " + k.encode() + rb" (\d+)", m.group(0))
+            if v:
+                got[k] += int(v.group(1))
+    return got
+
+
+def server_bytes(st):
+    """The bytes arfd's counters say crossed (any counter named *bytes_sent,
+    *bytes_received or one_sided_bytes), summed."""
+    total = 0
+
+    def walk(o):
+        nonlocal total
+        if isinstance(o, dict):
+            for k, v in o.items():
+                if isinstance(v, (dict, list)):
+                    walk(v)
+                elif isinstance(v, int) and (k.endswith("bytes_sent") or k.endswith("bytes_received")
+                                             or k == "one_sided_bytes"):
+                    total += v
+        elif isinstance(o, list):
+            for x in o:
+                walk(x)
+    walk(st or {})
+    return total
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--files", type=int, default=100000)
+    ap.add_argument("--mib", type=int, default=1024)
+    ap.add_argument("--sum-files", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    work = os.path.join(a.work, "dusum")
+    os.makedirs(work, exist_ok=True)
+    os.makedirs(a.out, exist_ok=True)
+    arf_du = os.path.join(a.build, "tools", "arf-du", "arf-du")
+    arf_sum = os.path.join(a.build, "tools", "arf-sum", "arf-sum")
+    procs = Group(log=log)
+    rows = []
+    tmpfs = os.path.join("/dev/shm", "arf-dusum-%d" % os.getpid())
+    try:
+        blocks = (a.mib << 8) + 2 * a.files + (a.mib << 6) + 65536
+        inodes = a.files + a.files // 100 + a.sum_files + 4096
+        d = procs.add(bench_arfd(a.build, os.path.join(work, "arfd"), extra={
+            "regions.data_blocks": str(blocks), "regions.inodes": str(inodes),
+            "regions.dir_entries": str(inodes), "regions.dir_buckets": str(inodes),
+            "regions.pages": str(max(4096, inodes // 8)), "export.sync": "false"}))
+        m = procs.add(bench_mount(a.build, d, work))
+        t0 = time.monotonic()
+        log("dusum: %d files for du, %d MiB in %d files for sha256sum, in the mount and in tmpfs"
+            % (a.files, a.mib, a.sum_files))
+        for root in (m.path, tmpfs):
+            make_du_tree(os.path.join(root, "tree"), a.files)
+            make_sum_files(os.path.join(root, "sums"), a.mib, a.sum_files)
+        os.sync()
+        log("dusum: made in %.0f s" % (time.monotonic() - t0))
+        sum_names = ["sums/s%04d" % i for i in range(a.sum_files)]
+
+        def measure(test, system, argv, cwd, want, cold=False, url_prefix=None, shipped=False):
+            secs, crossed, rounds, execs, cpu = [], [], [], [], []
+            for _ in range(a.rounds):
+                if cold:
+                    m.remount()
+                st0 = d.stats()
+                c0 = cpu_seconds(d.pid)
+                t = time.monotonic()
+                p = subprocess.run(argv, cwd=cwd, capture_output=True, env=ENV, timeout=7200)
+                secs.append(time.monotonic() - t)
+                cpu.append(cpu_seconds(d.pid) - c0)
+                out = p.stdout.replace(url_prefix.encode(), b"") if url_prefix else p.stdout
+                if p.returncode != 0 or (want is not None and out != want):
+                    raise RuntimeError("%s / %s: exit %d, output %r...: %s" % (
+                        test, system, p.returncode, out[:200], p.stderr.decode()[-500:]))
+                if shipped:
+                    s = stats_of(p.stderr)
+                    crossed.append(s["bytes_sent"] + s["bytes_received"])
+                    rounds.append(s["rounds"] + s["requests"] + s["execs"])
+                    execs.append(s["execs"])
+                elif cwd.startswith(m.path):
+                    st1 = d.stats()
+                    c = [x1 - x0 for x0, x1 in zip(server_counters(st0 or {}),
+                                                   server_counters(st1 or {}))]
+                    crossed.append(server_bytes(st1) - server_bytes(st0))
+                    rounds.append(c[1] + c[2] + c[3])
+                    execs.append(c[2])
+            r = {"test": test, "system": system, "seconds": statistics.median(secs),
+                 "rounds_s": secs, "client_rounds": rounds[-1] if rounds else "",
+                 "execs": execs[-1] if execs else "", "bytes_crossed": crossed[-1] if crossed else "",
+                 "server_cpu_s": statistics.median(cpu) if cwd.startswith(m.path) or shipped else ""}
+            rows.append(r)
+            log("dusum: %-22s %-40s %8.3f s  rounds %8s  bytes %12s  execs %6s" % (
+                test, system, r["seconds"], r["client_rounds"], r["bytes_crossed"], r["execs"]))
+            return r
+
+        want_du = subprocess.run(["du", "-s", "tree"], cwd=tmpfs, capture_output=True,
+                                 env=ENV).stdout
+        test = "du -s (%d files)" % a.files
+        # tmpfs and ARF count blocks alike only if both give 4 KiB a small
+        # file; the rows check ARF's tool against GNU's on the same mount
+        want_du_arf = subprocess.run(["du", "-s", "tree"], cwd=m.path, capture_output=True,
+                                     env=ENV).stdout
+        measure(test, "arf-du on the mount", [arf_du, "--stats", "-s", "tree"], m.path,
+                want_du_arf, shipped=True)
+        measure(test, "arf-du by URL", [arf_du, "--stats", "-s", d.url("/tree")], m.path,
+                want_du_arf, url_prefix=d.url("/"), shipped=True)
+        measure(test, "GNU du, mount, cold cache", ["du", "-s", "tree"], m.path, want_du_arf,
+                cold=True)
+        measure(test, "GNU du on tmpfs", ["du", "-s", "tree"], tmpfs, want_du)
+        want_sum = subprocess.run(["sha256sum"] + sum_names, cwd=tmpfs, capture_output=True,
+                                  env=ENV).stdout
+        test = "sha256sum (%d MiB, %d files)" % (a.mib, a.sum_files)
+        measure(test, "arf-sum on the mount", [arf_sum, "--stats"] + sum_names, m.path, want_sum,
+                shipped=True)
+        measure(test, "arf-sum by URL", [arf_sum, "--stats"] + [d.url("/" + x) for x in sum_names],
+                m.path, want_sum, url_prefix=d.url("/"), shipped=True)
+        measure(test, "GNU sha256sum, mount, cold", ["sha256sum"] + sum_names, m.path, want_sum,
+                cold=True)
+        measure(test, "GNU sha256sum on tmpfs", ["sha256sum"] + sum_names, tmpfs, want_sum)
+    finally:
+        procs.stop_all()
+        shutil.rmtree(tmpfs, ignore_errors=True)
+    with open(os.path.join(a.out, "dusum.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    with open(os.path.join(a.out, "dusum.md"), "w") as f:
+        f.write("| test | system | seconds (median) | rounds | bytes crossed | runs | arfd CPU s |\n")
+        f.write("|---|---|---:|---:|---:|---:|---:|\n")
+        for r in rows:
+            f.write("| %s | %s | %.3f | %s | %s | %s | %s |\n" % (
+                r["test"], r["system"], r["seconds"], r["client_rounds"], r["bytes_crossed"],
+                r["execs"], "%.2f" % r["server_cpu_s"] if r["server_cpu_s"] != "" else ""))
+    log("dusum: wrote %s" % os.path.join(a.out, "dusum.md"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
