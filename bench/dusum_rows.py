@@ -25,6 +25,7 @@ and the mount unmounted, even on failure."""
 import argparse
 import json
 import os
+import random
 import re
 import shutil
 import statistics
@@ -41,33 +42,118 @@ for k in ("DU_BLOCK_SIZE", "BLOCK_SIZE", "BLOCKSIZE", "POSIXLY_CORRECT"):
 
 
 def make_du_tree(top, files):
-    """files small files, 100 to a directory, ten directories to a parent."""
-    os.makedirs(top, exist_ok=True)
+    """files small files, 100 to a directory, 100 directories to a group."""
+    for g, dname, fname, data in du_layout(files):
+        d = os.path.join(top, g, dname)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, fname), "wb") as f:
+            f.write(data)
+
+
+class ArfWriter:
+    """Makes the trees on the server by arf:// URL with libarf (ctypes):
+    one arf_create_write per file, many times faster than create, write
+    and close through FUSE.  None when libarf is not in the build."""
+
+    def __init__(self, build, url):
+        import ctypes
+        self.ct = ctypes
+        lib = os.path.join(build, "arfclient", "libarf.so")
+        self.lib = ctypes.CDLL(lib)
+        self.c = ctypes.c_void_p()
+        err = ctypes.create_string_buffer(512)
+        r = self.lib.arf_connect(url.encode(), None, ctypes.byref(self.c), err, 512)
+        if r < 0:
+            raise RuntimeError("arf_connect %s: %s" % (url, err.value.decode()))
+        self.lib.arf_create_write.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
+                                              ctypes.c_char_p, ctypes.c_uint32, ctypes.c_char_p,
+                                              ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p]
+        self.lib.arf_mkdir.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
+                                       ctypes.c_char_p, ctypes.c_uint32, ctypes.c_void_p]
+        self.lib.arf_root.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        self.lib.arf_write.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
+                                       ctypes.c_uint64, ctypes.c_char_p, ctypes.c_size_t]
+        self.lib.arf_write.restype = ctypes.c_ssize_t
+        self.lib.arf_create.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
+                                        ctypes.c_char_p, ctypes.c_uint32, ctypes.c_int,
+                                        ctypes.c_void_p]
+        self.lib.arf_fsync.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32]
+        self.lib.arf_close.argtypes = [ctypes.c_void_p]
+        st = ctypes.create_string_buffer(128)
+        self.check(self.lib.arf_root(self.c, st), "arf_root")
+        self.root = self.handle(st)
+
+    def check(self, r, what):
+        if r < 0:
+            raise RuntimeError("%s: %d" % (what, r))
+
+    def handle(self, st):
+        import struct
+        return struct.unpack_from("<QI", st.raw)
+
+    def mkdir(self, parent, name):
+        st = self.ct.create_string_buffer(128)
+        self.check(self.lib.arf_mkdir(self.c, parent[0], parent[1], name.encode(), 0o755, st),
+                   "mkdir " + name)
+        return self.handle(st)
+
+    def put(self, parent, name, data):
+        if len(data) <= (1 << 20):
+            self.check(self.lib.arf_create_write(self.c, parent[0], parent[1], name.encode(), 0o644,
+                                                 data, len(data), None, None), "create " + name)
+            return
+        st = self.ct.create_string_buffer(128)
+        self.check(self.lib.arf_create(self.c, parent[0], parent[1], name.encode(), 0o644, 1, st),
+                   "create " + name)
+        h = self.handle(st)
+        for off in range(0, len(data), 1 << 20):
+            piece = data[off:off + (1 << 20)]
+            if self.lib.arf_write(self.c, h[0], h[1], off, piece, len(piece)) != len(piece):
+                raise RuntimeError("write " + name)
+
+    def close(self):
+        self.lib.arf_fsync(self.c, 0, 0)
+        self.lib.arf_close(self.c)
+
+
+def du_layout(files):
+    """(group, directory, file name, bytes) of the du tree's files."""
     for i in range(files):
-        d = os.path.join(top, "g%03d" % (i // 10000), "d%04d" % (i // 100))
-        if i % 100 == 0:
-            os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, "f%06d" % i), "wb") as f:
-            f.write(b"x" * (1024 + (i * 37) % 3072))
+        yield ("g%03d" % (i // 10000), "d%04d" % (i // 100), "f%06d" % i,
+               b"x" * (1024 + (i * 37) % 3072))
+
+
+def make_du_tree_arf(wr, files):
+    top = wr.mkdir(wr.root, "tree")
+    groups, dirs = {}, {}
+    for g, dname, fname, data in du_layout(files):
+        if g not in groups:
+            groups[g] = wr.mkdir(top, g)
+        if (g, dname) not in dirs:
+            dirs[(g, dname)] = wr.mkdir(groups[g], dname)
+        wr.put(dirs[(g, dname)], fname, data)
+
+
+def sum_layout(mib, n):
+    each = (mib << 20) // n
+    block = random.Random(17).randbytes(1 << 20)  # the same in the mount and in tmpfs
+    for i in range(n):
+        head = b"%08d" % i        # no two files alike
+        body = (block * (each // len(block) + 1))[:max(0, each - len(head))]
+        yield "s%04d" % i, (head + body)[:each]
+
+
+def make_sum_files_arf(wr, mib, n):
+    top = wr.mkdir(wr.root, "sums")
+    for name, data in sum_layout(mib, n):
+        wr.put(top, name, data)
 
 
 def make_sum_files(top, mib, n):
     os.makedirs(top, exist_ok=True)
-    each = (mib << 20) // n
-    block = os.urandom(1 << 20)
-    names = []
-    for i in range(n):
-        name = os.path.join(top, "s%04d" % i)
-        with open(name, "wb") as f:
-            head = b"%08d" % i        # no two files alike
-            f.write(head[:each])
-            left = max(0, each - len(head))
-            while left:
-                k = min(left, len(block))
-                f.write(block[:k])
-                left -= k
-        names.append(name)
-    return names
+    for name, data in sum_layout(mib, n):
+        with open(os.path.join(top, name), "wb") as f:
+            f.write(data)
 
 
 def stats_of(stderr):
@@ -111,6 +197,7 @@ def main():
     ap.add_argument("--sum-files", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
+    a.build = os.path.abspath(a.build)
     work = os.path.join(a.work, "dusum")
     os.makedirs(work, exist_ok=True)
     os.makedirs(a.out, exist_ok=True)
@@ -130,9 +217,21 @@ def main():
         t0 = time.monotonic()
         log("dusum: %d files for du, %d MiB in %d files for sha256sum, in the mount and in tmpfs"
             % (a.files, a.mib, a.sum_files))
-        for root in (m.path, tmpfs):
-            make_du_tree(os.path.join(root, "tree"), a.files)
-            make_sum_files(os.path.join(root, "sums"), a.mib, a.sum_files)
+        try:
+            wr = ArfWriter(a.build, d.url("/"))
+        except (OSError, RuntimeError) as e:
+            log("dusum: libarf by ctypes: %s; making the trees through the mount" % e)
+            wr = None
+        if wr:
+            make_du_tree_arf(wr, a.files)
+            make_sum_files_arf(wr, a.mib, a.sum_files)
+            wr.close()
+            m.remount()
+        else:
+            make_du_tree(os.path.join(m.path, "tree"), a.files)
+            make_sum_files(os.path.join(m.path, "sums"), a.mib, a.sum_files)
+        make_du_tree(os.path.join(tmpfs, "tree"), a.files)
+        make_sum_files(os.path.join(tmpfs, "sums"), a.mib, a.sum_files)
         os.sync()
         log("dusum: made in %.0f s" % (time.monotonic() - t0))
         sum_names = ["sums/s%04d" % i for i in range(a.sum_files)]

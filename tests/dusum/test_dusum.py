@@ -195,6 +195,9 @@ class DuSumOnArf(FuseTestCase):
             out.append((t, ["--tag"] + files[:12]))
             out.append((t, ["-z"] + files[:12]))
         out.append(("sha256sum", ["-b"] + files[:6]))
+        out.append(("b2sum", ["-l", "256"] + files[:12]))
+        out.append(("b2sum", ["-l", "128", "--tag"] + files[:12]))
+        out.append(("b2sum", ["-l", "12"] + files[:2]))
         out.append(("sha256sum", ["--", "top/wide/w001", "top/bin\udcff\udcfe"]))
         for t in ("sha256sum", "md5sum", "b2sum"):
             good = os.path.join(sums, t + ".good")
@@ -222,6 +225,14 @@ class DuSumOnArf(FuseTestCase):
                     (t, ["-c", "--strict", "--quiet", rel + ".bad"]), (t, ["-c", rel + ".tag"]),
                     (t, ["-c", rel + ".missing"]), (t, ["-c", "--ignore-missing", rel + ".missing"]),
                     (t, ["-c", "--ignore-missing", rel + ".bad"])]
+        p = subprocess.run(["b2sum", "-l", "160"] + readable, cwd=self.mnt.path,
+                           stdout=subprocess.PIPE, env=ENV, check=True)
+        w(os.path.join(sums, "b2-160"), p.stdout, 0o644)
+        p = subprocess.run(["b2sum", "-l", "256", "--tag"] + readable, cwd=self.mnt.path,
+                           stdout=subprocess.PIPE, env=ENV, check=True)
+        w(os.path.join(sums, "b2-256.tag"), p.stdout, 0o644)
+        out += [("b2sum", ["-c", "top/sums/b2-160"]), ("b2sum", ["-c", "top/sums/b2-256.tag"]),
+                ("b2sum", ["-c", "top/sums/sha256sum.good"])]
         out += [("sha256sum", ["-c", "top/sums/none"]), ("sha256sum", ["-c", "top/a.txt"]),
                 ("sha256sum", ["--quiet", "top/a.txt"]), ("sha256sum", ["-c", "--tag", "x"]),
                 ("md5sum", ["-c", "top/sums/sha256sum.good"])]

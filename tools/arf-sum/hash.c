@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
+#include <sodium.h>
 
 #include "arf.h"
 #include "arf_common.h"
@@ -96,16 +97,24 @@ static const EVP_MD *evp_md(unsigned alg)
 	}
 }
 
-/* Hashes j here: from j->fd, or by arf_read from its server. */
+/* Hashes j here: from j->fd, or by arf_read from its server.  BLAKE2b
+ * of another length than 512 bits (b2sum -l, or a line of b2sum -c) is
+ * libsodium's generichash, which is BLAKE2b with the output length as a
+ * parameter, as b2sum's. */
 static void hash_local(const struct sum_opts *o, struct sum_job *j)
 {
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	int b2 = o->alg == ARF_PROG_DG_BLAKE2B512 && j->bytes && j->bytes != 64;
+	EVP_MD_CTX *ctx = b2 ? NULL : EVP_MD_CTX_new();
+	crypto_generichash_state b2s;
 	size_t cap = 1 << 20;
 	unsigned char *buf = malloc(cap);
 	uint64_t off = 0;
 	unsigned dl = 0;
 
-	if (!ctx || !buf || !EVP_DigestInit_ex(ctx, evp_md(o->alg), NULL)) {
+	if (b2 && sodium_init() < 0)
+		b2 = -1;
+	if (!buf || b2 < 0 || (b2 ? crypto_generichash_init(&b2s, NULL, 0, j->bytes) != 0
+			: !ctx || !EVP_DigestInit_ex(ctx, evp_md(o->alg), NULL))) {
 		j->err = -ENOMEM;
 		goto out;
 	}
@@ -125,9 +134,15 @@ static void hash_local(const struct sum_opts *o, struct sum_job *j)
 		if (n == 0)
 			break;
 		off += (uint64_t)n;
-		EVP_DigestUpdate(ctx, buf, (size_t)n);
+		if (b2)
+			crypto_generichash_update(&b2s, buf, (size_t)n);
+		else
+			EVP_DigestUpdate(ctx, buf, (size_t)n);
 	}
-	EVP_DigestFinal_ex(ctx, j->digest, &dl);
+	if (b2)
+		crypto_generichash_final(&b2s, j->digest, j->bytes);
+	else
+		EVP_DigestFinal_ex(ctx, j->digest, &dl);
 	j->err = 0;
 out:
 	EVP_MD_CTX_free(ctx);
@@ -298,8 +313,9 @@ void sum_hash(const struct sum_opts *o, struct sum_job *jobs, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (jobs[i].err || jobs[i].done)
 			continue;
-		if (!jobs[i].conn) {
-			hash_local(o, &jobs[i]);
+		if (!jobs[i].conn || (jobs[i].bytes && jobs[i].bytes != o->bytes)) {
+			hash_local(o, &jobs[i]); /* the server's helper has 512-bit BLAKE2b only */
+			jobs[i].done = 1;
 			continue;
 		}
 		/* every job of this server, in order, in as few runs as fit */

@@ -33,6 +33,7 @@ static const char *prog = "arf-sum";
 static const struct sum_algo *algo;
 static struct sum_opts so;
 static int binary_mode = -1, tag, zero, quiet, status_only, warn, strict, ignore_missing;
+static unsigned dbytes;             /* digest bytes printed: the algorithm's, or b2sum -l's */
 
 #define BATCH 256 /* files hashed together (one run or a few per server) */
 
@@ -74,13 +75,15 @@ static void print_sum(const struct sum_job *j)
 		if (esc)
 			putchar('\\');
 		fputs(algo->tag, stdout);
+		if (dbytes != algo->bytes)
+			printf("-%u", dbytes * 8);
 		fputs(" (", stdout);
 		print_filename(j->name, esc);
 		fputs(") = ", stdout);
 	} else if (esc) {
 		putchar('\\');
 	}
-	for (unsigned i = 0; i < algo->bytes; i++)
+	for (unsigned i = 0; i < dbytes; i++)
 		printf("%02x", j->digest[i]);
 	if (!tag) {
 		putchar(' ');
@@ -101,8 +104,10 @@ static int compute(char **names, size_t n)
 		size_t m = n - i < BATCH ? n - i : BATCH;
 
 		memset(jobs, 0, m * sizeof(*jobs));
-		for (size_t k = 0; k < m; k++)
+		for (size_t k = 0; k < m; k++) {
 			jobs[k].name = names[i + k];
+			jobs[k].bytes = dbytes;
+		}
 		sum_hash(&so, jobs, m);
 		for (size_t k = 0; k < m; k++) {
 			if (jobs[k].err) {
@@ -153,9 +158,9 @@ static char *unescape(char *s, size_t len)
 	return s;
 }
 
-static int hex_digits(const char *s)
+static int hex_digits(const char *s, unsigned bytes)
 {
-	for (unsigned i = 0; i < 2 * algo->bytes; i++, s++)
+	for (unsigned i = 0; i < 2 * bytes; i++, s++)
 		if (!isxdigit((unsigned char)*s))
 			return 0;
 	return *s == 0;
@@ -163,7 +168,14 @@ static int hex_digits(const char *s)
 
 static int bsd_reversed = -1;
 
-static int split_3(char *s, size_t len, char **hex, int *bin, char **file)
+static int is_b2(void)
+{
+	return algo->prog_alg == ARF_PROG_DG_BLAKE2B512;
+}
+
+/* GNU's split_3 (and bsd_split_3): *nbytes gets the digest's length, which
+ * b2sum reads from the line (BLAKE2b-N, or the hex digits' count). */
+static int split_3(char *s, size_t len, char **hex, int *bin, char **file, unsigned *nbytes)
 {
 	int escaped = 0;
 	size_t i = 0, al = strlen(algo->tag);
@@ -174,8 +186,18 @@ static int split_3(char *s, size_t len, char **hex, int *bin, char **file)
 		i++;
 		escaped = 1;
 	}
+	*nbytes = algo->bytes;
 	if (!strncmp(s + i, algo->tag, al)) {
 		i += al;
+		if (is_b2() && s[i] == '-') {
+			char *end;
+			unsigned long bits = strtoul(s + i + 1, &end, 10);
+
+			if (end == s + i + 1 || bits == 0 || bits > 512 || bits % 8)
+				return 0;
+			*nbytes = (unsigned)(bits / 8);
+			i = (size_t)(end - s);
+		}
 		if (s[i] == ' ')
 			i++;
 		if (s[i] != '(')
@@ -204,16 +226,25 @@ static int split_3(char *s, size_t len, char **hex, int *bin, char **file)
 		while (iswhite(b[k]))
 			k++;
 		*hex = b + k;
-		return hex_digits(*hex);
+		return hex_digits(*hex, *nbytes);
 	}
-	if (len - i < 2 * algo->bytes + 2 + (s[i] == '\\'))
+	if (!is_b2() && len - i < 2 * algo->bytes + 2 + (s[i] == '\\'))
 		return 0;
 	*hex = s + i;
-	i += 2 * algo->bytes;
+	if (is_b2()) { /* b2sum: the length is the hex digits' */
+		size_t n = 0;
+
+		while (isxdigit((unsigned char)s[i + n]))
+			n++;
+		if (n < 2 || n % 2 || n > 128)
+			return 0;
+		*nbytes = (unsigned)(n / 2);
+	}
+	i += 2 * *nbytes;
 	if (!iswhite(s[i]))
 		return 0;
 	s[i++] = 0;
-	if (!hex_digits(*hex))
+	if (!hex_digits(*hex, *nbytes))
 		return 0;
 	if (len - i == 1 || (s[i] != ' ' && s[i] != '*')) {
 		if (bsd_reversed == 0)
@@ -266,7 +297,7 @@ static void check_batch(struct line *ls, struct sum_job *jobs, size_t m, struct 
 			continue; /* --ignore-missing */
 		int same = 1;
 
-		for (unsigned i = 0; i < algo->bytes; i++)
+		for (unsigned i = 0; i < j->bytes; i++)
 			if (((hexval(ls[k].hex[2 * i]) << 4) | hexval(ls[k].hex[2 * i + 1])) != j->digest[i])
 				same = 0;
 		if (same)
@@ -314,6 +345,7 @@ static int check_file(const char *cf)
 		ssize_t len = getline(&line, &cap, f);
 		char *hex, *file;
 		int bin = 0;
+		unsigned nb = 0;
 
 		if (len <= 0)
 			break;
@@ -325,9 +357,13 @@ static int check_file(const char *cf)
 		if (len == 0)
 			continue;
 		line[len] = 0;
-		if (!(split_3(line, (size_t)len, &hex, &bin, &file) && !(is_stdin && !strcmp(file, "-")))) {
+		if (!(split_3(line, (size_t)len, &hex, &bin, &file, &nb) && !(is_stdin && !strcmp(file, "-")))) {
 			ck.misformatted++;
 			if (warn) {
+				if (m) { /* the lines before it first, as GNU goes line by line */
+					check_batch(ls, jobs, m, &ck);
+					m = 0;
+				}
 				fflush(stdout);
 				fprintf(stderr, "%s: ", prog);
 				tool_quote(stderr, shown, QUOTE_COLON);
@@ -342,6 +378,7 @@ static int check_file(const char *cf)
 		ls[m].hex = hex;
 		memset(&jobs[m], 0, sizeof(jobs[m]));
 		jobs[m].name = file;
+		jobs[m].bytes = nb;
 		m++;
 		line = NULL;
 		cap = 0;
@@ -439,6 +476,7 @@ int main(int argc, char **argv)
 {
 	static const struct option longs[] = {
 		{ "algo", required_argument, NULL, 'a' },
+		{ "length", required_argument, NULL, 'l' },
 		{ "binary", no_argument, NULL, 'b' },
 		{ "check", no_argument, NULL, 'c' },
 		{ "ignore-missing", no_argument, NULL, OPT_IGNORE_MISSING },
@@ -456,6 +494,7 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, check = 0, ok = 1;
+	unsigned long bits = 0;
 	static char dash[] = "-";
 	static char *stdin_only[] = { dash };
 
@@ -475,7 +514,7 @@ int main(int argc, char **argv)
 		if (pl >= nl && !strcmp(prog + pl - nl, nm) && (pl == nl || prog[pl - nl - 1] == '-'))
 			algo = &algos[i];
 	}
-	while ((c = getopt_long(argc, argv, "a:bctwz", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "a:bctwzl:", longs, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			algo = algo_named(optarg);
@@ -486,6 +525,26 @@ int main(int argc, char **argv)
 				usage(1);
 			}
 			break;
+		case 'l': {
+			char *end;
+
+			errno = 0;
+			bits = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || bits > 512) {
+				fprintf(stderr, "%s: invalid length: ", prog);
+				tool_quote(stderr, optarg, QUOTE_ALWAYS);
+				fprintf(stderr, "\n%s: maximum digest length for 'BLAKE2b' is 512 bits\n",
+					prog);
+				exit(1);
+			}
+			if (bits % 8) {
+				fprintf(stderr, "%s: invalid length: ", prog);
+				tool_quote(stderr, optarg, QUOTE_ALWAYS);
+				fprintf(stderr, "\n%s: length is not a multiple of 8\n", prog);
+				exit(1);
+			}
+			break;
+		}
 		case 'b': binary_mode = 1; break;
 		case 't': binary_mode = 0; break;
 		case 'c': check = 1; break;
@@ -508,6 +567,11 @@ int main(int argc, char **argv)
 	}
 	so.alg = algo->prog_alg;
 	so.bytes = algo->bytes;
+	if (bits && !is_b2()) {
+		fprintf(stderr, "%s: invalid option -- 'l'\n", prog);
+		usage(1);
+	}
+	dbytes = bits ? (unsigned)(bits / 8) : algo->bytes;
 	if (tag && binary_mode == 0) {
 		fprintf(stderr, "%s: --tag does not support --text mode\n", prog);
 		usage(1);

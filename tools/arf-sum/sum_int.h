@@ -30,6 +30,7 @@ struct sum_job {
 	uint32_t gen;
 	int by_url;
 	int done;
+	unsigned bytes;              /* in: digest length wanted (0: the algorithm's) */
 };
 
 struct sum_opts {
