@@ -48,7 +48,9 @@ long arf_prog_du(struct arf_du_arg *a, uint64_t len)
 		rd->dgen = dirs[i].gen;
 		rd->flags = ARF_PROG_DR_ATTRS;
 		rd->cookie = i == 0 ? a->cookie : 0;
-		rd->max = 0;
+		/* a run allowed fewer entries than a batch asks for them alone */
+		rd->max = a->max_entries && a->max_entries < ARF_PROG_DR_BATCH ? (uint32_t)a->max_entries
+									      : 0;
 		rd->n = rd->eof = rd->pad0 = 0;
 		for (;;) {
 			uint64_t p = 0;

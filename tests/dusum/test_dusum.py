@@ -321,6 +321,43 @@ class DuSumOnArf(FuseTestCase):
             self.assertLessEqual(crossed, 1024 * len(files) + 16384 + 8192, e)
 
 
+class TightBudget(DuSumOnArf):
+    """arfd's instruction budget cut to 20,000 a run: the du program stops
+    after a few entries and is resumed by its cursor (and asked for fewer
+    entries after a run ran out), the sum program's batches are split and a
+    file too big for a run is hashed here; the output stays GNU's."""
+    extra = {"programs.max_insns": "20000"}
+    test_du_and_sum = None
+    test_server_does_the_work = None
+    test_urls = None
+
+    def test_resumed(self):
+        bad = []
+        n = 0
+        for opts in (["-a"], [], ["--inodes", "-a"], ["-s"]):
+            for target, user in (("top", False), ("top", True), (self.arfd.url("/top"), False)):
+                g = run(["du"] + opts + ["top"], self.mnt.path, user)
+                a = run([ARF_DU, "--stats"] + opts + [target], self.mnt.path, user)
+                m = re.search(rb"execs (\d+)", a[1])
+                ao = a[0].replace(self.arfd.url("/").encode(), b"")
+                ae = re.sub(rb"(?m)^arf-du: stats .*\n", b"", a[1])
+                n += 1
+                if (g[0], norm_err(g[1], ["du"]), g[2]) != (ao, norm_err(ae, ["arf-du"]), a[2]) \
+                        or not m or int(m.group(1)) < 3:
+                    bad.append("du %r %s as %s:\n gnu %r\n arf %r" % (opts, target, user, g, a))
+        for tool in ("sha256sum", "md5sum"):
+            for user in (False, True):
+                files = [os.fsencode(f) for f in SUM_FILES]
+                g = run([tool] + files, self.mnt.path, user)
+                a = run([self.arf_sum(tool), "--stats"] + files, self.mnt.path, user)
+                ae = re.sub(rb"(?m)^\S+: stats .*\n", b"", a[1])
+                n += 1
+                if (g[0], g[1], g[2]) != (a[0], ae, a[2]) or b"execs" not in a[1]:
+                    bad.append("%s as %s:\n gnu %r\n arf %r" % (tool, user, g, a))
+        print("tight budget: %d cases, %d identical" % (n, n - len(bad)))
+        self.assertFalse(bad, "\n".join(bad[:6]))
+
+
 class ChangingFile(FuseTestCase):
     SIZE = 3 << 20
 

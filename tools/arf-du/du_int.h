@@ -65,6 +65,10 @@ int du_remote_url(const struct du_opts *o, const char *url, struct du_conn **con
  * < 0 when the server could not run it (the caller walks another way). */
 int du_remote_list(const struct du_opts *o, struct du_conn *conn, uint64_t ino, uint32_t gen,
 		   struct du_list *l);
+/* The listing of (ino, gen) on conn by readdirplus requests, for a server
+ * that cannot run the program and an operand with no path through the
+ * kernel (a URL).  0 or -ENOMEM; the listing's own failure in l->err. */
+int du_remote_list_plain(struct du_conn *conn, uint64_t ino, uint32_t gen, struct du_list *l);
 /* A directory the walk will want soon. */
 void du_remote_hint(struct du_conn *conn, uint64_t ino, uint32_t gen);
 uint64_t du_remote_dev(struct du_conn *conn);

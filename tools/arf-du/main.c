@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arf.h"
 #include "du_int.h"
 #include "quote.h"
 
@@ -101,7 +102,7 @@ static void error_at(struct walk *w, const char *what, const char *path, int err
 	fflush(stdout);
 	fprintf(stderr, "%s: %s", prog, what);
 	tool_quote(stderr, path, QUOTE_ALWAYS);
-	fprintf(stderr, ": %s\n", strerror(-err));
+	fprintf(stderr, ": %s\n", err <= -1000 ? arf_strerror(err) : strerror(-err));
 	w->status = 1;
 }
 
@@ -150,8 +151,11 @@ static uint64_t walk_dir(struct walk *w, struct where *at, const char *path, uin
 	if (at->src.conn) {
 		r = du_remote_list(&w->o, at->src.conn, ino, gen, &l);
 		if (r < 0 && at->by_url) {
-			error_at(w, "cannot read directory ", path, r);
-			goto print;
+			r = du_remote_list_plain(at->src.conn, ino, gen, &l);
+			if (r < 0) {
+				fprintf(stderr, "%s: memory exhausted\n", prog);
+				exit(1);
+			}
 		}
 	}
 	if (r < 0 && du_list_local(path, &l) < 0) {

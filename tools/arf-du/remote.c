@@ -41,7 +41,7 @@
 #define DU_BATCH      256u             /* directories per run at most */
 #define DU_OUT_MAX    (768u << 10)     /* output per run (arfd's default limit: 1 MiB) */
 #define DU_ENTRIES0   (1u << 20)       /* entries per run before any run ran out */
-#define DU_ENTRIES_MIN 64u
+#define DU_ENTRIES_MIN 1u
 
 struct cached {
 	uint64_t ino;
@@ -372,6 +372,54 @@ int du_remote_list(const struct du_opts *o, struct du_conn *k, uint64_t ino, uin
 	memset(&x->l, 0, sizeof(x->l));
 	cache_drop(k, x);
 	return 0;
+}
+
+int du_remote_list_plain(struct du_conn *k, uint64_t ino, uint32_t gen, struct du_list *l)
+{
+	struct arf_dirent ents[64];
+	struct arf_stat st[64];
+	uint64_t cookie = 0;
+	int eof = 0;
+
+	memset(l, 0, sizeof(*l));
+	if (!k->c)
+		return -ENOTCONN;
+	while (!eof) {
+		size_t n = 0;
+		int r = arf_readdirplus(k->c, ino, gen, cookie, ents, st, 64, &n, &eof);
+
+		if (r < 0) {
+			l->err = r;
+			return 0;
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct du_ent e;
+			struct arf_stat s = st[i];
+
+			cookie = ents[i].cookie;
+			memset(&e, 0, sizeof(e));
+			if (!(e.name = strdup(ents[i].name)))
+				goto nomem;
+			if (s.ino == 0 && (r = arf_lookup(k->c, ino, gen, ents[i].name, &s)) < 0) {
+				e.err = r;
+			} else {
+				e.ino = s.ino;
+				e.gen = s.gen;
+				e.mode = s.mode;
+				e.nlink = s.nlink;
+				e.blocks = s.blocks;
+				e.size = s.size;
+			}
+			if (du_list_add(l, &e) < 0) {
+				free(e.name);
+				goto nomem;
+			}
+		}
+	}
+	return 0;
+nomem:
+	du_list_free(l);
+	return -ENOMEM;
 }
 
 void du_remote_finish(const struct du_opts *o)
