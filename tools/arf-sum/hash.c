@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Hashing a batch of files.  A file on an ARF mount (ARF_IOC_CRED on the
+ * open file: the server, the file's handle, a credential token for the
+ * user the kernel says runs us) or at an arf:// URL is hashed on its
+ * server by the sum program (mobilecode/progs/sum.c), many files to a
+ * run, so that only the digests cross; the run hashes with the caller's
+ * rights, and a file written while it is hashed is hashed again (in the
+ * run, then once more alone here) and else reported, never answered with
+ * a digest of a mix.  A run the server stops for its budget is split in
+ * two (one file alone: hashed here); a file over the server's limit
+ * (-EFBIG), a file not on ARF, standard input, and every file of a server
+ * that cannot run the program are hashed here with libcrypto, from the
+ * open file (or, by URL, from arf_read).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <sodium.h>
+
+#include "arf.h"
+#include "arf_common.h"
+#include "arf_prog_abi.h"
+#include "arf_prog_dusum.h"
+#include "arf_progs.h"
+#include "sum_int.h"
+
+#define SUM_RUN_BYTES0 (64ull << 20) /* bytes hashed per run before a run ran out */
+#define SUM_TRIES      3u            /* file_digest calls per file in a run on -EAGAIN */
+
+struct sum_conn {
+	char *url;
+	arf_client *c;
+	int broken;
+	uint64_t run_bytes;
+	struct sum_conn *next;
+};
+
+static struct sum_conn *conns;
+
+static int same_server(const char *a, const char *b)
+{
+	struct arf_url u, v;
+	char err[256];
+
+	return arf_url_parse(a, &u, err, sizeof(err)) == 0 &&
+	       arf_url_parse(b, &v, err, sizeof(err)) == 0 && !strcmp(u.transport, v.transport) &&
+	       !strcmp(u.host, v.host) && u.port == v.port && !strcmp(u.socket, v.socket);
+}
+
+static struct sum_conn *conn_get(const char *url, const uint8_t *token)
+{
+	struct arf_client_opts o;
+	struct sum_conn *k;
+	char err[256];
+	arf_client *c;
+
+	for (k = conns; k; k = k->next)
+		if (same_server(k->url, url))
+			return k->c ? k : NULL;
+	arf_client_opts_init(&o);
+	o.cred_token = token;
+	if (arf_connect(url, &o, &c, err, sizeof(err)) < 0)
+		c = NULL; /* remembered: hashed here from now on */
+	k = calloc(1, sizeof(*k));
+	if (!k || !(k->url = strdup(url))) {
+		free(k);
+		arf_close(c);
+		return NULL;
+	}
+	k->c = c;
+	k->run_bytes = SUM_RUN_BYTES0;
+	k->next = conns;
+	conns = k;
+	return c ? k : NULL;
+}
+
+static const EVP_MD *evp_md(unsigned alg)
+{
+	switch (alg) {
+	case ARF_PROG_DG_MD5: return EVP_md5();
+	case ARF_PROG_DG_SHA1: return EVP_sha1();
+	case ARF_PROG_DG_SHA224: return EVP_sha224();
+	case ARF_PROG_DG_SHA256: return EVP_sha256();
+	case ARF_PROG_DG_SHA384: return EVP_sha384();
+	case ARF_PROG_DG_SHA512: return EVP_sha512();
+	case ARF_PROG_DG_BLAKE2B512: return EVP_blake2b512();
+	default: return NULL;
+	}
+}
+
+/* Hashes j here: from j->fd, or by arf_read from its server.  BLAKE2b
+ * of another length than 512 bits (b2sum -l, or a line of b2sum -c) is
+ * libsodium's generichash, which is BLAKE2b with the output length as a
+ * parameter, as b2sum's. */
+static void hash_local(const struct sum_opts *o, struct sum_job *j)
+{
+	int b2 = o->alg == ARF_PROG_DG_BLAKE2B512 && j->bytes && j->bytes != 64;
+	EVP_MD_CTX *ctx = b2 ? NULL : EVP_MD_CTX_new();
+	crypto_generichash_state b2s;
+	size_t cap = 1 << 20;
+	unsigned char *buf = malloc(cap);
+	uint64_t off = 0;
+	unsigned dl = 0;
+
+	if (b2 && sodium_init() < 0)
+		b2 = -1;
+	if (!buf || b2 < 0 || (b2 ? crypto_generichash_init(&b2s, NULL, 0, j->bytes) != 0
+			: !ctx || !EVP_DigestInit_ex(ctx, evp_md(o->alg), NULL))) {
+		j->err = -ENOMEM;
+		goto out;
+	}
+	for (;;) {
+		ssize_t n;
+
+		if (j->fd >= 0)
+			n = read(j->fd, buf, cap);
+		else if (j->conn)
+			n = arf_read(j->conn->c, j->ino, j->gen, off, buf, cap);
+		else
+			n = -EBADF;
+		if (n < 0) {
+			j->err = j->fd >= 0 ? -errno : (int)n;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		off += (uint64_t)n;
+		if (b2)
+			crypto_generichash_update(&b2s, buf, (size_t)n);
+		else
+			EVP_DigestUpdate(ctx, buf, (size_t)n);
+	}
+	if (b2)
+		crypto_generichash_final(&b2s, j->digest, j->bytes);
+	else
+		EVP_DigestFinal_ex(ctx, j->digest, &dl);
+	j->err = 0;
+out:
+	EVP_MD_CTX_free(ctx);
+	free(buf);
+}
+
+/* One run for jobs b[0..nb) on k: 0 (each job answered or sent back to
+ * the local path), or ARF_EBUDGET / another failure of the run. */
+static int run_once(const struct sum_opts *o, struct sum_conn *k, struct sum_job **b, size_t nb)
+{
+	const struct arf_std_prog_image *img = &arf_std_progs[ARF_STD_PROG_SUM];
+	size_t alen = sizeof(struct arf_sum_arg) + nb * sizeof(struct arf_sum_ref);
+	uint8_t *arg = calloc(1, alen);
+	struct arf_sum_out *out = calloc(nb, sizeof(*out));
+	struct arf_exec_result res;
+	struct arf_sum_arg a = { (uint32_t)nb, o->alg, SUM_TRIES, 0 };
+	int r;
+
+	if (!img->len) {
+		r = -ENOSYS;
+		goto done;
+	}
+	if (!arg || !out) {
+		r = -ENOMEM;
+		goto done;
+	}
+	memcpy(arg, &a, sizeof(a));
+	for (size_t i = 0; i < nb; i++) {
+		struct arf_sum_ref f = { b[i]->ino, b[i]->gen, 0 };
+
+		memcpy(arg + sizeof(a) + i * sizeof(f), &f, sizeof(f));
+	}
+	r = arf_exec(k->c, img->elf, img->len, arg, alen, out, nb * sizeof(*out), &res);
+	if (r == 0 && res.r0 < 0)
+		r = (int)res.r0;
+	if (r == 0 && res.out_len != nb * sizeof(*out))
+		r = -EPROTO;
+	if (r < 0)
+		goto done;
+	for (size_t i = 0; i < nb; i++) {
+		struct sum_job *j = b[i];
+
+		if (out[i].err == 0 && out[i].dlen == o->bytes) {
+			memcpy(j->digest, out[i].digest, o->bytes);
+			j->err = 0;
+		} else if (out[i].err == 0) {
+			j->err = -EPROTO;
+		} else if (out[i].err == -EFBIG) {
+			hash_local(o, j);
+		} else {
+			j->err = out[i].err;
+		}
+	}
+done:
+	free(arg);
+	free(out);
+	return r;
+}
+
+/* Jobs b[0..nb) of one server, split until each run fits its budget. */
+static void run_jobs(const struct sum_opts *o, struct sum_conn *k, struct sum_job **b, size_t nb)
+{
+	size_t i = 0;
+
+	while (i < nb) {
+		size_t n = 0;
+		uint64_t bytes = 0;
+
+		while (i + n < nb && n < ARF_SUM_MAX_FILES &&
+		       (n == 0 || bytes + b[i + n]->size <= k->run_bytes))
+			bytes += b[i + n++]->size;
+		int r = k->broken ? -ENOSYS : run_once(o, k, b + i, n);
+
+		if (r == ARF_EBUDGET && n > 1) {
+			k->run_bytes = bytes / 2 > 4096 ? bytes / 2 : 4096;
+			continue;
+		}
+		if (r < 0 && r != ARF_EBUDGET)
+			k->broken = 1; /* the server cannot run it: everything here */
+		for (size_t m = 0; m < n; m++) {
+			struct sum_job *j = b[i + m];
+
+			if (r < 0)
+				hash_local(o, j);
+			else if (j->err == -EAGAIN && run_once(o, k, &b[i + m], 1) < 0)
+				j->err = -EAGAIN;
+		}
+		i += n;
+	}
+}
+
+/* Where job j lies: its server, or this host (j->fd). */
+static void place(const struct sum_opts *o, struct sum_job *j)
+{
+	const char *name = j->name;
+	struct stat st;
+
+	j->fd = -1;
+	j->conn = NULL;
+	if (!strncmp(name, "arf://", 6) || !strncmp(name, "arf+", 4)) {
+		struct arf_url u;
+		struct arf_stat as;
+		char err[256];
+		int r;
+
+		if (arf_url_parse(name, &u, err, sizeof(err)) < 0) {
+			j->err = -EINVAL;
+			return;
+		}
+		j->conn = conn_get(name, NULL);
+		if (!j->conn) {
+			j->err = -ECONNREFUSED;
+			return;
+		}
+		r = arf_resolve(j->conn->c, u.path, &as);
+		if (r == 0 && S_ISLNK(as.mode)) {
+			char target[4096];
+
+			r = arf_readlink(j->conn->c, as.ino, as.gen, target, sizeof(target));
+			if (r >= 0 && target[0] == '/')
+				r = arf_resolve(j->conn->c, target, &as);
+			else if (r >= 0)
+				r = -ENOENT;
+		}
+		if (r == 0 && S_ISDIR(as.mode))
+			r = -EISDIR;
+		if (r < 0) {
+			j->err = r;
+			j->missing = r == -ENOENT;
+			j->conn = NULL;
+			return;
+		}
+		j->by_url = 1;
+		j->ino = as.ino;
+		j->gen = as.gen;
+		j->size = as.size;
+		return;
+	}
+	j->fd = strcmp(name, "-") ? open(name, O_RDONLY | O_CLOEXEC | O_NOCTTY) : dup(0);
+	if (j->fd < 0) {
+		j->err = -errno;
+		j->missing = errno == ENOENT;
+		return;
+	}
+	if (fstat(j->fd, &st) < 0 || !S_ISREG(st.st_mode) || o->local_only || !strcmp(name, "-"))
+		return; /* read here: a directory gives EISDIR as it does to GNU */
+	struct arf_ioc_cred *ic = calloc(1, sizeof(*ic));
+
+	if (ic && ioctl(j->fd, ARF_IOC_CRED, ic) == 0 && ic->version == ARF_IOC_CRED_VERSION &&
+	    memchr(ic->url, 0, sizeof(ic->url)) && (j->conn = conn_get(ic->url, ic->token))) {
+		j->ino = ic->ino;
+		j->gen = ic->gen;
+		j->size = (uint64_t)st.st_size;
+	}
+	free(ic);
+}
+
+void sum_hash(const struct sum_opts *o, struct sum_job *jobs, size_t n)
+{
+	struct sum_job **b = calloc(n ? n : 1, sizeof(*b));
+
+	for (size_t i = 0; i < n; i++) {
+		jobs[i].err = 0;
+		jobs[i].missing = 0;
+		jobs[i].done = 0;
+		place(o, &jobs[i]);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (jobs[i].err || jobs[i].done)
+			continue;
+		if (!jobs[i].conn || (jobs[i].bytes && jobs[i].bytes != o->bytes)) {
+			hash_local(o, &jobs[i]); /* the server's helper has 512-bit BLAKE2b only */
+			jobs[i].done = 1;
+			continue;
+		}
+		/* every job of this server, in order, in as few runs as fit */
+		size_t nb = 0;
+		struct sum_conn *k = jobs[i].conn;
+
+		if (!b) {
+			hash_local(o, &jobs[i]);
+			continue;
+		}
+		for (size_t m = i; m < n; m++)
+			if (!jobs[m].err && jobs[m].conn == k) {
+				b[nb++] = &jobs[m];
+				jobs[m].conn = NULL; /* taken */
+			}
+		for (size_t m = 0; m < nb; m++)
+			b[m]->conn = k;
+		run_jobs(o, k, b, nb);
+		for (size_t m = 0; m < nb; m++) {
+			b[m]->conn = NULL;
+			b[m]->done = 1;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (jobs[i].fd >= 0) {
+			close(jobs[i].fd);
+			jobs[i].fd = -1;
+		}
+	free(b);
+}
+
+void sum_finish(const struct sum_opts *o, const char *prog)
+{
+	while (conns) {
+		struct sum_conn *k = conns;
+
+		if (o->stats && k->c) {
+			struct arf_client_stats s;
+
+			arf_stats(k->c, &s);
+			fprintf(stderr,
+				"%s: stats %s: execs %" PRIu64 " prog_loads %" PRIu64
+				" exec_insns %" PRIu64 " requests %" PRIu64 " rounds %" PRIu64
+				" one_sided_bytes %" PRIu64 " bytes_sent %" PRIu64
+				" bytes_received %" PRIu64 "\n",
+				prog, k->url, s.execs, s.prog_loads, s.exec_insns, s.requests, s.rounds,
+				s.one_sided_bytes, s.bytes_sent, s.bytes_received);
+		}
+		conns = k->next;
+		arf_close(k->c);
+		free(k->url);
+		free(k);
+	}
+}
