@@ -273,6 +273,8 @@ static void search_path(struct grep_run *run, const char *path, const char *name
 	}
 	if (S_ISDIR(st.st_mode)) {
 		if (run->o.recursive) {
+			if (grep_remote_dir_path(run, path, name))
+				return;
 			search_dir(run, path, name);
 			return;
 		}

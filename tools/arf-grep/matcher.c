@@ -29,6 +29,23 @@ static int is_literal(const char *p, size_t len, int syntax)
 	return 1;
 }
 
+/* How common a byte is in ordinary text (lower is rarer): the literal
+ * search looks for the needle's rarest byte. */
+static int lit_freq(unsigned char c)
+{
+	static const char common[] = " etaoinshrdlcumwfgypbvkjxqz\n";
+	const char *p;
+
+	if (c >= 'A' && c <= 'Z')
+		c += 32;
+	p = c ? strchr(common, c) : NULL;
+	if (p)
+		return 100 - (int)(p - common);
+	if (c >= '0' && c <= '9')
+		return 40;
+	return c >= 32 && c < 127 ? 30 : 10;
+}
+
 int matcher_compile(struct matcher *m, const char *pats, size_t len, const struct grep_opts_rx *o,
 		    char *err, size_t errlen, void (*warn)(const char *msg))
 {
@@ -60,6 +77,24 @@ int matcher_compile(struct matcher *m, const char *pats, size_t len, const struc
 		m->fixed_single = 1;
 		m->fixed = (const unsigned char *)pats;
 		m->fixed_len = len;
+		if (!o->words && !o->lines && !memchr(pats, 0, len)) {
+			m->lit_fold = malloc(len);
+			m->lit_lower = malloc(len);
+			if (!m->lit_fold || !m->lit_lower) {
+				r = -ENOMEM;
+				goto fail;
+			}
+			for (size_t i = 0; i < len; i++) {
+				unsigned char c = (unsigned char)pats[i];
+				int alpha = (c | 32) >= 'a' && (c | 32) <= 'z';
+
+				m->lit_fold[i] = (unsigned char)(o->icase && alpha);
+				m->lit_lower[i] = m->lit_fold[i] ? (unsigned char)(c | 32) : c;
+				if (lit_freq(c) < lit_freq((unsigned char)pats[m->lit_rare]))
+					m->lit_rare = i;
+			}
+			m->lit_ok = 1;
+		}
 	}
 	return 0;
 fail:
@@ -83,6 +118,8 @@ void matcher_free(struct matcher *m)
 	}
 	nfa_free(&m->nfa);
 	rx_free(&m->rx);
+	free(m->lit_fold);
+	free(m->lit_lower);
 	memset(m, 0, sizeof(*m));
 }
 

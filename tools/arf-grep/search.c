@@ -198,11 +198,81 @@ static int mc_rec(void *arg, const struct grep_rec *r)
 	return 0;
 }
 
+/* The first occurrence of the needle at or after p that ends by lim, or
+ * NULL: memmem, or for -i the needle's rarest byte in either case, found
+ * by two memchr cursors (each rescanned only once it is passed), and a
+ * case-folded compare around it. */
+static const unsigned char *lit_find(const struct matcher *m, const unsigned char *p,
+				     const unsigned char *lim)
+{
+	const unsigned char *nd = m->lit_lower, *lo = NULL, *up = NULL, *at;
+	size_t len = m->fixed_len, k = m->lit_rare;
+
+	if ((size_t)(lim - p) < len)
+		return NULL;
+	if (!m->o.icase)
+		return memmem(p, (size_t)(lim - p), m->fixed, len);
+	unsigned char a = (unsigned char)(nd[k] | 32), b = (unsigned char)(nd[k] & ~32);
+	int fold = m->lit_fold[k];
+
+	lim -= len - 1 - k; /* the rare byte's last possible place, plus one */
+	for (p += k; p < lim;) {
+		if (!lo || lo < p)
+			lo = memchr(p, fold ? a : nd[k], (size_t)(lim - p));
+		if (fold && (!up || up < p))
+			up = memchr(p, b, (size_t)(lim - p));
+		if (!lo)
+			lo = lim;
+		if (!fold || !up)
+			up = lim;
+		at = lo < up ? lo : up;
+		if (at >= lim)
+			return NULL;
+		const unsigned char *s = at - k;
+		size_t j = 0;
+
+		while (j < len && (m->lit_fold[j] ? (s[j] | 32) == nd[j] : s[j] == nd[j]))
+			j++;
+		if (j == len)
+			return s;
+		p = at + 1;
+	}
+	return NULL;
+}
+
+/* The selected lines of [beg, lim) for a single literal without -v, -w
+ * or -x: only the lines holding a match are looked at. */
+static long long grepbuf_literal(struct file_state *f, unsigned char *beg, unsigned char *lim)
+{
+	struct matcher *m = &f->run->m;
+	const unsigned char *p = beg, *hit;
+	long long n = 0;
+
+	while (p < lim && (hit = lit_find(m, p, lim)) != NULL) {
+		const unsigned char *ls = hit, *le;
+
+		while (ls > p && ls[-1] != '\n')
+			ls--;
+		le = memchr(hit + m->fixed_len, '\n', (size_t)(lim - (hit + m->fixed_len)));
+		if (!le)
+			le = lim - 1; /* lim - 1 is a newline: not reached */
+		n++;
+		if (select_line(f, ls, (size_t)(le - ls), f->off + (uint64_t)(ls - f->mem)))
+			break;
+		p = le + 1;
+	}
+	return n;
+}
+
 /* GNU grepbuf(): the selected lines of [beg, lim), which ends in '\n'. */
 static long long grepbuf(struct file_state *f, unsigned char *beg, unsigned char *lim)
 {
 	struct grep_run *run = f->run;
 	long long n = 0;
+
+	if (run->o.engine != ENGINE_MC && run->o.engine != ENGINE_JIT && run->m.lit_ok &&
+	    !run->o.invert)
+		return grepbuf_literal(f, beg, lim);
 
 	if (run->o.engine == ENGINE_MC || run->o.engine == ENGINE_JIT) {
 		struct grep_ctx ctx = { 0 };
