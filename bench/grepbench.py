@@ -113,6 +113,8 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--tree-files", type=int, default=10000)
+    ap.add_argument("--arf-grep", help="the arf-grep to time (default: --build's); "
+                    "an earlier one, for a before/after comparison")
     ap.add_argument("--only-vs", action="store_true",
                     help="only the arf-grep against GNU grep rows (grep_vs.*)")
     ap.add_argument("--check", action="store_true",
@@ -122,7 +124,7 @@ def main():
     work = os.path.join(a.work, "grep")
     os.makedirs(work, exist_ok=True)
     os.makedirs(a.out, exist_ok=True)
-    arf_grep = os.path.join(a.build, "tools", "arf-grep", "arf-grep")
+    arf_grep = a.arf_grep or os.path.join(a.build, "tools", "arf-grep", "arf-grep")
     procs = Group(log=log)
     rows, vs = [], []
     try:
