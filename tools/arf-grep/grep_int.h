@@ -202,6 +202,14 @@ long dfa_longest_at(struct dfa *a, const unsigned char *p, size_t s, size_t stre
 
 /* ---- the compiled matcher ---------------------------------------------- */
 
+/* A needle for the local literal search (search.c, lit_find). */
+struct grep_lit {
+	unsigned char *lower;  /* the bytes, ASCII letters lower-cased where fold[] */
+	unsigned char *fold;   /* per byte: 1 either case of a letter matches */
+	size_t len;            /* 0: none */
+	size_t rare;           /* index of the rarest byte (searched first) */
+};
+
 struct matcher {
 	struct rx rx;
 	struct nfa nfa;
@@ -222,12 +230,12 @@ struct matcher {
 	/* the -F fast facts, for the code generator's skip loop */
 	int fixed_single;     /* exactly one fixed string */
 	const unsigned char *fixed; size_t fixed_len;
-	/* the local literal search (search.c): fixed_single without -w/-x
-	 * or NUL; with -i the needle is lower-cased here */
+	/* the local literal search (search.c): lit, the pattern itself when
+	 * fixed_single without -w/-x or NUL; must, the longest run of plain
+	 * bytes every match of a regex holds (its lines alone go through
+	 * the DFA) */
 	int lit_ok;
-	size_t lit_rare;      /* index of the needle's rarest byte */
-	unsigned char *lit_fold; /* per needle byte: 1 an ASCII letter under -i */
-	unsigned char *lit_lower;
+	struct grep_lit lit, must;
 };
 
 int matcher_compile(struct matcher *m, const char *pats, size_t len, const struct grep_opts_rx *o,
