@@ -313,7 +313,8 @@ struct grep_prog {
 	size_t n;
 	uint8_t *rodata;
 	size_t rodata_len;
-	int kind;       /* 0 DFA table walker, 1 fixed-string skip loop */
+	int kind;       /* 0 DFA table walker, 1 fixed-string skip loop, 2 skip loop
+			 * for a regex's required bytes, then the table */
 	int nstates;    /* DFA states in the table */
 };
 

@@ -326,9 +326,11 @@ static int explain(struct grep_run *run)
 		return 2;
 	}
 	printf("# arf-grep program: %s, %zu instructions, %zu bytes of read-only data\n",
-	       run->prog.kind ? "fixed-string skip loop" : "DFA table walker", run->prog.n,
-	       run->prog.rodata_len);
-	if (!run->prog.kind)
+	       run->prog.kind == 1 ? "fixed-string skip loop"
+	       : run->prog.kind == 2 ? "skip loop for the required bytes, then the DFA table"
+				     : "DFA table walker",
+	       run->prog.n, run->prog.rodata_len);
+	if (run->prog.kind != 1)
 		printf("# DFA: %d states\n", run->prog.nstates);
 	fputs(text, stdout);
 	free(text);

@@ -198,7 +198,7 @@ static int ship_ready(struct grep_run *run)
 			ship.state = 1;
 		if (ship.state > 0 && grep_codegen_ship_batch(&p, &ship.belf, &ship.blen))
 			ship.belf = NULL;
-		ship.skip_loop = p.kind == 1;
+		ship.skip_loop = p.kind != 0; /* both skip loops: position only */
 		grep_prog_free(&p);
 	}
 	ship.slice = SHIP_SLICE0;
