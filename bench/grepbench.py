@@ -22,7 +22,8 @@ literal over a tree of --tree-files small files (100 to a directory,
 about 1-3 KiB each), each with the client's page cache warm (every page of
 the file read through the mount just before; for the tree, the previous
 run) and cold (a fresh mount before each run), three runs each: median,
-min and max.  Writes grep_vs.csv and a second table in grep.md.
+min and max.  Writes grep_vs.csv and a second table in grep.md (with
+--only-vs, only these rows: grep_vs.md).
 
   bench/grepbench.py --build build-bench --work DIR --out DIR [--size-mib N] [--check]
 
@@ -269,8 +270,9 @@ def write_vs(a, vs):
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
         w.writerows(vs)
-    mode = "w" if a.only_vs else "a"
-    with open(os.path.join(a.out, "grep.md"), mode) as f:
+    # alone (--only-vs): a table of its own, grep.md left as it is
+    with open(os.path.join(a.out, "grep_vs.md" if a.only_vs else "grep.md"),
+              "w" if a.only_vs else "a") as f:
         f.write("\n## arf-grep against GNU grep through the same mount (%d MiB file, "
                 "%d-file tree; %d runs: median, min-max)\n\n" % (a.size_mib, a.tree_files, RUNS))
         f.write("| case | client cache | GNU grep s | arf-grep s | arf / GNU | "

@@ -115,31 +115,37 @@ static int cat_factors(const struct rx *rx, int k, int *v, int *n, int cap)
 }
 
 /*
- * m->must: the longest run of consecutive one-byte factors (a byte, or a
- * letter in either case) of the pattern's top-level concatenation -- bytes
- * every match holds side by side, so a line without them cannot match.
- * Fewer than two bytes: none.  0 or -ENOMEM.
+ * m->must: a run of consecutive one-byte factors (a byte, or a letter in
+ * either case) of the pattern's top-level concatenation -- bytes every
+ * match holds side by side, so a line without them cannot match.  Fewer
+ * than two bytes: none.  0 or -ENOMEM.
  */
 static int must_find(struct matcher *m)
 {
 	const struct rx *rx = &m->rx;
-	int v[512], n = 0, best = 0, bestat = 0, run = 0;
+	int v[512], n = 0, best = 0, bestat = 0, bestfreq = 1000, run = 0, freq = 1000;
 
 	if (rx->root < 0 || cat_factors(rx, rx->root, v, &n, 512))
 		return 0;
+	/* of the runs of two bytes or more, the one whose rarest byte is
+	 * rarest (the skip loop looks for that byte), then the longest */
 	for (int i = 0; i <= n; i++) {
 		unsigned char c;
 
 		if (i < n && rx->nodes[v[i]].kind == RX_SET &&
 		    set_byte(&rx->sets[rx->nodes[v[i]].set], &c) >= 0) {
 			run++;
+			if (lit_freq(c) < freq)
+				freq = lit_freq(c);
 			continue;
 		}
-		if (run > best) {
+		if (run >= 2 && (freq < bestfreq || (freq == bestfreq && run > best))) {
 			best = run;
 			bestat = i - run;
+			bestfreq = freq;
 		}
 		run = 0;
+		freq = 1000;
 	}
 	if (best < 2)
 		return 0;
