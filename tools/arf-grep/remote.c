@@ -28,7 +28,18 @@
  * across views; the skip loop counts them only back to the last match.
  * A mount path is
  * sent to the server the mount names, as the file ARF_IOC_CRED names, on a
- * connection that presents the mount's credential token.
+ * connection that presents the mount's credential token -- unless every
+ * page of the file is in this host's page cache (mincore): then reading it
+ * through the mount costs no round trip and the local search is faster.
+ *
+ * Many small files: `grep -r` of a mount's directory (or of a URL's) is
+ * walked on the server with arf_readdirplus, and regular files of up to
+ * BATCH_FILE_MAX bytes wait in a batch (kept in walk order: a bigger file
+ * or a subdirectory flushes it first) that one run of the batch wrapper
+ * (codegen_ship.c) searches, each file viewed whole (file_view lends many
+ * views to a run).  A file the batch leaves undone -- a NUL, more than
+ * BATCH_MAX_REC selected lines, -m with lines held, an error -- is searched
+ * again by itself, in its place, by the path above.
  *
  * Binary files: GNU grep decides per 96 KiB-or-so buffer whether a NUL
  * makes the rest of the file "binary".  Without -a the shipped scan stops
