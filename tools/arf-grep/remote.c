@@ -598,6 +598,12 @@ static int batch_report(struct grep_run *run, arf_client *c, struct batch *b, si
 			}
 			if (at > out_len)
 				return -EPROTO;
+			if (h.r0 == -EBUSY && j > from && ship.belf) {
+				/* an arfd that lends one view a run: the
+				 * batch costs more than it saves there */
+				free(ship.belf);
+				ship.belf = NULL;
+			}
 			batch_single(run, c, b, j);
 			continue;
 		}
