@@ -269,6 +269,16 @@ class SmallFiles(FuseTestCase):
                 if want[:2] != got[:2]:
                     bad.append("%r in %r: gnu rc=%d %r / arf rc=%d %r %r" % (
                         args, cwd, want[1], want[0][:300], got[1], got[0][:300], got[2][:300]))
+        for opts in (["-n"], ["-c"]):    # and by URL: the same walk and batches
+            url = self.arfd.url("/tree")
+            want = D.run(D.GNU_GREP, opts + ["-r", "needle", "tree"], self.local)
+            got = D.run(D.ARF_GREP, opts + ["-r", "needle", url], self.local)
+            want = (b"".join(sorted(want[0].splitlines(True))), want[1])
+            out = b"".join(sorted(got[0].replace(url.encode(), b"tree").splitlines(True)))
+            n += 1
+            if want != (out, got[1]):
+                bad.append("%r by URL: gnu rc=%d %r / arf rc=%d %r %r" % (
+                    opts, want[1], want[0][:300], got[1], out[:300], got[2][:300]))
         p = subprocess.run([D.ARF_GREP, "--stats", "-r", "-l", "needle", "tree"],
                            cwd=self.mnt.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            env=D.ENV)
