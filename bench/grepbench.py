@@ -10,7 +10,11 @@
     so no page is cached): every byte crosses the transport and FUSE;
   * GNU grep on a copy in tmpfs: the local limit;
   * arf-grep by URL again, with arfd restarted on the same data with
-    `programs.jit=false`: the same matcher interpreted instead of compiled.
+    `programs.jit=false`: the same matcher interpreted instead of compiled;
+  * and by URL with two regular expressions matching the same lines: one
+    with required bytes (the skip loop for them, then the DFA table on the
+    lines holding them) and one without (the DFA table walker alone), for
+    the DFA's compiled scan rate in arfd.
 
 For each: wall time, MB/s, the bytes that crossed the transport (libarf's
 counters, arf-grep --stats) and, for the shipped rows, arfd's CPU time and
@@ -46,6 +50,7 @@ from common import Group, bench_arfd, bench_mount, cpu_seconds, log  # noqa: E40
 PATTERN = "xyzzy-needle"
 ICASE = "XYZZY-Needle"            # -i literal row
 REGEX = "xy+zz[a-z]-ne+dle"       # -E row: no literal GNU grep can lift whole
+NOMUST = "x[yz]+[yz][-_]n[de]+[dl][el]e"  # no two plain bytes side by side: the table walker
 TREE_PATTERN = "xyzzy-needle"
 RUNS = 3
 MATCH_EVERY_MIB = 32  # one matching line per 32 MiB: rare matches
@@ -157,16 +162,23 @@ def main():
                 system, secs, r["mb_s"], crossed if crossed != "" else "-",
                 "  server scan %.2f GB/s (CPU)" % r["server_gb_s"] if server_cpu else ""))
 
-        def shipped(system, target):
+        def shipped(system, target, args=("-c", PATTERN)):
             c0 = cpu_seconds(d.pid)
-            secs, p = timed([arf_grep, "--stats", "-c", PATTERN, target], env)
+            secs, p = timed([arf_grep, "--stats"] + list(args) + [target], env)
             row(system, secs, p, stats_bytes(p.stderr)["bytes_received"], cpu_seconds(d.pid) - c0)
 
         vs_rows(a, arf_grep, m, env, work, vs)
         if a.only_vs:
             return write_vs(a, vs)
+        m.remount()  # the mount row ships: no page of big.txt cached here
         shipped("arf-grep by URL (shipped, JIT)", d.url("/big.txt", "tcp"))
         shipped("arf-grep on the mount (shipped, JIT)", os.path.join(m.path, "big.txt"))
+        # the DFA in arfd: behind the skip loop for a regex's required
+        # bytes, and the table walker alone (no required bytes)
+        shipped("arf-grep by URL, -E regex (required bytes + DFA, JIT)",
+                d.url("/big.txt", "tcp"), ("-c", "-E", REGEX))
+        shipped("arf-grep by URL, -E regex (DFA table walker, JIT)",
+                d.url("/big.txt", "tcp"), ("-c", "-E", NOMUST))
         m.remount()  # no page of big.txt cached in the kernel
         secs, p = timed(["grep", "-c", PATTERN, os.path.join(m.path, "big.txt")], env)
         row("GNU grep through the arf-fuse mount", secs, p, size)
@@ -208,10 +220,10 @@ def main():
     write_vs(a, vs)
     if a.check:
         bad = [r["system"] for r in rows if not (math.isfinite(r["seconds"]) and r["seconds"] > 0)]
-        if len(rows) != 5 or bad:
+        if len(rows) != 7 or bad:
             log("grep: check failed: %d rows, bad %s" % (len(rows), bad))
             return 1
-        log("grep: check passed: 5 rows, outputs identical to GNU grep's")
+        log("grep: check passed: 7 rows, outputs identical to GNU grep's")
     return 0
 
 
