@@ -35,8 +35,13 @@
  * so the bytes are one state of the file) into a buffer owned by the
  * worker thread, lent to the run as a read-only region: arf-grep's
  * generated matchers scan it there, so only what they emit crosses the
- * network.  One view per run; the buffer is reused by the thread's next
- * run (which clears the region table first) and freed when it exits.
+ * network.  A run may take several views (arf-grep's batch of small
+ * files): they share one region of ARF_PROG_VIEW_MAX bytes, each placed
+ * after the last, so a run costs the vm one region however many files it
+ * reads; a view that would go past the region's end is -EBUSY.  Bytes of
+ * the region past the views are zeros, never an earlier run's file.  The
+ * buffer is reused by the thread's next run (which clears the region table
+ * first) and freed when it exits.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -189,8 +194,10 @@ static int h_lookup(struct arf_mc_call *c, uint64_t *ret)
 }
 
 struct view_buf {
-	uint8_t *p;
-	size_t cap;
+	uint8_t *p;       /* ARF_PROG_VIEW_MAX bytes once used: the region */
+	size_t dirty;     /* bytes from p that may be non-zero */
+	size_t used;      /* bytes of p given to this run's views */
+	uint64_t addr;    /* the region's address in this run */
 };
 
 static pthread_key_t view_key;
@@ -212,8 +219,10 @@ static void view_key_make(void)
 	view_key_rc = pthread_key_create(&view_key, view_buf_free);
 }
 
-/* The calling thread's view buffer, at least len bytes (NULL: no memory). */
-static struct view_buf *view_buf(size_t len)
+/* The calling thread's view buffer (NULL: no memory).  Its pages are
+ * touched only as views fill them: calloc'd, and zeroed again only as far
+ * as an earlier run wrote. */
+static struct view_buf *view_buf(void)
 {
 	struct view_buf *b;
 
@@ -228,16 +237,13 @@ static struct view_buf *view_buf(size_t len)
 			return NULL;
 		}
 	}
-	if (len > b->cap) {
-		uint8_t *p = realloc(b->p, len);
-
-		if (!p)
-			return NULL;
-		b->p = p;
-		b->cap = len;
-	}
+	if (!b->p && !(b->p = calloc(1, ARF_PROG_VIEW_MAX)))
+		return NULL;
 	return b;
 }
+
+/* A view's fixed price: the lock and a getattr, however few bytes. */
+#define COST_VIEW COST_LOOKUP
 
 static int h_file_view(struct arf_mc_call *c, uint64_t *ret)
 {
@@ -247,23 +253,39 @@ static int h_file_view(struct arf_mc_call *c, uint64_t *ret)
 	struct arf_ops_attr a;
 	struct view_buf *b;
 	size_t len, got = 0;
-	uint64_t addr = 0;
+	uint8_t *at;
 	int rc, stop = 0;
 
 	if (c->arg[1] < sizeof(*v)) {
 		*ret = (uint64_t)(int64_t)-EINVAL;
 		return 0;
 	}
-	if (ex->views) {
-		*ret = (uint64_t)(int64_t)-EBUSY;
-		return 0;
-	}
-	len = v->len > ARF_PROG_VIEW_MAX ? ARF_PROG_VIEW_MAX : (size_t)v->len;
-	b = view_buf(len ? len : 1);
+	if ((rc = arf_mc_call_charge(c, COST_VIEW)))
+		return rc;
+	b = view_buf();
 	if (!b) {
 		*ret = (uint64_t)(int64_t)-ENOMEM;
 		return 0;
 	}
+	if (!ex->views) {
+		/* the run's first view: the region is lent once, with no
+		 * byte of an earlier run's views left in it */
+		memset(b->p, 0, b->dirty);
+		b->dirty = b->used = 0;
+		rc = arf_mc_vm_add_region(c->vm, b->p, ARF_PROG_VIEW_MAX, 0, &b->addr);
+		if (rc) {
+			*ret = (uint64_t)(int64_t)rc;
+			return 0;
+		}
+		len = v->len > ARF_PROG_VIEW_MAX ? ARF_PROG_VIEW_MAX : (size_t)v->len;
+	} else if (v->len > ARF_PROG_VIEW_MAX - b->used) {
+		*ret = (uint64_t)(int64_t)-EBUSY; /* the region is full */
+		return 0;
+	} else {
+		len = (size_t)v->len;
+	}
+	ex->views++;
+	at = b->p + b->used;
 	/* One state of the file: the whole copy under one hold of the lock,
 	 * a MiB at a time, paying for each and stopping at the deadline. */
 	arfd_fs_rdlock(d);
@@ -272,7 +294,7 @@ static int h_file_view(struct arf_mc_call *c, uint64_t *ret)
 		do { /* at least once: an empty view is permission-checked too */
 			size_t n = len - got < ARF_MC_CHUNK ? len - got : ARF_MC_CHUNK, g = 0;
 
-			rc = arf_ops_read(&d->fs, &ex->cr, v->ino, v->gen, v->off + got, b->p + got,
+			rc = arf_ops_read(&d->fs, &ex->cr, v->ino, v->gen, v->off + got, at + got,
 					  n, &g);
 			got += g;
 			if (rc || (stop = arf_mc_call_charge_bytes(c, n)) || g < n)
@@ -280,15 +302,20 @@ static int h_file_view(struct arf_mc_call *c, uint64_t *ret)
 		} while (got < len);
 	}
 	arfd_fs_rdunlock(d);
+	if (b->used + got > b->dirty)
+		b->dirty = b->used + got;
 	if (stop)
 		return stop;
-	if (!rc)
-		rc = arf_mc_vm_add_region(c->vm, b->p, got, 0, &addr);
-	if (!rc) {
-		ex->views++;
-		v->addr = addr;
+	if (rc) {
+		/* what a failed read copied is no view: zeros again */
+		memset(at, 0, got);
+	} else {
+		v->addr = b->addr + b->used;
 		v->got = got;
 		v->size = a.size;
+		b->used += (got + 7) & ~(size_t)7; /* the next view starts aligned */
+		if (b->used > ARF_PROG_VIEW_MAX)
+			b->used = ARF_PROG_VIEW_MAX;
 	}
 	*ret = (uint64_t)(int64_t)rc;
 	return 0;

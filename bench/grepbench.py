@@ -10,11 +10,24 @@
     so no page is cached): every byte crosses the transport and FUSE;
   * GNU grep on a copy in tmpfs: the local limit;
   * arf-grep by URL again, with arfd restarted on the same data with
-    `programs.jit=false`: the same matcher interpreted instead of compiled.
+    `programs.jit=false`: the same matcher interpreted instead of compiled;
+  * and by URL with two regular expressions matching the same lines: one
+    with required bytes (the skip loop for them, then the DFA table on the
+    lines holding them) and one without (the DFA table walker alone), for
+    the DFA's compiled scan rate in arfd.
 
 For each: wall time, MB/s, the bytes that crossed the transport (libarf's
 counters, arf-grep --stats) and, for the shipped rows, arfd's CPU time and
 its scan rate in GB/s.  Writes grep.csv and grep.md into --out.
+
+Then arf-grep against GNU grep, both through the same mount (issue 17):
+`-c -i` of a literal and `-c -E` of a regex on the file, and `-r` of a
+literal over a tree of --tree-files small files (100 to a directory,
+about 1-3 KiB each), each with the client's page cache warm (every page of
+the file read through the mount just before; for the tree, the previous
+run) and cold (a fresh mount before each run), three runs each: median,
+min and max.  Writes grep_vs.csv and a second table in grep.md (with
+--only-vs, only these rows: grep_vs.md).
 
   bench/grepbench.py --build build-bench --work DIR --out DIR [--size-mib N] [--check]
 
@@ -35,6 +48,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import Group, bench_arfd, bench_mount, cpu_seconds, log  # noqa: E402
 
 PATTERN = "xyzzy-needle"
+ICASE = "XYZZY-Needle"            # -i literal row
+REGEX = "xy+zz[a-z]-ne+dle"       # -E row: no literal GNU grep can lift whole
+NOMUST = "x[yz]+[yz][-_]n[de]+[dl][el]e"  # no two plain bytes side by side: the table walker
+TREE_PATTERN = "xyzzy-needle"
+RUNS = 3
 MATCH_EVERY_MIB = 32  # one matching line per 32 MiB: rare matches
 
 
@@ -61,6 +79,22 @@ def make_file(path, size):
             f.write(match if i % MATCH_EVERY_MIB == MATCH_EVERY_MIB // 2 else plain)
 
 
+def make_tree(root, nfiles):
+    """nfiles files of 1-3 KiB, 100 to a directory; one in 50 matches."""
+    rnd = random.Random(20261126)
+    words = [b"alpha", b"bravo", b"charlie", b"delta", b"echo", b"foxtrot", b"golf", b"hotel"]
+    for i in range(nfiles):
+        d = os.path.join(root, "d%03d" % (i // 100))
+        if i % 100 == 0:
+            os.makedirs(d, exist_ok=True)
+        lines = [b" ".join(rnd.choice(words) for _ in range(rnd.randint(4, 14)))
+                 for _ in range(rnd.randint(20, 60))]
+        if i % 50 == 7:
+            lines.insert(rnd.randrange(len(lines)), TREE_PATTERN.encode() + b" in file %d" % i)
+        with open(os.path.join(d, "f%03d.txt" % (i % 100)), "wb") as f:
+            f.write(b"\n".join(lines) + b"\n")
+
+
 def timed(args, env=None):
     t = time.monotonic()
     p = subprocess.run(args, capture_output=True, timeout=3600, env=env)
@@ -84,6 +118,11 @@ def main():
     ap.add_argument("--work", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--size-mib", type=int, default=1024)
+    ap.add_argument("--tree-files", type=int, default=10000)
+    ap.add_argument("--arf-grep", help="the arf-grep to time (default: --build's); "
+                    "an earlier one, for a before/after comparison")
+    ap.add_argument("--only-vs", action="store_true",
+                    help="only the arf-grep against GNU grep rows (grep_vs.*)")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 unless every row is there, finite and positive")
     a = ap.parse_args()
@@ -91,9 +130,9 @@ def main():
     work = os.path.join(a.work, "grep")
     os.makedirs(work, exist_ok=True)
     os.makedirs(a.out, exist_ok=True)
-    arf_grep = os.path.join(a.build, "tools", "arf-grep", "arf-grep")
+    arf_grep = a.arf_grep or os.path.join(a.build, "tools", "arf-grep", "arf-grep")
     procs = Group(log=log)
-    rows = []
+    rows, vs = [], []
     try:
         local = os.path.join(work, "local.txt")
         log("grep: making a %d MiB file with a match every %d MiB" % (a.size_mib,
@@ -123,13 +162,23 @@ def main():
                 system, secs, r["mb_s"], crossed if crossed != "" else "-",
                 "  server scan %.2f GB/s (CPU)" % r["server_gb_s"] if server_cpu else ""))
 
-        def shipped(system, target):
+        def shipped(system, target, args=("-c", PATTERN)):
             c0 = cpu_seconds(d.pid)
-            secs, p = timed([arf_grep, "--stats", "-c", PATTERN, target], env)
+            secs, p = timed([arf_grep, "--stats"] + list(args) + [target], env)
             row(system, secs, p, stats_bytes(p.stderr)["bytes_received"], cpu_seconds(d.pid) - c0)
 
+        vs_rows(a, arf_grep, m, env, work, vs)
+        if a.only_vs:
+            return write_vs(a, vs)
+        m.remount()  # the mount row ships: no page of big.txt cached here
         shipped("arf-grep by URL (shipped, JIT)", d.url("/big.txt", "tcp"))
         shipped("arf-grep on the mount (shipped, JIT)", os.path.join(m.path, "big.txt"))
+        # the DFA in arfd: behind the skip loop for a regex's required
+        # bytes, and the table walker alone (no required bytes)
+        shipped("arf-grep by URL, -E regex (required bytes + DFA, JIT)",
+                d.url("/big.txt", "tcp"), ("-c", "-E", REGEX))
+        shipped("arf-grep by URL, -E regex (DFA table walker, JIT)",
+                d.url("/big.txt", "tcp"), ("-c", "-E", NOMUST))
         m.remount()  # no page of big.txt cached in the kernel
         secs, p = timed(["grep", "-c", PATTERN, os.path.join(m.path, "big.txt")], env)
         row("GNU grep through the arf-fuse mount", secs, p, size)
@@ -168,12 +217,84 @@ def main():
                 "%.2f" % r["server_cpu_s"] if r["server_cpu_s"] != "" else "",
                 "%.2f" % r["server_gb_s"] if r["server_gb_s"] != "" else "",
                 r["seconds"] / local_s))
+    write_vs(a, vs)
     if a.check:
         bad = [r["system"] for r in rows if not (math.isfinite(r["seconds"]) and r["seconds"] > 0)]
-        if len(rows) != 5 or bad:
+        if len(rows) != 7 or bad:
             log("grep: check failed: %d rows, bad %s" % (len(rows), bad))
             return 1
-        log("grep: check passed: 5 rows, outputs identical to GNU grep's")
+        log("grep: check passed: 7 rows, outputs identical to GNU grep's")
+    return 0
+
+
+def vs_rows(a, arf_grep, m, env, work, vs):
+    """arf-grep against GNU grep through the same mount: warm and cold."""
+    big = os.path.join(m.path, "big.txt")
+    tree = os.path.join(m.path, "tree")
+    log("grep: making a tree of %d small files in the mount" % a.tree_files)
+    t = time.monotonic()
+    make_tree(tree, a.tree_files)
+    os.sync()
+    log("grep: tree made in %.1f s" % (time.monotonic() - t))
+    cases = [("-c -i literal", ["-c", "-i", ICASE], big, a.size_mib << 20),
+             ("-c -E regex", ["-c", "-E", REGEX], big, a.size_mib << 20),
+             ("-r literal, %d files" % a.tree_files, ["-r", TREE_PATTERN], tree, None)]
+    for label, args, target, nbytes in cases:
+        for cache in ("warm", "cold"):
+            for tool, prog in (("GNU grep", "grep"), ("arf-grep", arf_grep)):
+                secs, out = [], None
+                if cache == "warm":
+                    m.remount()
+                    warm = subprocess.run(["grep", "-c", "-r", "-F", "no such text", target],
+                                          capture_output=True, env=env)
+                    if warm.returncode not in (0, 1):
+                        raise RuntimeError("warming %s: %s" % (target, warm.stderr))
+                for _ in range(RUNS):
+                    if cache == "cold":
+                        m.remount()
+                    s, p = timed([prog] + args + [target], env)
+                    if p.returncode not in (0, 1):
+                        raise RuntimeError("%s %s: exit %d: %s" % (prog, args, p.returncode,
+                                                                   p.stderr.decode()[-500:]))
+                    got = b"".join(sorted(p.stdout.splitlines(True)))
+                    if out is not None and got != out:
+                        raise RuntimeError("%s %s: output changed between runs" % (prog, args))
+                    out = got
+                    secs.append(s)
+                secs.sort()
+                r = {"case": label, "cache": cache, "tool": tool, "median_s": secs[len(secs) // 2],
+                     "min_s": secs[0], "max_s": secs[-1], "runs": len(secs),
+                     "output": out}
+                vs.append(r)
+                log("grep: %-28s %-4s %-8s median %.3f s (%.3f-%.3f)" % (
+                    label, cache, tool, r["median_s"], r["min_s"], r["max_s"]))
+            gnu, arf = vs[-2], vs[-1]
+            if gnu["output"] != arf["output"]:
+                raise RuntimeError("%s %s: arf-grep's output differs from GNU grep's" % (label,
+                                                                                        cache))
+    for r in vs:
+        del r["output"]
+
+
+def write_vs(a, vs):
+    cols = ["case", "cache", "tool", "median_s", "min_s", "max_s", "runs"]
+    with open(os.path.join(a.out, "grep_vs.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(vs)
+    # alone (--only-vs): a table of its own, grep.md left as it is
+    with open(os.path.join(a.out, "grep_vs.md" if a.only_vs else "grep.md"),
+              "w" if a.only_vs else "a") as f:
+        f.write("\n## arf-grep against GNU grep through the same mount (%d MiB file, "
+                "%d-file tree; %d runs: median, min-max)\n\n" % (a.size_mib, a.tree_files, RUNS))
+        f.write("| case | client cache | GNU grep s | arf-grep s | arf / GNU | "
+                "slower beyond the spread? |\n|---|---|---|---|---|---|\n")
+        for i in range(0, len(vs), 2):
+            g, r = vs[i], vs[i + 1]
+            f.write("| %s | %s | %.3f (%.3f-%.3f) | %.3f (%.3f-%.3f) | %.2f | %s |\n" % (
+                g["case"], g["cache"], g["median_s"], g["min_s"], g["max_s"], r["median_s"],
+                r["min_s"], r["max_s"], r["median_s"] / g["median_s"],
+                "yes" if r["min_s"] > g["max_s"] else "no"))
     return 0
 
 

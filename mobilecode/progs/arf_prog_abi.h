@@ -96,8 +96,11 @@ struct arf_prog_attr {
  * consistent state of the file -- into a buffer of the server's that the
  * helper lends the run as a new read-only region at addr.  len is cut to
  * ARF_PROG_VIEW_MAX; got < len at the end of the file; size is the file's
- * size when it was read.  -ESTALE, -EISDIR, -EINVAL (not a regular file),
- * -EACCES, -EBUSY (a second view in one run).  The helper only copies: what
+ * size when it was read.  The views of one run share one region of
+ * ARF_PROG_VIEW_MAX bytes, each placed after the last (8-byte aligned; the
+ * rest of the region reads as zeros): -EBUSY when a later view would go past
+ * its end.  -ESTALE, -EISDIR, -EINVAL (not a regular file), -EACCES.  The
+ * helper only copies: what
  * the bytes mean is the program's business (arf-grep scans them).
  */
 struct arf_prog_file_view {

@@ -115,6 +115,9 @@ PATTERNS = [
     # case folding
     (["-i"], ["hello"]), (["-i"], ["[A-C]"]), (["-i"], ["[[:upper:]]x"]), (["-i", "-E"], ["FO{2}"]),
     (["-i"], ["[^a-z]"]), (["-y"], ["QUICK"]),
+    # -i literals: the local literal search and the folding skip loop
+    (["-i"], ["wOrLd"]), (["-F", "-i"], ["O W"]), (["-i"], ["THE QUICK"]), (["-F", "-i"], ["x-Y"]),
+    (["-i"], ["NEEDLE"]), (["-F", "-i"], ["[a]"]), (["-i"], ["q"]), (["-i", "-E"], ["Foo"]),
     # -w / -x
     (["-w"], ["foo"]), (["-w"], ["word"]), (["-w"], ["o*"]), (["-w"], [""]), (["-x"], [""]),
     (["-x"], ["x"]), (["-x", "-E"], ["[a-z ]+"]), (["-w", "-E"], ["foo|bar"]),

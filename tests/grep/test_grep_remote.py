@@ -5,7 +5,9 @@ copies of the corpus inside an arf-fuse mount (by path) and by arf:// URL,
 against GNU grep on the local originals; stdout and exit status must be
 identical (file names in the URL tier are mapped back to local names).
 Both tiers run the generated program on arfd (tools/arf-grep/remote.c):
-a mount path goes to the server named by its user.arf.server attribute.
+a mount path goes to the server named by its user.arf.server attribute,
+with the page-cache check off (ARF_GREP_PAGECACHE=0); -r of a mount's
+directory is walked on the server.
 ARF_GREP_SLICE, when set, is not used here: the shipped slices follow the
 server's budget.
 
@@ -38,6 +40,12 @@ import fusetest  # noqa: E402
 from fusetest import FuseTestCase  # noqa: E402
 
 
+# The files the tests copy into the mount are in this host's page cache,
+# where arf-grep would search them here: the shipped path is what is tested
+# (PageCache tests the other).
+SHIPPED = {"ARF_GREP_PAGECACHE": "0"}
+
+
 class GrepOnArf(FuseTestCase):
     def setUp(self):
         super().setUp()
@@ -64,7 +72,7 @@ class GrepOnArf(FuseTestCase):
                 continue
             args = opts + pargs + names
             want = D.run(D.GNU_GREP, args, self.local)
-            got = D.run(D.ARF_GREP, args, self.mnt.path)
+            got = D.run(D.ARF_GREP, args, self.mnt.path, SHIPPED)
             n += 1
             if "-r" in opts:  # recursion follows each filesystem's readdir order
                 want = (b"".join(sorted(want[0].splitlines(True))), want[1])
@@ -191,6 +199,133 @@ class ChangingFile(FuseTestCase):
         self.assertGreater(passes[0], 0, "the writer made no pass")
         print("changing file: %d scans during %d rewrites, no line that was never written" % (
             scans, passes[0]))
+
+
+class SmallFiles(FuseTestCase):
+    """grep -r of a directory of the mount: walked on the server (readdir
+    with attributes, no stat or open through the mount), the small files
+    searched many to a run (the batch wrapper: several file views in one
+    run, arfd/helpers.c).  The tree mixes what sends a batched file back to
+    a run of its own: a NUL, more selected lines than a batch takes for one
+    file, a file longer than a batch's view, and what a batch must get
+    right itself: empty files, no final newline, long lines (fetched rather
+    than inline), -m, -l/-L.  Output (sorted: readdir orders differ) and
+    exit status equal GNU grep's on a local copy, and the search takes far
+    fewer runs than there are files."""
+
+    def setUp(self):
+        super().setUp()
+        if not os.path.exists(D.ARF_GREP):
+            self.skipTest("arf-grep not built")
+        self.local = tempfile.mkdtemp(prefix="arfgrep-tree-")
+        self.addCleanup(shutil.rmtree, self.local, True)
+        self.nfiles = 0
+        for root in (self.local, self.mnt.path):
+            for d in range(4):
+                top = os.path.join(root, "tree", "d%d" % d, "e")
+                os.makedirs(top, exist_ok=True)
+                for i in range(40):
+                    body = self.content(d, i)
+                    where = top if i % 3 else os.path.dirname(top)
+                    with open(os.path.join(where, "f%02d.txt" % i), "wb") as f:
+                        f.write(body)
+                    if root == self.local:
+                        self.nfiles += 1
+
+    @staticmethod
+    def content(d, i):
+        k = d * 40 + i
+        if k % 17 == 0:
+            return b""
+        lines = [b"plain line %d of some text" % j for j in range(k % 7)]
+        if k % 5 == 0:
+            lines.insert(k % 3, b"a Needle here %d" % k)
+        if k % 11 == 0:
+            lines += [b"needle %d" % j for j in range(40)]   # more than a batch takes
+        if k % 13 == 0:
+            lines.append(b"needle with a NUL \0 after it")
+        if k % 19 == 0:
+            lines.append(b"needle " + b"y" * 9000)           # not inline
+        if k % 23 == 0:
+            lines += [b"filler needle line"] * 30000          # longer than a batch's view
+        body = b"\n".join(lines)
+        return body if k % 4 == 0 else body + b"\n"
+
+    def test_tree(self):
+        bad, n = [], 0
+        sets = [[], ["-n"], ["-c"], ["-l"], ["-L"], ["-i"], ["-v", "-c"], ["-o", "-i"],
+                ["-m", "1"], ["-h", "-b"], ["-a"], ["-q"], ["-w", "-n"], ["-F", "-i", "-c"],
+                ["-E", "-c"], ["-m", "2", "-c", "-i"]]
+        for opts in sets:
+            pat = "NEEDLE|plain l[a-z]+e 3" if "-E" in opts else "needle"
+            for target, cwd in ([("tree", "")] if opts not in (["-n"], ["-l"]) else
+                                [("tree/d1", ""), (None, "tree")]):
+                args = opts + ["-r", pat] + ([target] if target else [])
+                want = D.run(D.GNU_GREP, args, os.path.join(self.local, cwd))
+                got = D.run(D.ARF_GREP, args, os.path.join(self.mnt.path, cwd))
+                want = (b"".join(sorted(want[0].splitlines(True))), want[1])
+                got = (b"".join(sorted(got[0].splitlines(True))), got[1], got[2])
+                n += 1
+                if want[:2] != got[:2]:
+                    bad.append("%r in %r: gnu rc=%d %r / arf rc=%d %r %r" % (
+                        args, cwd, want[1], want[0][:300], got[1], got[0][:300], got[2][:300]))
+        for opts in (["-n"], ["-c"]):    # and by URL: the same walk and batches
+            url = self.arfd.url("/tree")
+            want = D.run(D.GNU_GREP, opts + ["-r", "needle", "tree"], self.local)
+            got = D.run(D.ARF_GREP, opts + ["-r", "needle", url], self.local)
+            want = (b"".join(sorted(want[0].splitlines(True))), want[1])
+            out = b"".join(sorted(got[0].replace(url.encode(), b"tree").splitlines(True)))
+            n += 1
+            if want != (out, got[1]):
+                bad.append("%r by URL: gnu rc=%d %r / arf rc=%d %r %r" % (
+                    opts, want[1], want[0][:300], got[1], out[:300], got[2][:300]))
+        p = subprocess.run([D.ARF_GREP, "--stats", "-r", "-l", "needle", "tree"],
+                           cwd=self.mnt.path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           env=D.ENV)
+        m = re.search(rb"execs (\d+)", p.stderr)
+        self.assertIsNotNone(m, p.stderr)
+        print("small files: %d cases, %d identical; -r -l over %d files took %s runs" % (
+            n, n - len(bad), self.nfiles, m.group(1).decode()))
+        self.assertFalse(bad, "\n".join(bad[:10]))
+        self.assertLess(int(m.group(1)), self.nfiles // 3)
+
+
+class PageCache(FuseTestCase):
+    """A file whose every page is in this host's page cache is searched
+    here, through the mount (mmap + mincore say so): no run on arfd; with
+    ARF_GREP_PAGECACHE=0, or once the pages are dropped, it is shipped."""
+
+    def test_cached_here_else_shipped(self):
+        if not os.path.exists(D.ARF_GREP):
+            self.skipTest("arf-grep not built")
+        local = tempfile.mkdtemp(prefix="arfgrep-pc-")
+        self.addCleanup(shutil.rmtree, local, True)
+        body = b"".join(b"line %d Copyright the authors\n" % i if i % 97 == 0 else
+                        b"line %d of plain text\n" % i for i in range(20000))
+        for d in (local, self.mnt.path):
+            with open(os.path.join(d, "pc.txt"), "wb") as f:
+                f.write(body)
+        path = os.path.join(self.mnt.path, "pc.txt")
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), body)          # every page cached
+        want = D.run(D.GNU_GREP, ["-n", "-i", "copyright", "pc.txt"], local)
+
+        def search(env):
+            p = subprocess.run([D.ARF_GREP, "--stats", "-n", "-i", "copyright", path],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env=dict(D.ENV, **env))
+            self.assertEqual((p.stdout, p.returncode), want[:2], p.stderr)
+            m = re.search(rb"execs (\d+)", p.stderr)
+            return int(m.group(1)) if m else 0
+
+        self.assertEqual(search({}), 0)
+        self.assertGreater(search({"ARF_GREP_PAGECACHE": "0"}), 0)
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+        print("page cache: cached: searched here; dropped: %d runs" % search({}))
 
 
 def harness_ctl():

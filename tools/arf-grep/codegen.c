@@ -187,9 +187,10 @@ int grep_codegen(struct matcher *m, const struct grep_gen_opts *o, struct grep_p
 		 char *err, size_t errlen)
 {
 	memset(out, 0, sizeof(*out));
-	if (!o->table && m->fixed_single && !m->o.words && !m->o.lines && !o->invert && m->fixed_len < 4096 &&
-	    !memchr(m->fixed, 0, m->fixed_len))
-		return cg_gen_fixed(m, o, out, err, errlen);
+	if (!o->table && !o->invert && m->lit_ok && m->lit.len < 4096)
+		return cg_gen_fixed(m, &m->lit, 0, o, out, err, errlen);
+	if (!o->table && !o->invert && !m->lit_ok && m->must.len && m->must.len < 4096)
+		return cg_gen_fixed(m, &m->must, 1, o, out, err, errlen);
 	return cg_gen_dfa(m, o, out, err, errlen);
 }
 

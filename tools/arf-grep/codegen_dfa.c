@@ -17,19 +17,12 @@
 
 #include "codegen_int.h"
 
-#define SP_BASE        0x7fffff00u
-#define SP_MATCH       0x7fffff01u /* the line matched; its end is still ahead */
-#define SP_EOL_MATCH   0x7fffff02u /* a line ended; it matched */
-#define SP_EOL_NOMATCH 0x7fffff03u /* a line ended; it did not match */
-#define SP_NUL         0x7fffff04u /* a NUL (GREP_NUL_STOP) */
-#define SP_PENDING     0x7fffff05u /* saved state: matched, looking for the end */
 
-int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
-	       char *err, size_t errlen)
+int cg_dfa_table(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
+		 int *nlcls_out, char *err, size_t errlen)
 {
 	struct dfa d;
-	struct cg g = { 0 };
-	int r, ncls = 0, nlcls, nulcls = -1;
+	int r, ncls = 0, nlcls;
 	int cls[256];
 	uint32_t *col = NULL, *tab = NULL;
 
@@ -87,8 +80,6 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 			cls[c] = ncls++;
 	}
 	nlcls = cls['\n'];
-	nulcls = cls[0];
-	(void)nulcls;
 	tab = calloc((size_t)ns * (size_t)ncls, sizeof(uint32_t));
 	if (!tab) {
 		r = -ENOMEM;
@@ -111,6 +102,29 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	memcpy(out->rodata + 256, tab, (size_t)ns * ncls * 4);
 	out->nstates = ns;
 	out->kind = 0;
+	*nlcls_out = nlcls;
+out:
+	if (r) {
+		free(out->rodata);
+		out->rodata = NULL;
+		if (r == -ENOMEM)
+			snprintf(err, errlen, "out of memory");
+	}
+	free(col);
+	free(tab);
+	dfa_free(&d);
+	return r;
+}
+
+int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
+	       char *err, size_t errlen)
+{
+	struct cg g = { 0 };
+	int r, nlcls;
+
+	r = cg_dfa_table(m, o, out, &nlcls, err, errlen);
+	if (r)
+		return r;
 
 	/* the code */
 	int loop = cg_label(&g), special = cg_label(&g), matched = cg_label(&g), skip = cg_label(&g),
@@ -205,12 +219,7 @@ out:
 	if (r) {
 		free(out->rodata);
 		out->rodata = NULL;
-		if (r == -ENOMEM)
-			snprintf(err, errlen, "out of memory");
 	}
-	free(col);
-	free(tab);
 	cg_free(&g);
-	dfa_free(&d);
 	return r;
 }

@@ -2,11 +2,18 @@
 /*
  * The fixed-string skip loop, for one string with nothing special in it (as
  * -F or a literal BRE/ERE; no -w/-x/-v): the loop looks for the needle's
- * rarest byte only, eight bytes at a time (a word's bytes equal to it, or
- * NUL, found with the carry-free "has a zero byte" test), then byte by byte
- * within a word that has one; a hit is verified by straight-line compares,
- * and only then are the line's ends searched.  Its saved state is the
- * position alone.
+ * rarest byte only (matcher.c chose it; a letter under -i in either case),
+ * eight bytes at a time (a word's bytes equal to it, or NUL, found with the
+ * carry-free "has a zero byte" test; the word OR 0x20.. when folding), then
+ * byte by byte within a word that has one; a hit is verified by
+ * straight-line compares, and only then are the line's ends searched.  Its
+ * saved state is the position alone.
+ *
+ * The same loop serves a regex with required bytes (matcher.c's must: bytes
+ * every match holds side by side): a line holding them is walked through
+ * the DFA's table (codegen_dfa.c) from its first row, and selected if the
+ * walk matches; other lines are never looked at, so the scan goes at the
+ * skip loop's speed rather than the table walker's ten instructions a byte.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,45 +22,25 @@
 
 #include "codegen_int.h"
 
-/* How rare a byte is in ordinary text (lower is rarer). */
-static int byte_freq(unsigned c)
-{
-	static const char common[] = " etaoinshrdlcumwfgypbvkjxqz\n";
-	const char *p;
-
-	if (c >= 'A' && c <= 'Z')
-		c += 32;
-	p = c ? strchr(common, (int)c) : NULL;
-	if (p)
-		return 100 - (int)(p - common);
-	if (c >= '0' && c <= '9')
-		return 40;
-	if (c >= 32 && c < 127)
-		return 30;
-	return 10;
-}
-
-static int is_alpha(unsigned c) { return (c | 32) >= 'a' && (c | 32) <= 'z'; }
-
-int cg_gen_fixed(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
-		 char *err, size_t errlen)
+int cg_gen_fixed(struct matcher *m, const struct grep_lit *l, int dfa,
+		 const struct grep_gen_opts *o, struct grep_prog *out, char *err, size_t errlen)
 {
 	struct cg g = { 0 };
-	const unsigned char *nd = m->fixed;
-	int len = (int)m->fixed_len, k = 0, icase = m->o.icase, r;
-
-	for (int j = 1; j < len; j++)
-		if (byte_freq(nd[j]) < byte_freq(nd[k]))
-			k = j;
+	const unsigned char *nd = l->lower;
+	int len = (int)l->len, k = (int)l->rare, r, nlcls = 0;
 	unsigned rare = nd[k];
+
+	if (dfa && (r = cg_dfa_table(m, o, out, &nlcls, err, errlen)))
+		return r;
 
 	int loop = cg_label(&g), cand = cg_label(&g), back = cg_label(&g), back_done = cg_label(&g),
 	    fwd = cg_label(&g), fwd_nl = cg_label(&g), slice_end = cg_label(&g), consumed = cg_label(&g),
 	    nul = cg_label(&g), cnt = cg_label(&g), cnt_done = cg_label(&g), cnt_skip = cg_label(&g),
 	    after = cg_label(&g);
 
-	int enter8 = cg_label(&g), loop8 = cg_label(&g), group = cg_label(&g), tail = cg_label(&g);
-	int fold = icase && is_alpha(rare);
+	int enter8 = cg_label(&g), loop8 = cg_label(&g), group = cg_label(&g), tail = cg_label(&g),
+	    count = cg_label(&g), emit = cg_label(&g), matched = cg_label(&g);
+	int fold = l->fold[k];
 
 	cg_prologue(&g);
 	cg_put(&g, STXDW, R10, R6, SLOT_GROUP, 0);
@@ -66,7 +53,7 @@ int cg_gen_fixed(struct matcher *m, const struct grep_gen_opts *o, struct grep_p
 	 * (lower case when folding), r3 0x01 and r4 0x80 in each, r1 and r5
 	 * scratch; a word with the rare byte (or a NUL) goes byte by byte */
 	cg_here(&g, enter8);
-	cg_lddw(&g, R2, UINT64_C(0x0101010101010101) * (fold ? (rare | 32) : rare));
+	cg_lddw(&g, R2, UINT64_C(0x0101010101010101) * rare);
 	cg_lddw(&g, R3, UINT64_C(0x0101010101010101));
 	cg_lddw(&g, R4, UINT64_C(0x8080808080808080));
 	cg_here(&g, loop8);
@@ -110,7 +97,7 @@ int cg_gen_fixed(struct matcher *m, const struct grep_gen_opts *o, struct grep_p
 	cg_jmp(&g, JGE_X, R6, R1, 0, enter8);
 	cg_put(&g, LDXB, R0, R6, 0, 0);
 	cg_put(&g, ADD_K, R6, 0, 0, 1);
-	if (icase && is_alpha(rare)) {
+	if (fold) {
 		cg_jmp(&g, JEQ_K, R0, 0, (int32_t)(rare | 32), cand);
 		cg_jmp(&g, JEQ_K, R0, 0, (int32_t)(rare & ~32u), cand);
 	} else {
@@ -133,10 +120,10 @@ int cg_gen_fixed(struct matcher *m, const struct grep_gen_opts *o, struct grep_p
 	cg_put(&g, LDXDW, R4, R10, SLOT_BUFEND, 0);
 	cg_jmp(&g, JGT_X, R3, R4, 0, loop);
 	for (int j = 0; j < len; j++) {
-		if (j == k && !(icase && is_alpha(nd[j])))
+		if (j == k && !l->fold[j])
 			continue;
 		cg_put(&g, LDXB, R0, R1, (int16_t)j, 0);
-		if (icase && is_alpha(nd[j])) {
+		if (l->fold[j]) {
 			cg_put(&g, OR_K, R0, 0, 0, 32);
 			cg_jmp(&g, JNE_K, R0, 0, (int32_t)(nd[j] | 32), loop);
 		} else {
@@ -154,6 +141,9 @@ int cg_gen_fixed(struct matcher *m, const struct grep_gen_opts *o, struct grep_p
 	cg_put(&g, ADD_K, R4, 0, 0, -1);
 	cg_jmp(&g, JA, 0, 0, 0, back);
 	cg_here(&g, back_done);
+	if (dfa)
+		cg_jmp(&g, JA, 0, 0, 0, fwd);  /* the line's end, its walk, then the count */
+	cg_here(&g, count);
 	/* r8 = newlines in [r2, r4): the lines skipped over */
 	cg_put(&g, MOV_K, R8, 0, 0, 0);
 	if (o->lineno) {
@@ -175,6 +165,8 @@ int cg_gen_fixed(struct matcher *m, const struct grep_gen_opts *o, struct grep_p
 		cg_jmp(&g, JA, 0, 0, 0, cnt);
 		cg_here(&g, cnt_done);
 	}
+	if (dfa)
+		cg_jmp(&g, JA, 0, 0, 0, emit);
 	/* the line ends at the next terminator after the needle */
 	cg_here(&g, fwd);
 	cg_put(&g, LDXDW, R0, R10, SLOT_BUFEND, 0);
@@ -195,6 +187,49 @@ int cg_gen_fixed(struct matcher *m, const struct grep_gen_opts *o, struct grep_p
 	cg_put(&g, ADD_K, R3, 0, 0, 1);
 	cg_jmp(&g, JA, 0, 0, 0, fwd);
 	cg_here(&g, fwd_nl);
+	if (dfa) {
+		/* the line [r4, r3) through the table from its first row:
+		 * r1 cursor, r2 row, r5 the table, r0 scratch */
+		int walk = cg_label(&g), at_end = cg_label(&g), no = cg_label(&g),
+		    no_clamp = cg_label(&g);
+
+		cg_lddw(&g, R5, ARF_MC_ADDR(ARF_MC_REGION_RODATA, 0));
+		cg_put(&g, MOV_X, R1, R4, 0, 0);
+		cg_put(&g, MOV_K, R2, 0, 0, 0);
+		cg_here(&g, walk);
+		cg_jmp(&g, JGE_X, R1, R3, 0, at_end);
+		cg_put(&g, LDXB, R0, R1, 0, 0);
+		cg_put(&g, ADD_K, R1, 0, 0, 1);
+		cg_put(&g, ADD_X, R0, R5, 0, 0);
+		cg_put(&g, LDXB, R0, R0, 0, 0);
+		cg_put(&g, LSH_K, R0, 0, 0, 2);
+		cg_put(&g, ADD_X, R0, R2, 0, 0);
+		cg_put(&g, ADD_X, R0, R5, 0, 0);
+		cg_put(&g, LDXW, R2, R0, 256, 0);
+		cg_jmp(&g, JLT_K, R2, 0, (int32_t)SP_BASE, walk);
+		cg_jmp(&g, JEQ_K, R2, 0, (int32_t)SP_MATCH, matched);
+		cg_jmp(&g, JA, 0, 0, 0, no);
+		cg_here(&g, at_end);                /* the line's end decides */
+		cg_put(&g, MOV_K, R0, 0, 0, nlcls * 4);
+		cg_put(&g, ADD_X, R0, R2, 0, 0);
+		cg_put(&g, ADD_X, R0, R5, 0, 0);
+		cg_put(&g, LDXW, R0, R0, 256, 0);
+		cg_jmp(&g, JEQ_K, R0, 0, (int32_t)SP_EOL_MATCH, matched);
+		cg_here(&g, no);                    /* not selected: on after its end */
+		cg_put(&g, MOV_X, R6, R3, 0, 0);
+		cg_put(&g, ADD_K, R6, 0, 0, 1);
+		cg_put(&g, LDXDW, R1, R10, SLOT_BUFEND, 0);
+		cg_jmp(&g, JLE_X, R6, R1, 0, no_clamp);
+		cg_put(&g, MOV_X, R6, R1, 0, 0);
+		cg_here(&g, no_clamp);
+		cg_jmp(&g, JA, 0, 0, 0, loop);
+		cg_here(&g, matched);               /* r2 again the line start pointer */
+		cg_ldctx(&g, R2, CTX(line_start));
+		cg_put(&g, LDXDW, R0, R10, SLOT_DELTA, 0);
+		cg_put(&g, SUB_X, R2, R0, 0, 0);
+		cg_jmp(&g, JA, 0, 0, 0, count);
+	}
+	cg_here(&g, emit);
 	/* emit [r4, r3) (r6 keeps the end across the helper call), then
 	 * lineno += r8 and the next line starts after the terminator */
 	cg_put(&g, MOV_X, R6, R3, 0, 0);
@@ -215,10 +250,12 @@ int cg_gen_fixed(struct matcher *m, const struct grep_gen_opts *o, struct grep_p
 	r = cg_resolve(&g);
 	if (r) {
 		snprintf(err, errlen, "program generation failed");
+		free(out->rodata);
+		out->rodata = NULL;
 	} else {
 		out->insns = g.v;
 		out->n = g.n;
-		out->kind = 1;
+		out->kind = dfa ? 2 : 1;
 		g.v = NULL;
 	}
 	cg_free(&g);

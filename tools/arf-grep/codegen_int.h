@@ -101,11 +101,26 @@ void cg_nul_stop(struct cg *g);
  * consumed; code placed next runs at consumed (the whole buffer scanned). */
 void cg_slice_exits(struct cg *g, int nul, int slice_end, int consumed);
 
-/* ---- the two shapes: grep_codegen()'s contract ---- */
+/* ---- the shapes: grep_codegen()'s contract ---- */
 
+/* Table entries at or above SP_BASE (codegen_dfa.c) */
+#define SP_BASE        0x7fffff00u
+#define SP_MATCH       0x7fffff01u /* the line matched; its end is still ahead */
+#define SP_EOL_MATCH   0x7fffff02u /* a line ended; it matched */
+#define SP_EOL_NOMATCH 0x7fffff03u /* a line ended; it did not match */
+#define SP_NUL         0x7fffff04u /* a NUL (GREP_NUL_STOP) */
+#define SP_PENDING     0x7fffff05u /* saved state: matched, looking for the end */
+
+/* The DFA's table as the program's read-only data (out->rodata, nstates);
+ * *nlcls: the newline's byte class.  0, -E2BIG (message in err), -ENOMEM. */
+int cg_dfa_table(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
+		 int *nlcls, char *err, size_t errlen);
 int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
 	       char *err, size_t errlen);
-int cg_gen_fixed(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
-		 char *err, size_t errlen);
+/* The skip loop for needle l: the pattern itself (dfa 0), or a regex's
+ * required bytes, each line holding them then walked through the table
+ * (dfa 1; kind 2). */
+int cg_gen_fixed(struct matcher *m, const struct grep_lit *l, int dfa,
+		 const struct grep_gen_opts *o, struct grep_prog *out, char *err, size_t errlen);
 
 #endif

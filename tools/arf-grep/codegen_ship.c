@@ -104,6 +104,190 @@ static int gen_wrapper(struct cg *g, size_t *call_at)
 	return cg_resolve(g);
 }
 
+#define BCTX(f) ((int16_t)offsetof(struct grep_bctx, f))
+#define BV(f) ((int16_t)(offsetof(struct grep_bctx, v) + offsetof(struct arf_prog_file_view, f)))
+#define BC(f) ((int16_t)(offsetof(struct grep_bctx, c) + offsetof(struct grep_ctx, f)))
+
+/* r0 = r0 * 24 (a record's size), with r1 as scratch */
+static void mul_rec(struct cg *g, int r, int t)
+{
+	_Static_assert(sizeof(struct grep_rec) == 24, "grep_rec");
+	cg_put(g, LSH_K, r, 0, 0, 3);
+	cg_put(g, MOV_X, t, r, 0, 0);
+	cg_put(g, LSH_K, t, 0, 0, 1);
+	cg_put(g, ADD_X, r, t, 0, 0);
+}
+
+/*
+ * The batch wrapper (grep_int.h, struct grep_bctx).  r6 the context (the
+ * scan's context is its first member, so r6 is also the scan's r1), r7
+ * the file's result, r8/r9 loop state; every count lives in the context,
+ * since helper calls take r1-r5.
+ */
+static int gen_batch_wrapper(struct cg *g, size_t *call_at)
+{
+	int next = cg_label(g), finish = cg_label(g), viewed = cg_label(g), whole = cg_label(g),
+	    patch = cg_label(g), no_inline = cg_label(g), sum = cg_label(g), sum_skip = cg_label(g),
+	    sum_done = cg_label(g), emit = cg_label(g), emit_skip = cg_label(g), scanned = cg_label(g),
+	    neg = cg_label(g);
+	uint64_t out = ARF_MC_ADDR(ARF_MC_REGION_OUT, 0);
+
+	cg_put(g, MOV_X, R6, R1, 0, 0);
+	cg_put(g, STDW, R6, 0, BCTX(i), 0);
+	cg_put(g, STDW, R6, 0, BCTX(out_at), 0);
+	cg_here(g, next);
+	cg_put(g, LDXDW, R1, R6, BCTX(i), 0);
+	cg_put(g, LDXDW, R2, R6, BCTX(nfiles), 0);
+	cg_jmp(g, JGE_X, R1, R2, 0, finish);
+	/* room for the header and max_rec records, or the run ends here */
+	cg_put(g, LDXDW, R3, R6, BCTX(max_rec), 0);
+	mul_rec(g, R3, R4);
+	cg_put(g, LDXDW, R4, R6, BCTX(out_at), 0);
+	cg_put(g, ADD_X, R3, R4, 0, 0);
+	cg_put(g, ADD_K, R3, 0, 0, (int32_t)sizeof(struct grep_bres));
+	cg_put(g, LDXDW, R4, R6, BCTX(out_room), 0);
+	cg_jmp(g, JGT_X, R3, R4, 0, finish);
+	/* the header's place, filled in once the file is done */
+	cg_put(g, LDXDW, R1, R6, BCTX(out_at), 0);
+	cg_put(g, STXDW, R6, R1, BCTX(hdr_at), 0);
+	cg_put(g, ADD_K, R1, 0, 0, (int32_t)sizeof(struct grep_bres));
+	cg_put(g, STXDW, R6, R1, BCTX(out_at), 0);
+	cg_put(g, STDW, R6, 0, BCTX(fl), 0);
+	cg_put(g, STDW, R6, 0, BC(nrec), 0);
+	cg_put(g, MOV_X, R1, R6, 0, 0);
+	cg_put(g, ADD_K, R1, 0, 0, BCTX(zero));
+	cg_put(g, MOV_K, R2, 0, 0, (int32_t)sizeof(struct grep_bres));
+	cg_put(g, CALL, 0, 0, 0, GREP_HELPER_EMIT);
+	/* the view of file i: all of it, from its start */
+	cg_put(g, LDXDW, R1, R6, BCTX(i), 0);
+	cg_put(g, LSH_K, R1, 0, 0, 4);
+	cg_put(g, ADD_X, R1, R6, 0, 0);
+	cg_put(g, LDXDW, R2, R1, BCTX(f), 0);
+	cg_put(g, STXDW, R6, R2, BV(ino), 0);
+	cg_put(g, LDXDW, R2, R1, (int16_t)(BCTX(f) + 8), 0); /* gen and pad0 */
+	cg_put(g, STXDW, R6, R2, BV(gen), 0);
+	cg_put(g, STDW, R6, 0, BV(off), 0);
+	cg_put(g, LDXDW, R2, R6, BCTX(view_len), 0);
+	cg_put(g, STXDW, R6, R2, BV(len), 0);
+	cg_put(g, MOV_X, R1, R6, 0, 0);
+	cg_put(g, ADD_K, R1, 0, 0, BCTX(v));
+	cg_put(g, MOV_K, R2, 0, 0, (int32_t)sizeof(struct arf_prog_file_view));
+	cg_put(g, CALL, 0, 0, 0, ARF_PH_FILE_VIEW);
+	cg_jmp(g, JSGE_K, R0, 0, 0, viewed);
+	cg_put(g, MOV_X, R7, R0, 0, 0);
+	cg_jmp(g, JA, 0, 0, 0, neg);
+	cg_here(g, viewed);
+	/* longer than its view (it grew since the listing): the client's */
+	cg_put(g, LDXDW, R2, R6, BV(got), 0);
+	cg_put(g, LDXDW, R3, R6, BV(size), 0);
+	cg_jmp(g, JGE_X, R2, R3, 0, whole);
+	cg_put(g, MOV_K, R7, 0, 0, GREP_RET_GROW);
+	cg_jmp(g, JA, 0, 0, 0, neg);
+	cg_here(g, whole);
+	/* the scan's context: the whole view, cursor at its start */
+	cg_put(g, LDXDW, R1, R6, BV(addr), 0);
+	cg_put(g, STXDW, R6, R1, BC(buf), 0);
+	cg_put(g, STXDW, R6, R2, BC(len), 0);
+	cg_put(g, STDW, R6, 0, BC(base), 0);
+	cg_put(g, STDW, R6, 0, BC(flags), GREP_CTX_EOF);
+	cg_put(g, STDW, R6, 0, BC(pos), 0);
+	cg_put(g, STDW, R6, 0, BC(line_start), 0);
+	cg_put(g, STDW, R6, 0, BC(lineno), 0);
+	cg_put(g, STDW, R6, 0, BC(state), 0);
+	cg_put(g, STDW, R6, 0, BC(nsel), 0);
+	cg_put(g, LDXDW, R1, R6, BCTX(max_sel), 0);
+	cg_put(g, STXDW, R6, R1, BC(max_sel), 0);
+	cg_put(g, LDXDW, R1, R6, BCTX(max_rec), 0);
+	cg_put(g, STXDW, R6, R1, BC(max_rec), 0);
+	cg_put(g, STDW, R6, 0, BC(limit), 0);
+	cg_put(g, STDW, R6, 0, BC(nul_at), 0);
+	cg_put(g, MOV_X, R1, R6, 0, 0);
+	*call_at = g->n;
+	cg_put(g, CALL, 0, 1 /* local */, 0, 0);
+	cg_put(g, MOV_X, R7, R0, 0, 0);
+	cg_here(g, scanned);
+	/* the records are out: count them */
+	cg_put(g, LDXDW, R1, R6, BC(nrec), 0);
+	mul_rec(g, R1, R2);
+	cg_put(g, LDXDW, R2, R6, BCTX(out_at), 0);
+	cg_put(g, ADD_X, R2, R1, 0, 0);
+	cg_put(g, STXDW, R6, R2, BCTX(out_at), 0);
+	/* the short lines' bytes, when the file is done and they all fit */
+	cg_put(g, LDXDW, R1, R6, BCTX(inline_max), 0);
+	cg_jmp(g, JEQ_K, R1, 0, 0, no_inline);
+	cg_jmp(g, JEQ_K, R7, 0, GREP_RET_DONE, sum);
+	cg_jmp(g, JNE_K, R7, 0, GREP_RET_MAX, no_inline);
+	cg_here(g, sum);
+	cg_lddw(g, R9, out);
+	cg_put(g, LDXDW, R1, R6, BCTX(hdr_at), 0);
+	cg_put(g, ADD_X, R9, R1, 0, 0);
+	cg_put(g, ADD_K, R9, 0, 0, (int32_t)sizeof(struct grep_bres));
+	cg_put(g, LDXDW, R8, R6, BC(nrec), 0);
+	cg_put(g, MOV_K, R2, 0, 0, 0);
+	cg_put(g, LDXDW, R5, R6, BCTX(inline_max), 0);
+	cg_put(g, MOV_X, R3, R8, 0, 0);
+	cg_put(g, MOV_X, R0, R9, 0, 0);
+	{
+		int l = cg_label(g);
+
+		cg_here(g, l);
+		cg_jmp(g, JEQ_K, R3, 0, 0, sum_done);
+		cg_put(g, LDXDW, R4, R0, 16, 0);
+		cg_jmp(g, JEQ_K, R4, 0, 0, sum_skip);
+		cg_jmp(g, JGT_X, R4, R5, 0, sum_skip);
+		cg_put(g, ADD_X, R2, R4, 0, 0);
+		cg_here(g, sum_skip);
+		cg_put(g, ADD_K, R0, 0, 0, (int32_t)sizeof(struct grep_rec));
+		cg_put(g, ADD_K, R3, 0, 0, -1);
+		cg_jmp(g, JA, 0, 0, 0, l);
+	}
+	cg_here(g, sum_done);
+	cg_put(g, LDXDW, R1, R6, BCTX(out_at), 0);
+	cg_put(g, ADD_X, R2, R1, 0, 0);
+	cg_put(g, LDXDW, R1, R6, BCTX(out_room), 0);
+	cg_jmp(g, JGT_X, R2, R1, 0, no_inline);
+	cg_put(g, STDW, R6, 0, BCTX(fl), GREP_BRES_INLINE);
+	cg_here(g, emit);
+	cg_jmp(g, JEQ_K, R8, 0, 0, no_inline);
+	cg_put(g, LDXDW, R2, R9, 16, 0);
+	cg_jmp(g, JEQ_K, R2, 0, 0, emit_skip);
+	cg_put(g, LDXDW, R3, R6, BCTX(inline_max), 0);
+	cg_jmp(g, JGT_X, R2, R3, 0, emit_skip);
+	cg_put(g, LDXDW, R3, R6, BCTX(out_at), 0);
+	cg_put(g, ADD_X, R3, R2, 0, 0);
+	cg_put(g, STXDW, R6, R3, BCTX(out_at), 0);
+	cg_put(g, LDXDW, R1, R9, 0, 0);            /* base 0: the offset is the index */
+	cg_put(g, LDXDW, R3, R6, BV(addr), 0);
+	cg_put(g, ADD_X, R1, R3, 0, 0);
+	cg_put(g, CALL, 0, 0, 0, GREP_HELPER_EMIT);
+	cg_here(g, emit_skip);
+	cg_put(g, ADD_K, R9, 0, 0, (int32_t)sizeof(struct grep_rec));
+	cg_put(g, ADD_K, R8, 0, 0, -1);
+	cg_jmp(g, JA, 0, 0, 0, emit);
+	cg_here(g, no_inline);
+	/* the header: nrec << 8 | code */
+	cg_put(g, LDXDW, R0, R6, BC(nrec), 0);
+	cg_put(g, LSH_K, R0, 0, 0, 8);
+	cg_put(g, ADD_X, R0, R7, 0, 0);
+	cg_put(g, MOV_X, R7, R0, 0, 0);
+	cg_here(g, neg);
+	cg_here(g, patch);
+	cg_lddw(g, R1, out);
+	cg_put(g, LDXDW, R2, R6, BCTX(hdr_at), 0);
+	cg_put(g, ADD_X, R1, R2, 0, 0);
+	cg_put(g, STXDW, R1, R7, 0, 0);
+	cg_put(g, LDXDW, R2, R6, BCTX(fl), 0);
+	cg_put(g, STXDW, R1, R2, 8, 0);
+	cg_put(g, LDXDW, R1, R6, BCTX(i), 0);
+	cg_put(g, ADD_K, R1, 0, 0, 1);
+	cg_put(g, STXDW, R6, R1, BCTX(i), 0);
+	cg_jmp(g, JA, 0, 0, 0, next);
+	cg_here(g, finish);
+	cg_put(g, LDXDW, R0, R6, BCTX(i), 0);
+	cg_put(g, EXIT, 0, 0, 0, 0);
+	return cg_resolve(g);
+}
+
 static void put_shdr(uint8_t *at, uint32_t name, uint32_t type, uint64_t flags, uint64_t off,
 		     uint64_t size, uint64_t align)
 {
@@ -119,7 +303,8 @@ static void put_shdr(uint8_t *at, uint32_t name, uint32_t type, uint64_t flags, 
 	memcpy(at, &sh, sizeof(sh));
 }
 
-int grep_codegen_ship(const struct grep_prog *gp, uint8_t **elf, size_t *elf_len)
+static int ship(const struct grep_prog *gp, int (*wrapper)(struct cg *, size_t *), uint8_t **elf,
+		size_t *elf_len)
 {
 	static const char shstr[] = "\0.text\0.rodata\0.shstrtab";
 	struct cg g = { 0 };
@@ -127,7 +312,7 @@ int grep_codegen_ship(const struct grep_prog *gp, uint8_t **elf, size_t *elf_len
 	int nsec = gp->rodata_len ? 4 : 3, r;
 	uint8_t *o;
 
-	r = gen_wrapper(&g, &call_at);
+	r = wrapper(&g, &call_at);
 	if (r) {
 		cg_free(&g);
 		return r;
@@ -179,4 +364,14 @@ int grep_codegen_ship(const struct grep_prog *gp, uint8_t **elf, size_t *elf_len
 out:
 	cg_free(&g);
 	return r;
+}
+
+int grep_codegen_ship(const struct grep_prog *gp, uint8_t **elf, size_t *elf_len)
+{
+	return ship(gp, gen_wrapper, elf, elf_len);
+}
+
+int grep_codegen_ship_batch(const struct grep_prog *gp, uint8_t **elf, size_t *elf_len)
+{
+	return ship(gp, gen_batch_wrapper, elf, elf_len);
 }

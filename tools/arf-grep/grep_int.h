@@ -202,6 +202,14 @@ long dfa_longest_at(struct dfa *a, const unsigned char *p, size_t s, size_t stre
 
 /* ---- the compiled matcher ---------------------------------------------- */
 
+/* A needle for the local literal search (search.c, lit_find). */
+struct grep_lit {
+	unsigned char *lower;  /* the bytes, ASCII letters lower-cased where fold[] */
+	unsigned char *fold;   /* per byte: 1 either case of a letter matches */
+	size_t len;            /* 0: none */
+	size_t rare;           /* index of the rarest byte (searched first) */
+};
+
 struct matcher {
 	struct rx rx;
 	struct nfa nfa;
@@ -222,6 +230,12 @@ struct matcher {
 	/* the -F fast facts, for the code generator's skip loop */
 	int fixed_single;     /* exactly one fixed string */
 	const unsigned char *fixed; size_t fixed_len;
+	/* the local literal search (search.c): lit, the pattern itself when
+	 * fixed_single without -w/-x or NUL; must, the longest run of plain
+	 * bytes every match of a regex holds (its lines alone go through
+	 * the DFA) */
+	int lit_ok;
+	struct grep_lit lit, must;
 };
 
 int matcher_compile(struct matcher *m, const char *pats, size_t len, const struct grep_opts_rx *o,
@@ -299,7 +313,8 @@ struct grep_prog {
 	size_t n;
 	uint8_t *rodata;
 	size_t rodata_len;
-	int kind;       /* 0 DFA table walker, 1 fixed-string skip loop */
+	int kind;       /* 0 DFA table walker, 1 fixed-string skip loop, 2 skip loop
+			 * for a regex's required bytes, then the table */
 	int nstates;    /* DFA states in the table */
 };
 
@@ -328,6 +343,47 @@ struct grep_rctx {
 
 /* Wraps gp as an ELF object (malloc'd) for arf_exec.  0 or -errno. */
 int grep_codegen_ship(const struct grep_prog *gp, uint8_t **elf, size_t *elf_len);
+
+/*
+ * The batched form (remote.c, many small files in one run): a wrapper
+ * that, for each file of f[] in turn, takes a view of the whole file
+ * (view_len bytes at most; all views of a run share one region of
+ * ARF_PROG_VIEW_MAX bytes on the server) and scans it from its start with
+ * the cursor reset, as one slice without a byte limit.  Its output, file
+ * after file: a struct grep_bres, the scan's records, then -- when
+ * GREP_BRES_INLINE says so -- the bytes of each record no longer than
+ * inline_max.  It starts a file only while out_room has space for the
+ * header and max_rec records; r0 = the files done (their results are all
+ * in the output).  A file whose bres.r0 is not GREP_RET_DONE or
+ * GREP_RET_MAX (a NUL, max_rec records, a file longer than its view, an
+ * error) is the client's to search again by itself.
+ */
+#define GREP_BATCH_MAX 512
+struct grep_bfile {
+	uint64_t ino;
+	uint32_t gen, pad0;
+};
+struct grep_bctx {
+	struct grep_ctx c;            /* the scan's context, set per file by the wrapper */
+	struct arf_prog_file_view v;  /* the view, per file */
+	uint64_t nfiles;              /* in: entries of f[] */
+	uint64_t view_len;            /* in: bytes of each file to view; a longer one is GROW */
+	uint64_t max_sel;             /* in: per file (-m; 1 for -l, -L, -q) */
+	uint64_t max_rec;             /* in: records per file before it is left to the client */
+	uint64_t inline_max;          /* in: longest line whose bytes come along (0: none) */
+	uint64_t out_room;            /* in: output bytes the run may fill */
+	uint64_t i, out_at, hdr_at, fl; /* the wrapper's own: file, bytes emitted, header, flags */
+	uint64_t zero[2];             /* in: zeros (the header's placeholder) */
+	struct grep_bfile f[GREP_BATCH_MAX];
+};
+struct grep_bres {
+	int64_t r0;     /* nrec << 8 | the scan's GREP_RET_*; GREP_RET_GROW; or -errno */
+	uint64_t flags; /* GREP_BRES_* */
+};
+#define GREP_BRES_INLINE 1u /* the short selected lines' bytes follow the records */
+
+/* Wraps gp in the batch wrapper, as grep_codegen_ship.  0 or -errno. */
+int grep_codegen_ship_batch(const struct grep_prog *gp, uint8_t **elf, size_t *elf_len);
 
 /* ---- in-process execution ----------------------------------------------- */
 
@@ -416,6 +472,11 @@ long long grep_remote(struct grep_run *run, const char *url, const char *name);
  * (user.arf.server, .ino, .gen).  1 when it did (the count, or the error,
  * in *n); 0 when path is not such a file. */
 int grep_remote_path(struct grep_run *run, const char *path, const char *name, long long *n);
+/* grep -r of a directory in an ARF mount, walked on the server behind it
+ * (readdir with attributes; small files searched many to a run).  1 when
+ * it did (errors reported); 0 when path is no such directory, -R is asked,
+ * or a filesystem is mounted below it: the caller walks the mount. */
+int grep_remote_dir_path(struct grep_run *run, const char *path, const char *name);
 /* Closes the connections; with --stats, prints their counters to stderr. */
 void grep_remote_finish(struct grep_run *run);
 

@@ -273,6 +273,8 @@ static void search_path(struct grep_run *run, const char *path, const char *name
 	}
 	if (S_ISDIR(st.st_mode)) {
 		if (run->o.recursive) {
+			if (grep_remote_dir_path(run, path, name))
+				return;
 			search_dir(run, path, name);
 			return;
 		}
@@ -324,9 +326,11 @@ static int explain(struct grep_run *run)
 		return 2;
 	}
 	printf("# arf-grep program: %s, %zu instructions, %zu bytes of read-only data\n",
-	       run->prog.kind ? "fixed-string skip loop" : "DFA table walker", run->prog.n,
-	       run->prog.rodata_len);
-	if (!run->prog.kind)
+	       run->prog.kind == 1 ? "fixed-string skip loop"
+	       : run->prog.kind == 2 ? "skip loop for the required bytes, then the DFA table"
+				     : "DFA table walker",
+	       run->prog.n, run->prog.rodata_len);
+	if (run->prog.kind != 1)
 		printf("# DFA: %d states\n", run->prog.nstates);
 	fputs(text, stdout);
 	free(text);

@@ -28,7 +28,18 @@
  * across views; the skip loop counts them only back to the last match.
  * A mount path is
  * sent to the server the mount names, as the file ARF_IOC_CRED names, on a
- * connection that presents the mount's credential token.
+ * connection that presents the mount's credential token -- unless every
+ * page of the file is in this host's page cache (mincore): then reading it
+ * through the mount costs no round trip and the local search is faster.
+ *
+ * Many small files: `grep -r` of a mount's directory (or of a URL's) is
+ * walked on the server with arf_readdirplus, and regular files of up to
+ * BATCH_FILE_MAX bytes wait in a batch (kept in walk order: a bigger file
+ * or a subdirectory flushes it first) that one run of the batch wrapper
+ * (codegen_ship.c) searches, each file viewed whole (file_view lends many
+ * views to a run).  A file the batch leaves undone -- a NUL, more than
+ * BATCH_MAX_REC selected lines, -m with lines held, an error -- is searched
+ * again by itself, in its place, by the path above.
  *
  * Binary files: GNU grep decides per 96 KiB-or-so buffer whether a NUL
  * makes the rest of the file "binary".  Without -a the shipped scan stops
@@ -47,7 +58,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "arf.h"
@@ -160,6 +173,10 @@ static long long read_file(struct grep_run *run, arf_client *c, uint64_t ino, ui
 #define SHIP_MAX_REC 64u         /* records per run */
 #define SHIP_INLINE  4096u       /* longest line whose bytes come with its record */
 #define SHIP_HOLD    (8u << 20)  /* see the file comment: binary files */
+#define BATCH_FILE_MAX (256u << 10) /* files up to this size are batched */
+#define BATCH_BYTES  (4u << 20)  /* listed bytes per batched run */
+#define BATCH_MAX_REC 16u        /* records per batched file; more: a run of its own */
+#define BATCH_OUT    (256u << 10) /* output bytes per batched run */
 
 static struct {
 	int state;                   /* 0 not built, 1 ready, -1 none (read path) */
@@ -168,6 +185,10 @@ static struct {
 	uint64_t slice;              /* bytes per run; halved when a run runs out */
 	uint64_t max_rec, inline_max;
 	int skip_loop;               /* the program is the fixed-string skip loop */
+	uint8_t *belf;               /* the batch wrapper (NULL: files one by one) */
+	size_t blen;
+	uint64_t out_room;           /* output bytes a batched run may fill */
+	size_t bmax;                 /* files per batched run; halved when a run runs out */
 } ship;
 
 static int ship_ready(struct grep_run *run)
@@ -186,7 +207,9 @@ static int ship_ready(struct grep_run *run)
 	if (grep_codegen(&run->m, &g, &p, err, sizeof(err)) == 0) {
 		if (grep_codegen_ship(&p, &ship.elf, &ship.len) == 0)
 			ship.state = 1;
-		ship.skip_loop = p.kind == 1;
+		if (ship.state > 0 && grep_codegen_ship_batch(&p, &ship.belf, &ship.blen))
+			ship.belf = NULL;
+		ship.skip_loop = p.kind != 0; /* both skip loops: position only */
 		grep_prog_free(&p);
 	}
 	ship.slice = SHIP_SLICE0;
@@ -197,6 +220,8 @@ static int ship_ready(struct grep_run *run)
 	}
 	ship.max_rec = SHIP_MAX_REC;
 	ship.inline_max = SHIP_INLINE;
+	ship.out_room = BATCH_OUT;
+	ship.bmax = GREP_BATCH_MAX;
 	return ship.state > 0;
 }
 
@@ -442,6 +467,41 @@ static long long remote_file(struct grep_run *run, arf_client *c, uint64_t ino, 
 	return n;
 }
 
+/*
+ * True when every page of the open file fd (size bytes) is in this host's
+ * page cache (mmap and mincore): then reading it through the mount costs
+ * no round trip, and the local search is at least as fast as a shipped
+ * one.  ARF_GREP_PAGECACHE=0 turns the check off (tests of the shipped
+ * path on files they have just written).
+ */
+static int in_page_cache(int fd, off_t size)
+{
+	static int off = -1;
+	long pg = sysconf(_SC_PAGESIZE);
+	unsigned char *vec;
+	size_t np;
+	void *m;
+	int all = 1;
+
+	if (off < 0)
+		off = getenv("ARF_GREP_PAGECACHE") && !strcmp(getenv("ARF_GREP_PAGECACHE"), "0");
+	if (off || size <= 0 || pg <= 0)
+		return 0;
+	np = (size_t)((size + pg - 1) / pg);
+	m = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		return 0;
+	vec = malloc(np);
+	if (!vec || mincore(m, (size_t)size, vec) < 0)
+		all = 0;
+	for (size_t i = 0; all && i < np; i++)
+		if (!(vec[i] & 1))
+			all = 0;
+	free(vec);
+	munmap(m, (size_t)size);
+	return all;
+}
+
 int grep_remote_path(struct grep_run *run, const char *path, const char *name, long long *n)
 {
 	struct arf_ioc_cred *ic;
@@ -454,6 +514,10 @@ int grep_remote_path(struct grep_run *run, const char *path, const char *name, l
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return 0; /* the local search says why */
+	if (in_page_cache(fd, st.st_size)) {
+		close(fd); /* read here, through the mount: no byte crosses */
+		return 0;
+	}
 	ic = calloc(1, sizeof(*ic));
 	ok = ic && ioctl(fd, ARF_IOC_CRED, ic) == 0 && ic->version == ARF_IOC_CRED_VERSION &&
 	     memchr(ic->url, 0, sizeof(ic->url));
@@ -476,6 +540,343 @@ int grep_remote_path(struct grep_run *run, const char *path, const char *name, l
 	return 1;
 }
 
+/* ---- many small files in one run ------------------------------------------ */
+
+/* Files waiting for a batched run, in the order they must be reported. */
+struct batch {
+	struct grep_bctx x;
+	uint64_t ino[GREP_BATCH_MAX];
+	uint32_t gen[GREP_BATCH_MAX];
+	char *names[GREP_BATCH_MAX];
+	int64_t sizes[GREP_BATCH_MAX];
+	size_t n;
+	uint64_t bytes;
+	uint8_t *out;
+};
+
+static void batch_single(struct grep_run *run, arf_client *c, struct batch *b, size_t j)
+{
+	remote_file(run, c, b->ino[j], b->gen[j], b->sizes[j], b->names[j]);
+}
+
+/*
+ * Reports files [from, from + k) of b from a batched run's output: each
+ * file's header, records and inline bytes in turn; a file the run left
+ * undone (see grep_int.h) is searched again by itself, in its place.
+ */
+static int batch_report(struct grep_run *run, arf_client *c, struct batch *b, size_t from,
+			size_t k, const uint8_t *out, size_t out_len)
+{
+	int printing = !(run->o.count || run->o.list || run->o.quiet);
+	int hold = printing && !run->o.text;
+	size_t at = 0;
+
+	for (size_t j = from; j < from + k; j++) {
+		struct grep_bres h;
+		long long n = 0;
+
+		if (at + sizeof(h) > out_len)
+			return -EPROTO;
+		memcpy(&h, out + at, sizeof(h));
+		at += sizeof(h);
+		size_t nrec = h.r0 < 0 ? 0 : (size_t)(h.r0 >> 8), recs = at;
+		int code = h.r0 < 0 ? -1 : (int)(h.r0 & 255);
+
+		if (nrec > BATCH_MAX_REC || at + nrec * sizeof(struct grep_rec) > out_len)
+			return -EPROTO;
+		at += nrec * sizeof(struct grep_rec);
+		if (!(code == GREP_RET_DONE || (code == GREP_RET_MAX && !(hold && nrec)))) {
+			/* -m's stop with lines held (a NUL may follow them in
+			 * GNU grep's buffer), or undone: by itself, as
+			 * ship_file decides; its inline bytes are passed over */
+			for (size_t i = 0; (h.flags & GREP_BRES_INLINE) && i < nrec; i++) {
+				struct grep_rec rec;
+
+				memcpy(&rec, out + recs + i * sizeof(rec), sizeof(rec));
+				if (rec.len && rec.len <= b->x.inline_max)
+					at += (size_t)rec.len;
+			}
+			if (at > out_len)
+				return -EPROTO;
+			if (h.r0 == -EBUSY && j > from && ship.belf) {
+				/* an arfd that lends one view a run: the
+				 * batch costs more than it saves there */
+				free(ship.belf);
+				ship.belf = NULL;
+			}
+			batch_single(run, c, b, j);
+			continue;
+		}
+		for (size_t i = 0; i < nrec; i++) {
+			struct grep_rec rec;
+			unsigned char *p;
+
+			memcpy(&rec, out + recs + i * sizeof(rec), sizeof(rec));
+			n++;
+			run->matched = 1;
+			if (run->o.quiet)
+				grep_exit(run, 0);
+			if (!printing)
+				continue;
+			if ((h.flags & GREP_BRES_INLINE) && rec.len && rec.len <= b->x.inline_max) {
+				if (at + rec.len > out_len)
+					return -EPROTO;
+				p = malloc((size_t)rec.len);
+				if (p)
+					memcpy(p, out + at, (size_t)rec.len);
+				at += (size_t)rec.len;
+			} else {
+				p = fetch(c, b->ino[j], b->gen[j], rec.off, (size_t)rec.len);
+			}
+			if (!p) {
+				grep_error(run, b->names[j], -ENOMEM);
+				return -ENOMEM;
+			}
+			grep_print_line(run, b->names[j], p, (size_t)rec.len, rec.off, rec.lineno);
+			free(p);
+		}
+		if (printing)
+			fflush(run->out);
+		grep_report(run, b->names[j], n);
+	}
+	return 0;
+}
+
+/* Searches and reports every file of b, in as few runs as the server's
+ * budget allows; b is empty after. */
+static void batch_flush(struct grep_run *run, arf_client *c, struct batch *b)
+{
+	struct arf_exec_result res;
+	size_t done = 0;
+
+	if (!b->out)
+		b->out = malloc(BATCH_OUT);
+	while (done < b->n) {
+		size_t k = b->n - done;
+		int r;
+
+		if (k > ship.bmax)
+			k = ship.bmax;
+		if (!b->out || k == 1 || !ship.belf) { /* one file: the ordinary run */
+			batch_single(run, c, b, done++);
+			continue;
+		}
+		for (size_t j = 0; j < k; j++) {
+			b->x.f[j].ino = b->ino[done + j];
+			b->x.f[j].gen = b->gen[done + j];
+			b->x.f[j].pad0 = 0;
+		}
+		b->x.nfiles = k;
+		b->x.view_len = BATCH_FILE_MAX;
+		b->x.max_sel = run->o.list || run->o.quiet ? 1
+			       : run->o.max_count < 0 ? INT64_MAX : (uint64_t)run->o.max_count;
+		b->x.max_rec = BATCH_MAX_REC;
+		b->x.inline_max = run->o.count || run->o.list || run->o.quiet ? 0 : SHIP_INLINE;
+		b->x.out_room = ship.out_room;
+		memset(b->x.zero, 0, sizeof(b->x.zero));
+		r = arf_exec(c, ship.belf, ship.blen, &b->x, offsetof(struct grep_bctx, f) +
+			     k * sizeof(struct grep_bfile), b->out, (size_t)ship.out_room, &res);
+		if (r == ARF_EBUDGET && ship.bmax > 1) {
+			ship.bmax = k / 2 ? k / 2 : 1;
+			continue;
+		}
+		if (r == ARF_EOUTPUT && ship.out_room > 16384) {
+			ship.out_room /= 2;
+			continue;
+		}
+		if (r < 0 || res.r0 < 0 || (uint64_t)res.r0 > k) {
+			/* this server cannot run it (mobile code off, or an
+			 * arfd whose file_view lends one view a run): one run
+			 * per file from now on */
+			free(ship.belf);
+			ship.belf = NULL;
+			continue;
+		}
+		if (res.r0 == 0) { /* not even one fitted: the ordinary run */
+			batch_single(run, c, b, done++);
+			continue;
+		}
+		if (batch_report(run, c, b, done, (size_t)res.r0, b->out, res.out_len) < 0) {
+			run->errseen = 1;
+			fprintf(stderr, "grep: %s: malformed output from the server's run\n",
+				b->names[done]);
+		}
+		done += (size_t)res.r0;
+	}
+	for (size_t j = 0; j < b->n; j++)
+		free(b->names[j]);
+	b->n = 0;
+	b->bytes = 0;
+}
+
+/* A regular file found by the walk: into the batch when small, else
+ * searched now (after the batch, to keep the walk's order). */
+static void batch_add(struct grep_run *run, arf_client *c, struct batch *b, uint64_t ino,
+		      uint32_t gen, int64_t size, char *name)
+{
+	if (!ship_ready(run) || !ship.belf || run->o.max_count == 0 || size < 0 ||
+	    (uint64_t)size > BATCH_FILE_MAX) {
+		batch_flush(run, c, b);
+		remote_file(run, c, ino, gen, size, name);
+		free(name);
+		return;
+	}
+	if (b->n == GREP_BATCH_MAX || b->bytes + (uint64_t)size > BATCH_BYTES)
+		batch_flush(run, c, b);
+	b->ino[b->n] = ino;
+	b->gen[b->n] = gen;
+	b->names[b->n] = name;
+	b->sizes[b->n] = size;
+	b->n++;
+	b->bytes += (uint64_t)size;
+}
+
+#define DIR_BATCH 128 /* entries per readdirplus */
+
+static long long remote_walk(struct grep_run *run, arf_client *c, struct batch *b,
+			     const struct arf_stat *dir, const char *name)
+{
+	struct arf_dirent *ents = malloc(DIR_BATCH * sizeof(*ents));
+	struct arf_stat *sts = malloc(DIR_BATCH * sizeof(*sts));
+	uint64_t cookie = 0;
+	int eof = 0;
+	size_t nl = strlen(name);
+
+	if (!ents || !sts) {
+		free(ents);
+		free(sts);
+		grep_error(run, name, -ENOMEM);
+		return -ENOMEM;
+	}
+	while (!eof) {
+		size_t n = 0;
+		int r = arf_readdirplus(c, dir->ino, dir->gen, cookie, ents, sts, DIR_BATCH, &n, &eof);
+
+		if (r < 0) {
+			batch_flush(run, c, b);
+			grep_error(run, name, r);
+			free(ents);
+			free(sts);
+			return r;
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct arf_stat st = sts[i];
+			char *child;
+
+			cookie = ents[i].cookie;
+			if (!nl) /* the implicit "." of `grep -r`: bare names */
+				child = strdup(ents[i].name);
+			else if (asprintf(&child, "%s%s%s", name, name[nl - 1] == '/' ? "" : "/",
+					  ents[i].name) < 0)
+				child = NULL;
+			if (!child) {
+				grep_error(run, name, -ENOMEM);
+				continue;
+			}
+			if (!st.ino)
+				r = arf_lookup(c, dir->ino, dir->gen, ents[i].name, &st);
+			if (!st.ino && r < 0) {
+				batch_flush(run, c, b);
+				grep_error(run, child, r);
+			} else if (S_ISDIR(st.mode)) {
+				batch_flush(run, c, b);
+				remote_walk(run, c, b, &st, child);
+			} else if (S_ISREG(st.mode)) {
+				batch_add(run, c, b, st.ino, st.gen, (int64_t)st.size, child);
+				continue; /* the batch owns child now */
+			}
+			free(child);
+		}
+	}
+	batch_flush(run, c, b);
+	free(ents);
+	free(sts);
+	return 0;
+}
+
+/* True when a filesystem is mounted somewhere below dir (the server's walk
+ * would not see it, so the walk goes through the mount). */
+static int mounts_below(const char *dir)
+{
+	char *real = realpath(dir, NULL), *line = NULL;
+	size_t cap = 0, rl;
+	FILE *f;
+	int found = 0;
+
+	if (!real)
+		return 1;
+	rl = strlen(real);
+	f = fopen("/proc/self/mountinfo", "r");
+	if (!f) {
+		free(real);
+		return 1;
+	}
+	while (!found && getline(&line, &cap, f) > 0) {
+		char mp[4096], *o = mp;
+		const char *q;
+		int field = 0;
+
+		for (q = line; *q && field < 4; q++) /* the mount point is the fifth field */
+			if (*q == ' ')
+				field++;
+		while (*q && *q != ' ' && o < mp + sizeof(mp) - 1) {
+			if (q[0] == '\\' && q[1] && q[2] && q[3]) { /* \040 and the like */
+				*o++ = (char)((q[1] - '0') * 64 + (q[2] - '0') * 8 + (q[3] - '0'));
+				q += 4;
+			} else {
+				*o++ = *q++;
+			}
+		}
+		*o = 0;
+		if (!strncmp(mp, real, rl) && (rl == 1 || mp[rl] == '/') && mp[rl] &&
+		    strcmp(mp, real))
+			found = 1;
+	}
+	free(line);
+	fclose(f);
+	free(real);
+	return found;
+}
+
+int grep_remote_dir_path(struct grep_run *run, const char *path, const char *name)
+{
+	struct arf_ioc_cred *ic;
+	struct arf_stat st;
+	struct batch *b;
+	arf_client *c;
+	int fd, ok;
+
+	if (run->o.recursive != 1 || run->o.local_only || getenv("ARF_GREP_NO_WALK"))
+		return 0;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return 0;
+	ic = calloc(1, sizeof(*ic));
+	ok = ic && ioctl(fd, ARF_IOC_CRED, ic) == 0 && ic->version == ARF_IOC_CRED_VERSION &&
+	     memchr(ic->url, 0, sizeof(ic->url));
+	close(fd);
+	if (!ok || mounts_below(path)) {
+		free(ic);
+		return 0;
+	}
+	c = conn_get(run, ic->url, ic->token, NULL);
+	memset(&st, 0, sizeof(st));
+	st.ino = ic->ino;
+	st.gen = ic->gen;
+	free(ic);
+	b = calloc(1, sizeof(*b));
+	if (!c || !b) {
+		free(b);
+		return 0;
+	}
+	if (run->out_file < 0)
+		run->out_file = 1;
+	remote_walk(run, c, b, &st, name);
+	free(b->out);
+	free(b);
+	return 1;
+}
+
 static long long remote_dir(struct grep_run *run, arf_client *c, const struct arf_stat *dir,
 			    const char *name)
 {
@@ -486,6 +887,16 @@ static long long remote_dir(struct grep_run *run, arf_client *c, const struct ar
 
 	if (run->out_file < 0)
 		run->out_file = 1;
+	if (run->o.recursive == 1) {
+		struct batch *b = calloc(1, sizeof(*b));
+
+		if (b) {
+			remote_walk(run, c, b, dir, name);
+			free(b->out);
+			free(b);
+			return 0;
+		}
+	}
 	while (!eof) {
 		size_t n = 0;
 		int r = arf_readdir(c, dir->ino, dir->gen, cookie, ents, 64, &n, &eof);

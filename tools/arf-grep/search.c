@@ -198,11 +198,95 @@ static int mc_rec(void *arg, const struct grep_rec *r)
 	return 0;
 }
 
+/* The first occurrence of the needle l at or after p that ends by lim, or
+ * NULL: the needle's rarest byte (for a letter that matches in either
+ * case: both, by two memchr cursors, each rescanned only once passed), then
+ * the needle compared around it. */
+static const unsigned char *lit_find(const struct grep_lit *l, const unsigned char *p,
+				     const unsigned char *lim)
+{
+	const unsigned char *nd = l->lower, *lo = NULL, *up = NULL, *at;
+	size_t len = l->len, k = l->rare;
+	unsigned char a = nd[k], b = (unsigned char)(nd[k] & ~32);
+	int fold = l->fold[k];
+
+	if ((size_t)(lim - p) < len)
+		return NULL;
+	lim -= len - 1 - k; /* the rare byte's last possible place, plus one */
+	for (p += k; p < lim;) {
+		if (!lo || lo < p)
+			lo = memchr(p, a, (size_t)(lim - p));
+		if (fold && (!up || up < p))
+			up = memchr(p, b, (size_t)(lim - p));
+		if (!lo)
+			lo = lim;
+		if (!fold || !up)
+			up = lim;
+		at = lo < up ? lo : up;
+		if (at >= lim)
+			return NULL;
+		const unsigned char *s = at - k;
+		size_t j = 0;
+
+		while (j < len && (l->fold[j] ? (s[j] | 32) == nd[j] : s[j] == nd[j]))
+			j++;
+		if (j == len)
+			return s;
+		p = at + 1;
+	}
+	return NULL;
+}
+
+/* The selected lines of [beg, lim) without -v, when every match holds the
+ * needle l: only lines holding it are looked at, and then (check) by the
+ * DFA; for a literal pattern (!check) holding it is matching. */
+static long long grepbuf_literal(struct file_state *f, const struct grep_lit *l, int check,
+				 unsigned char *beg, unsigned char *lim)
+{
+	struct matcher *m = &f->run->m;
+	const unsigned char *p = beg, *hit;
+	long long n = 0;
+
+	while (p < lim && (hit = l->lower && !l->fold[l->rare] && !check && !m->o.icase
+				     ? memmem(p, (size_t)(lim - p), l->lower, l->len)
+				     : lit_find(l, p, lim)) != NULL) {
+		const unsigned char *ls = hit, *le;
+
+		while (ls > p && ls[-1] != '\n')
+			ls--;
+		le = memchr(hit + l->len, '\n', (size_t)(lim - (hit + l->len)));
+		if (!le)
+			le = lim - 1; /* lim - 1 is a newline: not reached */
+		if (check) {
+			int r = matcher_line(m, ls, (size_t)(le - ls));
+
+			if (r < 0) {
+				fprintf(stderr, "arf-grep: memory exhausted\n");
+				grep_exit(f->run, 2);
+			}
+			if (!r) {
+				p = le + 1;
+				continue;
+			}
+		}
+		n++;
+		if (select_line(f, ls, (size_t)(le - ls), f->off + (uint64_t)(ls - f->mem)))
+			break;
+		p = le + 1;
+	}
+	return n;
+}
+
 /* GNU grepbuf(): the selected lines of [beg, lim), which ends in '\n'. */
 static long long grepbuf(struct file_state *f, unsigned char *beg, unsigned char *lim)
 {
 	struct grep_run *run = f->run;
 	long long n = 0;
+
+	if (run->o.engine != ENGINE_MC && run->o.engine != ENGINE_JIT && !run->o.invert &&
+	    (run->m.lit_ok || run->m.must.len))
+		return run->m.lit_ok ? grepbuf_literal(f, &run->m.lit, 0, beg, lim)
+				     : grepbuf_literal(f, &run->m.must, 1, beg, lim);
 
 	if (run->o.engine == ENGINE_MC || run->o.engine == ENGINE_JIT) {
 		struct grep_ctx ctx = { 0 };
