@@ -15,11 +15,12 @@ enum arf_std_prog {
 	ARF_STD_PROG_RESOLVE,     /* resolve.c: whole-path resolution */
 	ARF_STD_PROG_READDIR,     /* readdir.c: batched readdir with attributes */
 	ARF_STD_PROG_MKDIRP,      /* mkdirp.c: mkdir -p through the mkdir hook */
+	ARF_STD_PROG_FIND,        /* find.c: arf-find's walker (arf_prog_find.h) */
 	ARF_STD_PROG_COUNT,
 };
 
 struct arf_std_prog_image {
-	const char *name;          /* "lookup", "resolve", "readdir", "mkdirp" */
+	const char *name;          /* "lookup", "resolve", "readdir", "mkdirp", "find" */
 	const unsigned char *elf;  /* the ELF object, as clang wrote it */
 	size_t len;                /* 0 (elf NULL): built without clang */
 };

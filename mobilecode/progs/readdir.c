@@ -25,7 +25,7 @@ static __attribute__((noinline)) long emit_entry(const struct arf_meta_dirent *e
 	d.type = e->type;
 	d.namelen = e->namelen;
 	d.has_attr = 0;
-	d.pad0 = 0;
+	d.has_link = 0;
 	if ((flags & ARF_PROG_RD_ATTRS) && e->child && e->child <= SB->n_inodes &&
 	    arf_obj_read(in, sizeof(*in), prog_inode_addr(e->child)) == 0 &&
 	    in->ino == e->child && in->gen == e->child_gen) {
