@@ -4,7 +4,8 @@
  * memcmp and memmem: the directory's name hash, a consistent read of a
  * self-verifying object (copied and validated, retried), emitting a word,
  * the ops/ hooks mkdir and create, a permission-checked lookup of one name,
- * and a view of a file's bytes.
+ * and a view of a file's bytes (dir_read and file_digest, for tree walks,
+ * are in helpers_walk.c).
  *
  * Programs resolve names, walk chains, list directories and match patterns
  * themselves, and pay for it in instructions -- when they may read the
@@ -319,5 +320,5 @@ int arfd_helpers_register(struct arf_mc_helpers *h, char *err, size_t errlen)
 		if (rc)
 			return rc;
 	}
-	return 0;
+	return arfd_helpers_walk_register(h, err, errlen);
 }

@@ -23,5 +23,8 @@ struct arfd_exec {
 
 /* Registers arfd's helpers in h.  0, or -errno with the reason in err. */
 int arfd_helpers_register(struct arf_mc_helpers *h, char *err, size_t errlen);
+/* dir_read and file_digest (helpers_walk.c), which arfd_helpers_register
+ * registers too. */
+int arfd_helpers_walk_register(struct arf_mc_helpers *h, char *err, size_t errlen);
 
 #endif

@@ -6,7 +6,7 @@ set -euo pipefail
 
 ARF_PACKAGES=(
   build-essential meson ninja-build pkg-config git python3
-  librocksdb-dev libinih-dev libsodium-dev libxxhash-dev libcmocka-dev libjson-c-dev
+  librocksdb-dev libinih-dev libsodium-dev libssl-dev libxxhash-dev libcmocka-dev libjson-c-dev
   libfuse3-dev fuse3 attr acl rsync fio groff-base systemd valgrind prometheus libelf-dev libbpf-dev clang llvm libclang-rt-14-dev libsystemd-dev
   libibverbs-dev librdmacm-dev
   debhelper dpkg-dev fakeroot
