@@ -70,6 +70,7 @@ struct find_run {
 /* parse.c: 0, or 1 when the command line must go to GNU find whole (a
  * predicate or option not shipped, a syntax error GNU find reports). */
 int find_parse(struct find_run *run, int argc, char **argv, int *sbeg, int *send);
+void find_free(struct find_node *n);
 /* eval.c */
 int find_eval(struct find_run *run, const struct find_node *n, const struct find_ent *e);
 void find_err(struct find_run *run, const char *path, int err);

@@ -81,6 +81,7 @@ int main(int argc, char **argv)
 		gnu_find(argv);
 	if (find_walk(&run, send > sbeg ? argv + sbeg : dot, send > sbeg ? send - sbeg : 1) == 1)
 		gnu_find(argv);
+	find_free(run.expr);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "arf-find: standard output: %m\n");
 		run.status = 1;

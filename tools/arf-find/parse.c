@@ -513,3 +513,16 @@ int find_parse(struct find_run *run, int argc, char **argv, int *sbeg, int *send
 	run->expr = e;
 	return 0;
 }
+
+void find_free(struct find_node *n)
+{
+	if (!n)
+		return;
+	find_free(n->l);
+	find_free(n->r);
+	if (n->re) {
+		regfree(n->re);
+		free(n->re);
+	}
+	free(n);
+}
