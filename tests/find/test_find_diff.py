@@ -152,7 +152,7 @@ def cases():
               ["-gid", "65534"], ["-group", "nogroup"], ["-group", "root"], ["-gid", "-50"],
               ["-user", "65534"]):
         c.append(t)
-    for m in ("644", "-644", "/111", "-4000", "/0", "755", "-2000", "/6000", "000", "-1000"):
+    for m in ("644", "-644", "/111", "-4000", "755", "-2000", "/6000", "000", "-1000"):
         c.append(["-perm", m])
     c += [["-empty"], ["-type", "d", "-empty"], ["-type", "f", "-empty"], ["!", "-empty"]]
     c += [["-links", "2"], ["-links", "+1"], ["-links", "1"], ["-type", "f", "-links", "+1"],
@@ -198,16 +198,16 @@ FALLBACK = [["t", "-name", "*.h", "-exec", "echo", "found", "{}", ";"],
             ["t", "-name", "*.c", "-fprint", "/dev/stdout"], ["t", "-perm", "u+x"],
             ["t", "-name", "a/b"], ["t", "-user", "no-such-user-here"],
             ["t", "-name", "*.h", "-maxdepth", "1"], ["t", "-bogus"],
-            ["t", "-mtime", "1.5"]]
+            ["t", "-mtime", "1.5"], ["t", "-perm", "/0"]]
 
-PROG = re.compile(rb"^(arf-find|find): ", re.M)
+PROG = re.compile(rb"^(\S*/)?(arf-find|find): ", re.M)
 STATS = re.compile(rb"^arf-find: stats .*\n", re.M)
 
 
-def norm(out, err, zero):
-    sep = b"\0" if zero else b"\n"
-    lines = sorted(out.split(sep))
-    return sep.join(lines), b"\n".join(sorted(PROG.sub(b"find: ", err).splitlines()))
+def norm(out, err):
+    """Output records (each with its \\n or \\0) and error lines, sorted."""
+    recs = sorted(re.findall(rb"[^\n\0]*[\n\0]|[^\n\0]+$", out))
+    return b"".join(recs), b"\n".join(sorted(PROG.sub(b"find: ", err).splitlines()))
 
 
 class FindDiff(FuseTestCase):
@@ -228,17 +228,16 @@ class FindDiff(FuseTestCase):
         aargs = list(args)
         if url:
             aargs = [url if a == "t" else a for a in args]
-        arf = subprocess.run(([] if url else pre) + [ARF_FIND, "--stats"] + aargs, cwd=self.mnt.path, env=ENV,
+        arf = subprocess.run(pre + [ARF_FIND, "--stats"] + aargs, cwd=self.mnt.path, env=ENV,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
         aout, aerr = arf.stdout, arf.stderr
-        shipped = b"arf-find: stats " in aerr and b" execs 0 " not in aerr
+        shipped = b"arf-find: stats " in aerr
         aerr = STATS.sub(b"", aerr)
         if url:
             aout = aout.replace(url.encode(), b"t")
             aerr = aerr.replace(url.encode(), b"t")
-        zero = any("\\0" in a or a == "-print0" for a in args)
-        return ((norm(gnu.stdout, gnu.stderr, zero), gnu.returncode),
-                (norm(aout, aerr, zero), arf.returncode), shipped)
+        return ((norm(gnu.stdout, gnu.stderr), gnu.returncode),
+                (norm(aout, aerr), arf.returncode), shipped)
 
     def check(self, all_cases, user, fallback=False, url=None):
         bad, n = [], 0
@@ -267,10 +266,15 @@ class FindDiff(FuseTestCase):
         self.assertFalse(bad, "\n".join(bad[:15]) + "\n%d failed" % len(bad))
 
     def test_url(self):
+        """By URL as root: arf-find's connection comes from a reserved port,
+        which proves root on this host, so it is compared with GNU find as
+        root through the mount.  Cases whose answer depends on the path's
+        text (-path, -regex, %h) are left out: the URL is not the path."""
         url = self.arfd.url("/t")
-        sel = [a for a in cases() if a[0] == "t"][::3]
-        want_bad = self.check(sel, "nobody-vs-url", url=url)
-        self.assertFalse(want_bad, "\n".join(want_bad[:15]))
+        sel = [a for a in cases() if a[0] == "t" and not any(
+            x in ("-path", "-ipath", "-regex", "-iregex") or "%h" in x for x in a)][::2]
+        bad = self.check(sel, None, url=url)
+        self.assertFalse(bad, "\n".join(bad[:15]))
 
     def test_small_slices(self):
         """Runs of a handful of entries: the cursor resumes every directory."""
