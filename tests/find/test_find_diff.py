@@ -35,6 +35,8 @@ from fusetest import FuseTestCase  # noqa: E402
 ARF_FIND = os.path.join(fusetest.BUILD, "tools", "arf-find", "arf-find")
 GNU_FIND = "/usr/bin/find"
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+IOC_SIZE = 4 + 4 + 8 + 4 + 4 + 4352 + 144
+ARF_IOC_CRED = (2 << 30) | (IOC_SIZE << 16) | (0xAF << 8) | 1
 ENV = dict(os.environ, LC_ALL="C", TZ="UTC")
 ENV.pop("ARF_FIND_MAX_ENTS", None)
 HOUR, DAY = 3600, 86400
@@ -275,6 +277,41 @@ class FindDiff(FuseTestCase):
             x in ("-path", "-ipath", "-regex", "-iregex") or "%h" in x for x in a)][::2]
         bad = self.check(sel, None, url=url)
         self.assertFalse(bad, "\n".join(bad[:15]))
+
+    def test_ioctl_on_directory(self):
+        """ARF_IOC_CRED answers on a directory's descriptor (FUSE passes
+        directory ioctls with FUSE_IOCTL_DIR), as root and as uid 65534:
+        the directory's own handle comes back."""
+        code = (
+            "import fcntl, os, struct, sys\n"
+            "fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)\n"
+            "buf = bytearray(%d)\n"
+            "fcntl.ioctl(fd, %d, buf, True)\n"
+            "ver, ttl, ino, gen = struct.unpack_from('<IIQI', buf)\n"
+            "print(ver, ino)\n" % (IOC_SIZE, ARF_IOC_CRED))
+        want = os.stat(self.mnt.p("t", "sub")).st_ino
+        for pre in ([], NOBODY):
+            p = subprocess.run(pre + ["/usr/bin/python3", "-c", code, self.mnt.p("t", "sub")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            ver, ino = map(int, p.stdout.split())
+            self.assertEqual((ver, ino), (1, want))
+
+    def test_filtered_beside_the_data(self):
+        """A selective -name sends back a fraction of what a bare walk does:
+        the test ran on the server."""
+        def received(args):
+            p = subprocess.run([ARF_FIND, "--stats"] + args, cwd=self.mnt.path, env=ENV,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return int(re.search(rb"bytes_received (\d+)", p.stderr).group(1)), p.stdout
+        everything, out = received(["t/many"])
+        some, out2 = received(["t/many", "-name", "f00*.h"])
+        self.assertEqual(out.count(b"\n"), 301)
+        self.assertEqual(out2.count(b"\n"), 2)
+        print("t/many: %d bytes received for all 301 entries, %d for -name 'f00*.h'" % (
+            everything, some))
+        self.assertLess(some * 4, everything)
 
     def test_small_slices(self):
         """Runs of a handful of entries: the cursor resumes every directory."""
