@@ -386,7 +386,10 @@ long arf_prog_find(const struct arf_find_arg *a, uint64_t len)
 				EX->str_len = a->str_len;
 				EX->empty = empty;
 				v = depth < a->mindepth ? V_F : filter(nodes, a->nnodes, EX);
-				if ((isdir && depth < a->maxdepth) || v != V_F) {
+				/* a directory -empty could not list is sent too: the
+				 * client reports it, as GNU find does wherever the
+				 * test is evaluated */
+				if ((isdir && depth < a->maxdepth) || v != V_F || empty < 0) {
 					struct arf_find_rec *r = REC;
 
 					r->kind = ARF_FIND_REC_ENT;

@@ -59,7 +59,7 @@ def make_tree(top, now):
         os.chmod(p, mode)
 
     for sub in ("sub", "sub/deeper", "emptydir", "many", "perms", "ages", "odd", "denied000",
-                "rootonly", "nobodys", "deep"):
+                "rootonly", "nobodys", "deep"):  # and r444 below
         d(sub)
     w("a.txt", b"hello\n")
     w("b.h", b"#define B 1\n" * 100)
@@ -96,6 +96,11 @@ def make_tree(top, now):
     os.chmod(os.path.join(top, "denied000"), 0)
     w("rootonly/inside.h", b"secret")
     os.chmod(os.path.join(top, "rootonly"), 0o700)
+    # readable, not searchable: names and types without attributes
+    d("r444")
+    d("r444/sub")
+    w("r444/f.h", b"r")
+    os.chmod(os.path.join(top, "r444"), 0o444)
     w("nobodys/mine.h", b"n", uid=65534, gid=65534)
     w("nobodys/group100", b"g", uid=65534, gid=100)
     os.chown(os.path.join(top, "nobodys"), 65534, 65534)
@@ -192,7 +197,10 @@ STARTS = [["t/sub", "t/emptydir"], ["t/a.txt"], ["t/sub/"], ["t/sub//", "-name",
           ["t/rootonly", "-printf", "%f %h\\n"], ["t/odd", "-printf", "%f|%h|%P\\n"],
           ["t/sub", "-printf", "%f|%h|%P\\n"], ["t/sub/", "-printf", "%f|%h|%P\\n"],
           ["t/link_dir", "-printf", "%y %l %f\\n"], ["t/emptydir", "-empty"],
-          ["t/denied000", "-empty"], ["t/many", "-newer", "t/a.txt"]]
+          ["t/denied000", "-empty"], ["t/many", "-newer", "t/a.txt"],
+          ["t/r444"], ["t/r444", "-name", "*.h"], ["t/r444", "-type", "d"], ["t/r444", "-type", "f"],
+          ["t/r444", "-printf", "%p %s\\n"], ["t/r444", "-maxdepth", "1", "-printf", "%y %f\\n"],
+          ["t/r444", "-empty"]]
 
 # Run by GNU find itself (arf-find hands them over whole).
 FALLBACK = [["t", "-name", "*.h", "-exec", "echo", "found", "{}", ";"],

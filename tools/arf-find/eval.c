@@ -184,12 +184,28 @@ static void printf_action(const char *fmt, const struct find_ent *e)
 		case 'p': s = e->path; break;
 		case 'f': s = e->name; break;
 		case 'h': {
-			const char *sl = strrchr(e->path, '/');
+			/* GNU find 4.9: the part before the last component,
+			 * trailing slashes taken off; a starting point of one
+			 * component with trailing slashes keeps all but one */
+			const char *p = e->path, *end = p + strlen(p), *b;
 
-			if (!sl)
-				s = ".";
-			else
-				snprintf(val, sizeof(val), "%.*s", (int)(sl - e->path), e->path);
+			while (end > p + 1 && end[-1] == '/')
+				end--;
+			b = end;
+			while (b > p && b[-1] != '/')
+				b--;
+			if (b == p) {
+				const char *sl = strrchr(p, '/');
+
+				if (!sl)
+					s = ".";
+				else
+					snprintf(val, sizeof(val), "%.*s", (int)(sl - p), p);
+			} else {
+				while (b > p && b[-1] == '/')
+					b--;
+				snprintf(val, sizeof(val), "%.*s", (int)(b - p), p);
+			}
 			break;
 		}
 		case 'P': {
@@ -277,6 +293,56 @@ static int name_match(const struct find_node *n, const struct find_ent *e)
 		s = buf;
 	}
 	return fnmatch(n->str, s, n->icase ? FNM_CASEFOLD : 0) == 0;
+}
+
+int find_needs_type(const struct find_node *n)
+{
+	if (!n)
+		return 0;
+	if (n->kind == FK_TYPE)
+		return 1;
+	if (n->kind == FK_PRINTF)
+		for (const char *c = n->str; *c; c++)
+			if (*c == '%' && c[1]) {
+				c++;
+				while (*c && strchr("-+ #0123456789.", *c))
+					c++;
+				if (*c == 'y')
+					return 1;
+				if (!*c)
+					break;
+			}
+	return find_needs_type(n->l) || find_needs_type(n->r);
+}
+
+int find_needs_stat(const struct find_node *n)
+{
+	if (!n)
+		return 0;
+	switch (n->kind) {
+	case FK_SIZE: case FK_TIME: case FK_UID: case FK_GID: case FK_PERM: case FK_EMPTY:
+	case FK_LINKS: case FK_INUM:
+		return 1;
+	case FK_PRINTF:
+		for (const char *c = n->str; *c; c++) {
+			if (*c == '\\' && c[1]) {
+				c++;
+				continue;
+			}
+			if (*c != '%' || !c[1])
+				continue;
+			c++;
+			while (*c && strchr("-+ #0123456789.", *c))
+				c++;
+			if (*c && !strchr("pfhPdy%", *c))
+				return 1;
+			if (!*c)
+				break;
+		}
+		return 0;
+	default:
+		return find_needs_stat(n->l) || find_needs_stat(n->r);
+	}
 }
 
 int find_eval(struct find_run *run, const struct find_node *n, const struct find_ent *e)

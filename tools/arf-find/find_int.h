@@ -55,6 +55,8 @@ struct find_opts {
 	int stats;
 	int need_links;            /* an expression looks at link targets (%l) */
 	int need_empty;            /* -empty appears */
+	int need_stat;             /* find_needs_stat(expr) */
+	int need_type;             /* find_needs_type(expr) */
 	int tty;                   /* stdout is a terminal: -print shows odd bytes as '?' */
 	int64_t now_ns;            /* the time the run started (for -mtime ...) */
 };
@@ -72,6 +74,11 @@ struct find_run {
 int find_parse(struct find_run *run, int argc, char **argv, int *sbeg, int *send);
 void find_free(struct find_node *n);
 /* eval.c */
+/* Whether the expression looks at more than names and types (GNU find then
+ * reports an entry it cannot stat instead of evaluating it). */
+int find_needs_stat(const struct find_node *n);
+/* Whether it looks at types (-type, %y). */
+int find_needs_type(const struct find_node *n);
 int find_eval(struct find_run *run, const struct find_node *n, const struct find_ent *e);
 void find_err(struct find_run *run, const char *path, int err);
 void find_quote(FILE *f, const char *s);

@@ -259,8 +259,8 @@ static struct find_node *primary(struct parser *p)
 			return NULL;
 		if (*v == '-' || *v == '/')
 			kind = *v++ == '-' ? 1 : 2;
-		if (octal_mode(v, &m) < 0)
-			return p->fail = 1, NULL; /* symbolic modes: GNU find's */
+		if (octal_mode(v, &m) < 0 || (kind == 2 && m == 0))
+			return p->fail = 1, NULL; /* symbolic modes, /0's warning: GNU find's */
 		if ((n = node(p, FK_PERM))) {
 			n->cmp = kind;
 			n->x = m;
@@ -338,7 +338,7 @@ static int option(struct parser *p, const char *a)
 		if (!strcmp(v, "emacs"))
 			p->syntax = RE_SYNTAX_EMACS;
 		else if (!strcmp(v, "findutils-default"))
-			p->syntax = RE_SYNTAX_EMACS | RE_DOT_NEWLINE;
+			p->syntax = RE_SYNTAX_EMACS; /* GNU find 4.9: '.' does not match a newline */
 		else if (!strcmp(v, "posix-basic"))
 			p->syntax = RE_SYNTAX_POSIX_BASIC;
 		else if (!strcmp(v, "posix-extended"))
@@ -468,7 +468,7 @@ static int looks_like_expr(const char *a)
 
 int find_parse(struct find_run *run, int argc, char **argv, int *sbeg, int *send)
 {
-	struct parser p = { run, argv, argc, 1, 0, 0, 0, RE_SYNTAX_EMACS | RE_DOT_NEWLINE };
+	struct parser p = { run, argv, argc, 1, 0, 0, 0, RE_SYNTAX_EMACS };
 	struct find_node *e = NULL;
 
 	run->o.maxdepth = -1;

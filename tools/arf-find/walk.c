@@ -22,6 +22,7 @@
  * limit with half the output.
  */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -306,7 +307,22 @@ static int entry(struct walk *w, struct dir *parent, const struct arf_find_rec *
 	e.link = link;
 	e.empty = rec->err;
 	if (!d.has_attr) {
-		find_err(run, path, -EACCES); /* cannot be stat'ed: as GNU find says */
+		/* the parent may be read but not searched: as GNU find, a
+		 * file is evaluated when its name and type are all the
+		 * expression needs, a directory (which fts must stat) only
+		 * when it needs no type either, and a directory is reported
+		 * and not entered */
+		int isdir = d.type == DT_DIR;
+
+		if (run->o.need_stat || (isdir && run->o.need_type)) {
+			find_err(run, path, -EACCES);
+		} else {
+			run->pruned = 0;
+			if (min_ok(run, e.depth))
+				find_eval(run, run->expr, &e);
+			if (isdir)
+				find_err(run, path, -EACCES);
+		}
 		free(path);
 		free(link);
 		return 0;
