@@ -299,8 +299,6 @@ int find_needs_type(const struct find_node *n)
 {
 	if (!n)
 		return 0;
-	if (n->kind == FK_TYPE)
-		return 1;
 	if (n->kind == FK_PRINTF)
 		for (const char *c = n->str; *c; c++)
 			if (*c == '%' && c[1]) {
@@ -345,10 +343,42 @@ int find_needs_stat(const struct find_node *n)
 	}
 }
 
+/* A test that needs what an entry without attributes lacks: GNU find
+ * reports the failed stat once and the test is false. */
+static int no_stat(struct find_run *run, const struct find_ent *e)
+{
+	if (!run->nostat_said) {
+		find_err(run, e->path, -EACCES);
+		run->nostat_said = 1;
+	}
+	return 0;
+}
+
 int find_eval(struct find_run *run, const struct find_node *n, const struct find_ent *e)
 {
 	const struct arf_prog_attr *a = &e->at;
 
+	if (!e->has_attr) {
+		switch (n->kind) {
+		case FK_SIZE: case FK_TIME: case FK_UID: case FK_GID: case FK_PERM: case FK_EMPTY:
+		case FK_LINKS: case FK_INUM:
+			return no_stat(run, e);
+		case FK_TYPE:
+			if (!e->type)
+				return no_stat(run, e);
+			break;
+		case FK_PRUNE:
+			if (!e->type)
+				return no_stat(run, e);
+			break;
+		case FK_PRINTF:
+			if (find_needs_stat(n) || (!e->type && find_needs_type(n)))
+				return no_stat(run, e);
+			break;
+		default:
+			break;
+		}
+	}
 	switch (n->kind) {
 	case FK_AND: return find_eval(run, n->l, e) && find_eval(run, n->r, e);
 	case FK_OR: return find_eval(run, n->l, e) || find_eval(run, n->r, e);

@@ -55,8 +55,6 @@ struct find_opts {
 	int stats;
 	int need_links;            /* an expression looks at link targets (%l) */
 	int need_empty;            /* -empty appears */
-	int need_stat;             /* find_needs_stat(expr) */
-	int need_type;             /* find_needs_type(expr) */
 	int tty;                   /* stdout is a terminal: -print shows odd bytes as '?' */
 	int64_t now_ns;            /* the time the run started (for -mtime ...) */
 };
@@ -67,6 +65,7 @@ struct find_run {
 	int status;                /* the exit status so far */
 	const char *prog;          /* "arf-find" */
 	int pruned;                /* the current entry was pruned */
+	int nostat_said;           /* the entry's missing attributes were reported */
 };
 
 /* parse.c: 0, or 1 when the command line must go to GNU find whole (a
@@ -77,7 +76,7 @@ void find_free(struct find_node *n);
 /* Whether the expression looks at more than names and types (GNU find then
  * reports an entry it cannot stat instead of evaluating it). */
 int find_needs_stat(const struct find_node *n);
-/* Whether it looks at types (-type, %y). */
+/* Whether it prints types (%y). */
 int find_needs_type(const struct find_node *n);
 int find_eval(struct find_run *run, const struct find_node *n, const struct find_ent *e);
 void find_err(struct find_run *run, const char *path, int err);

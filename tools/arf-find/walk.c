@@ -307,22 +307,21 @@ static int entry(struct walk *w, struct dir *parent, const struct arf_find_rec *
 	e.link = link;
 	e.empty = rec->err;
 	if (!d.has_attr) {
-		/* the parent may be read but not searched: as GNU find, a
-		 * file is evaluated when its name and type are all the
-		 * expression needs, a directory (which fts must stat) only
-		 * when it needs no type either, and a directory is reported
-		 * and not entered */
+		/* the parent may be read but not searched: as GNU find, the
+		 * entry is evaluated with its name and the type its entry
+		 * gives, and every test that needs more fails (eval.c); a
+		 * directory, which fts must stat, has no type and is reported
+		 * at once, and is not entered */
 		int isdir = d.type == DT_DIR;
 
-		if (run->o.need_stat || (isdir && run->o.need_type)) {
+		run->nostat_said = 0;
+		if (isdir) {
+			e.type = 0;
 			find_err(run, path, -EACCES);
-		} else {
-			run->pruned = 0;
-			if (min_ok(run, e.depth))
-				find_eval(run, run->expr, &e);
-			if (isdir)
-				find_err(run, path, -EACCES);
+			run->nostat_said = 1;
 		}
+		if (min_ok(run, e.depth))
+			find_eval(run, run->expr, &e);
 		free(path);
 		free(link);
 		return 0;
