@@ -367,8 +367,8 @@ int find_eval(struct find_run *run, const struct find_node *n, const struct find
 			if (!e->type)
 				return no_stat(run, e);
 			break;
-		case FK_PRUNE:
-			if (!e->type)
+		case FK_PRUNE: /* it looks at the type, except under -depth */
+			if (!e->type && !run->o.depth_first)
 				return no_stat(run, e);
 			break;
 		case FK_PRINTF:
