@@ -42,6 +42,9 @@ struct arf_find_arg {
 
 #define ARF_FIND_F_LINKS 1u         /* symbolic links' targets (ARF_PROG_DR_LINKS) */
 #define ARF_FIND_F_EMPTY 2u         /* say whether each directory listed is empty */
+#define ARF_FIND_F_NOATTR 4u        /* send entries without their attributes (the client
+				     * needs names and types only): has_attr 0 and the
+				     * record's cookie 1 say they were left out */
 
 struct arf_find_item {
 	uint64_t ino;
@@ -98,7 +101,8 @@ struct arf_find_rec {
 	uint32_t id;                /* ENT: the parent item's id; DIR: the item's */
 	int32_t  err;               /* ENT: emptiness; DIR: 0 or -errno of its listing */
 	uint32_t len;               /* ENT: bytes that follow; DIR: 1 = listed to its end */
-	uint64_t cookie;            /* DIR: resume after this entry */
+	uint64_t cookie;            /* DIR: resume after this entry; ENT: 1 when the
+				     * attributes were left out (ARF_FIND_F_NOATTR) */
 };
 
 #ifndef __bpf__

@@ -37,6 +37,7 @@ struct ectx {
 	int64_t empty;
 };
 #define EX      ((struct ectx *)(ARF_PROG_SCRATCH + 160))
+#define DCOPY   ((struct arf_prog_dirent *)(ARF_PROG_SCRATCH + 224))
 
 #define V_F 0u
 #define V_T 1u
@@ -391,15 +392,29 @@ long arf_prog_find(const struct arf_find_arg *a, uint64_t len)
 				 * test is evaluated */
 				if ((isdir && depth < a->maxdepth) || v != V_F || empty < 0) {
 					struct arf_find_rec *r = REC;
+					uint64_t nlen = ((uint64_t)d->namelen + 7) & ~7ull;
 
 					r->kind = ARF_FIND_REC_ENT;
 					r->id = it->id;
 					r->err = empty;
 					r->len = (uint32_t)rlen;
 					r->cookie = 0;
-					arf_emit(r, sizeof(*r));
-					arf_emit(BUF + at, rlen);
-					out += sizeof(*r) + rlen;
+					if (attr && (a->flags & ARF_FIND_F_NOATTR)) {
+						struct arf_prog_dirent *c = DCOPY;
+
+						*c = *d;
+						c->has_attr = 0;
+						c->has_link = 0;
+						r->len = (uint32_t)(sizeof(*c) + nlen);
+						r->cookie = 1;
+						arf_emit(r, sizeof(*r));
+						arf_emit(c, sizeof(*c));
+						arf_emit(name, nlen);
+					} else {
+						arf_emit(r, sizeof(*r));
+						arf_emit(BUF + at, rlen);
+					}
+					out += sizeof(*r) + r->len;
 				}
 				at += rlen;
 			}

@@ -55,6 +55,7 @@ struct find_opts {
 	int stats;
 	int need_links;            /* an expression looks at link targets (%l) */
 	int need_empty;            /* -empty appears */
+	int names_only;            /* names and types are all the expression needs */
 	int tty;                   /* stdout is a terminal: -print shows odd bytes as '?' */
 	int64_t now_ns;            /* the time the run started (for -mtime ...) */
 };

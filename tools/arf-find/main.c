@@ -79,6 +79,7 @@ int main(int argc, char **argv)
 	run.o.now_ns = (int64_t)now.tv_sec * 1000000000ll + now.tv_nsec;
 	if (find_parse(&run, argc, argv, &sbeg, &send))
 		gnu_find(argv);
+	run.o.names_only = !find_needs_stat(run.expr);
 	if (find_walk(&run, send > sbeg ? argv + sbeg : dot, send > sbeg ? send - sbeg : 1) == 1)
 		gnu_find(argv);
 	find_free(run.expr);

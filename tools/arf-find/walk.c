@@ -306,7 +306,14 @@ static int entry(struct walk *w, struct dir *parent, const struct arf_find_rec *
 	e.type = d.type;
 	e.link = link;
 	e.empty = rec->err;
-	if (!d.has_attr) {
+	if (!d.has_attr && rec->cookie == 1) {
+		/* left out on request: names and types are all we need */
+		e.has_attr = 1;
+		e.at.ino = d.ino;
+		e.at.gen = d.gen;
+		e.at.mode = (uint32_t)d.type << 12;
+	}
+	if (!e.has_attr) {
 		/* the parent may be read but not searched: as GNU find, the
 		 * entry is evaluated with its name and the type its entry
 		 * gives, and every test that needs more fails (eval.c); a
@@ -370,7 +377,8 @@ static int run_once(struct walk *w)
 	a->nnodes = w->nn;
 	a->str_len = w->str_len;
 	a->flags = (run->o.need_links ? ARF_FIND_F_LINKS : 0) |
-		   (run->o.need_empty ? ARF_FIND_F_EMPTY : 0);
+		   (run->o.need_empty ? ARF_FIND_F_EMPTY : 0) |
+		   (run->o.names_only ? ARF_FIND_F_NOATTR : 0);
 	a->maxdepth = run->o.maxdepth < 0 ? UINT32_MAX : (uint32_t)run->o.maxdepth;
 	a->mindepth = run->o.mindepth < 0 ? 0 : (uint32_t)run->o.mindepth;
 	a->max_out = w->max_out;
