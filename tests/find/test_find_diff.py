@@ -6,17 +6,21 @@ The tree has regular files, empty files, a sparse file, symbolic links (to a
 file, to a directory, dangling), hard links (in one directory and across
 two), names with spaces, a newline and bytes that are not UTF-8, empty
 directories, a directory of 300 entries, a chain 45 directories deep,
-files of several owners, modes and ages, and two directories that uid 65534
-may not enter (mode 000, and 0700 owned by root).  Each case runs both
+files of several owners, modes and ages, two directories that uid 65534
+may not enter (mode 000, and 0700 owned by root) and one it may read but
+not search (0444: names and types without attributes).  Each case runs both
 programs with the same arguments from the mount's root and compares their
 standard output (lines sorted: gnulib's fts sorts big directories by inode,
 arf-find walks breadth first), exit status and standard error (lines
 sorted, the program's name taken out); as root and again as uid 65534
-(setpriv) on the same mount (allow_other).  Every case must have run on the
-server (--stats shows executions) except those in FALLBACK, which must not
-have (GNU find ran them).  By URL (as root: the connection is anonymous),
-the cases that start at the tree's top are compared with GNU find run as
-uid 65534 through the mount, URL mapped back to the path.
+(setpriv) on the same mount (allow_other).  Every case must have been run by
+arf-find itself (its --stats line is there) except those in FALLBACK, which
+must have gone to GNU find (no --stats line).  By URL (as root), a third of the cases that
+start at the tree's top are compared with GNU find run as
+root through the mount (arf-find's connection comes from a reserved
+port: root proven), URL mapped back to the path.  test_server_side: the
+ioctl answers on a directory, and a selective -name crosses a fraction of
+the bytes of a bare walk.  test_small_slices: runs of 7 entries.
 Times are set well away from every boundary the cases test, and TZ=UTC.
 Skips, with the reason, without /dev/fuse or root."""
 import os
