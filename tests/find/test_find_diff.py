@@ -332,6 +332,19 @@ class FindDiff(FuseTestCase):
             everything, some))
         self.assertLess(some * 4, everything)
 
+    def test_utf8_locale(self):
+        """In C.UTF-8 (curly quotes in messages, multibyte matching) the
+        name cases, and some printf ones, as uid 65534; plain ASCII
+        patterns are still decided on the server."""
+        ENV["LC_ALL"] = "C.UTF-8"
+        try:
+            sel = [a for a in cases() if a[1] in ("-name", "-iname")] + [
+                ["t", "-printf", "%f %u\\n"], ["t/odd"], ["t/denied000", "-empty"]]
+            bad = self.check(sel, "nobody")
+        finally:
+            ENV["LC_ALL"] = "C"
+        self.assertFalse(bad, "\n".join(bad[:15]))
+
     def test_small_slices(self):
         """Runs of a handful of entries: the cursor resumes every directory."""
         old = ENV.get("ARF_FIND_MAX_ENTS")

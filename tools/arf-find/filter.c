@@ -13,8 +13,8 @@
  *   ! A:      !val(A),           reach(A)
  *   A , B:    val(B),            reach(A) | reach(B)
  *
- * Tests the walker does not decide (-path, -regex; -name outside the C
- * locale) are "unknown", which the three-valued evaluation carries through,
+ * Tests the walker does not decide (-path, -regex; outside the C locale,
+ * -iname and -name with a range or a byte over 0x7f) are "unknown", which the three-valued evaluation carries through,
  * so an entry is dropped only when the filter is false for certain.  The
  * formula is folded (constants), then written out in postfix.
  */
@@ -81,6 +81,22 @@ static struct f *mk(struct fb *b, int op, struct f *l, struct f *r, const struct
 	return x;
 }
 
+/* Whether the walker's byte-wise glob (ASCII names only; it leaves the
+ * others to the client) decides -name as fnmatch would here: always in the
+ * C locale; elsewhere for an ASCII pattern without ranges (whose order is
+ * the locale's collation) and without case folding (the locale's). */
+static int ship_name(const struct fb *b, const struct find_node *n)
+{
+	if (b->ship_names)
+		return 1;
+	if (n->icase || (strchr(n->str, '[') && strchr(n->str, '-')))
+		return 0;
+	for (const unsigned char *c = (const unsigned char *)n->str; *c; c++)
+		if (*c >= 0x80)
+			return 0;
+	return 1;
+}
+
 static struct f *val(struct fb *b, const struct find_node *n)
 {
 	switch (n->kind) {
@@ -92,7 +108,7 @@ static struct f *val(struct fb *b, const struct find_node *n)
 		return mk(b, ARF_FIND_TRUE, NULL, NULL, NULL);
 	case FK_FALSE: return mk(b, ARF_FIND_FALSE, NULL, NULL, NULL);
 	case FK_NAME:
-		return mk(b, b->ship_names ? ARF_FIND_NAME : ARF_FIND_UNKNOWN, NULL, NULL, n);
+		return mk(b, ship_name(b, n) ? ARF_FIND_NAME : ARF_FIND_UNKNOWN, NULL, NULL, n);
 	case FK_PATH: case FK_REGEX: return mk(b, ARF_FIND_UNKNOWN, NULL, NULL, n);
 	case FK_TYPE: return mk(b, ARF_FIND_TYPE, NULL, NULL, n);
 	case FK_SIZE: return mk(b, ARF_FIND_SIZE, NULL, NULL, n);
