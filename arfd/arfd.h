@@ -79,7 +79,9 @@ struct arfd {
 	int prog_abort;                      /* set first by arfd_stop: program runs in progress
 					      * stop at their next look at the clock (atomic) */
 
-	pthread_mutex_t fs_lock;             /* serialises ops/ and meta/ */
+	pthread_mutex_t fs_lock;             /* serialises ops/ and meta/ changes (arfd_fs_lock) */
+	pthread_rwlock_t fs_rw;              /* held for writing with fs_lock, for reading by the
+					      * procedures and helpers that only read (arfd_fs_rdlock) */
 	int ctl_waiting;                     /* control commands waiting for fs_lock (atomic):
 					      * request workers let them go first */
 	struct arfd_lane *lanes[2];          /* by enum arfd_lane_id: queues and workers (lanes.c) */
@@ -99,7 +101,8 @@ struct arfd {
 	char failure[256];                   /* why, once failed (log, arfctl status) */
 	int pid_file_written;                /* ours to remove at stop (it holds our pid) */
 
-	struct arfd_counters ctr;            /* under fs_lock */
+	struct arfd_counters ctr;            /* under fs_lock; requests, errors and bad_requests
+					      * atomically (shared procedures count too) */
 	uint64_t clients;                    /* connections open (atomic) */
 	struct arfd_control *control;        /* management socket (control.c) */
 	struct arfd_progs *progs;            /* program cache and helpers (progs.c) */
@@ -132,6 +135,7 @@ enum arfd_lane_id {
 #define ARFD_PROC_UNSTABLE 8u   /* a data write: answered before it is durable (NFSv3's
 				 * UNSTABLE) unless [export] sync; every other mutation
 				 * replies once durable */
+#define ARFD_PROC_SHARED  16u   /* only reads: runs with the lock shared (arfd_fs_rdlock) */
 #define ARFD_PROC_BASE    ARF_OP_GETATTR /* the lowest request kind */
 #define ARFD_PROC_LATER   1      /* a procedure's return: it kept the request and will
 				  * answer it itself (arf_net_reply), later */
@@ -227,10 +231,33 @@ int arfd_txn_begin(struct arfd *d);
  */
 uint64_t arfd_txn_commit(struct arfd *d, int unstable, int *rc);
 
-/* fs_lock for the control socket: taken ahead of the request workers,
- * which would otherwise take it back between requests for as long as
- * their queue lasts (a mutex is not fair), leaving `arfctl stats` unanswered
- * under load.  Released with pthread_mutex_unlock. */
+/*
+ * The filesystem lock (dispatch.c), in two parts.  Whatever changes ops/
+ * and meta/ state, the export's settings, the counters' non-atomic parts
+ * or the group commit's sequences holds it exclusively: arfd_fs_lock takes
+ * fs_lock (the mutex commit_cond waits with) and then fs_rw for writing.
+ * What only reads the filesystem -- GETATTR, LOOKUP, READDIR, READ,
+ * READLINK, ACCESS, STATFS, SEEK, XATTR_GET and XATTR_LIST
+ * (ARFD_PROC_SHARED) and the helpers that look or copy (lookup,
+ * file_view, dir_read, file_digest) -- holds fs_rw for reading alone, so
+ * those run on as many workers at once as there are.  fs_rw prefers
+ * writers: a stream of reads never starves a change.  Lock order: fs_lock,
+ * then fs_rw; a reader never takes fs_lock, and never fs_rw twice.
+ */
+void arfd_fs_lock(struct arfd *d);
+void arfd_fs_unlock(struct arfd *d);
+/* With the lock held exclusively: release it, wait on cv, take it again. */
+void arfd_fs_wait(struct arfd *d, pthread_cond_t *cv);
+void arfd_fs_rdlock(struct arfd *d);
+void arfd_fs_rdunlock(struct arfd *d);
+/* Initialised and destroyed with the server (server.c). */
+int arfd_fs_lock_init(struct arfd *d);
+void arfd_fs_lock_destroy(struct arfd *d);
+
+/* The lock, exclusively, for the control socket: taken ahead of the request
+ * workers, which would otherwise take it back between requests for as long
+ * as their queue lasts (a mutex is not fair), leaving `arfctl stats`
+ * unanswered under load.  Released with arfd_fs_unlock. */
 void arfd_lock_for_control(struct arfd *d);
 /* The committer thread: group commits (WAL sync, seals, waiting replies). */
 void *arfd_committer_main(void *arg);

@@ -117,7 +117,7 @@ static void reclaim(struct arfd *d, uint64_t durable)
 	char err[256];
 	int rc = arfd_store_reclaim(d->store, durable, err, sizeof(err));
 
-	pthread_mutex_lock(&d->fs_lock);
+	arfd_fs_lock(d);
 	if (rc < 0) {
 		arfd_fail(d, err); /* the head segment may hold half a copy */
 	} else if (rc > 0) {
@@ -125,7 +125,7 @@ static void reclaim(struct arfd *d, uint64_t durable)
 		d->ctr.reclaims++;
 		d->sync_forced = 1;
 	}
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_unlock(d);
 }
 
 void *arfd_committer_main(void *arg)
@@ -134,11 +134,11 @@ void *arfd_committer_main(void *arg)
 	char err[256];
 	int sync_failed = 0;
 
-	pthread_mutex_lock(&d->fs_lock);
+	arfd_fs_lock(d);
 	for (;;) {
 		while (d->sync_wanted <= d->durable_seq && !d->sync_forced &&
 		       !__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE))
-			pthread_cond_wait(&d->commit_cond, &d->fs_lock);
+			arfd_fs_wait(d, &d->commit_cond);
 		if (d->sync_wanted <= d->durable_seq && !d->sync_forced)
 			break; /* stopping, and nobody waits */
 		struct arfd_reply *rep;
@@ -149,9 +149,9 @@ void *arfd_committer_main(void *arg)
 			rep = arfd_pending_fail(d->pending);
 			d->sync_wanted = d->durable_seq;
 		} else {
-			pthread_mutex_unlock(&d->fs_lock);
+			arfd_fs_unlock(d);
 			int rc = arfd_store_sync(d->store, err, sizeof(err));
-			pthread_mutex_lock(&d->fs_lock);
+			arfd_fs_lock(d);
 			if (rc) {
 				sync_failed = 1;
 				arfd_fail(d, err);
@@ -162,12 +162,12 @@ void *arfd_committer_main(void *arg)
 			d->durable_seq = target;
 			rep = arfd_pending_commit(d->pending, &d->fs, target);
 		}
-		pthread_mutex_unlock(&d->fs_lock);
+		arfd_fs_unlock(d);
 		arfd_pending_send(rep);
 		if (!sync_failed && !arfd_failed(d))
 			reclaim(d, target);
-		pthread_mutex_lock(&d->fs_lock);
+		arfd_fs_lock(d);
 	}
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_unlock(d);
 	return NULL;
 }

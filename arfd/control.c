@@ -120,7 +120,7 @@ static json_object *cmd_status(struct arfd *d)
 {
 	arfd_lock_for_control(d);
 	json_object *r = arfd_status_object(d); /* what a data connection's STATUS says */
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_unlock(d);
 	reply_oom |= !r;
 	return r;
 }
@@ -146,7 +146,7 @@ static void snap(struct arfd *d, struct stat_snap *s)
 	arfd_store_stats(d->store, &s->store);
 	s->applied_seq = d->applied_seq;
 	s->durable_seq = d->durable_seq;
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_unlock(d);
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	s->cpu_us = (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u +
@@ -571,7 +571,7 @@ static void quiesce(struct arfd *d)
 		if (d->sync_wanted < d->applied_seq)
 			d->sync_wanted = d->applied_seq;
 		pthread_cond_signal(&d->commit_cond);
-		pthread_mutex_unlock(&d->fs_lock);
+		arfd_fs_unlock(d);
 		struct timespec ts = { 0, 1000 * 1000 };
 		nanosleep(&ts, NULL);
 		arfd_lock_for_control(d);
@@ -593,7 +593,7 @@ static json_object *cmd_fsck(struct arfd *d)
 	int src = rc < 0 ? 0 : arfd_store_compare(d->store, d->meta, d->meta_size, d->data,
 						   d->data_size, fsck_report, &fc, &compared, err,
 						   sizeof(err));
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_unlock(d);
 	put(r, "count", u64(f.problems + (uint64_t)(src > 0 ? src : 0)));
 	put(r, "inodes", u64(f.inodes));
 	put(r, "directories", u64(f.dirs));
@@ -616,7 +616,7 @@ static json_object *cmd_checkpoint(struct arfd *d)
 	arfd_lock_for_control(d);
 	quiesce(d);
 	int rc = arfd_store_sync(d->store, err, sizeof(err));
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_unlock(d);
 	if (!rc)
 		arfd_store_compact(d->store); /* RocksDB is thread-safe; requests go on */
 	clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -645,7 +645,7 @@ static json_object *cmd_scribble(struct arfd *d, const char *args)
 		return error_reply("offset past the region");
 	arfd_lock_for_control(d);
 	base[off] ^= 0x5a;
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_unlock(d);
 	json_object *r = json_object_new_object();
 	put(r, "ok", boolean(1));
 	return r;

@@ -51,22 +51,29 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 
 	struct arfd_conn *ac = arf_net_sconn_udata(c);
 	int guarded = (proc->flags & ARFD_PROC_HANDLE) != 0;
+	int shared = (proc->flags & ARFD_PROC_SHARED) != 0;
 	q.ac = ac;
 	while (__atomic_load_n(&d->ctl_waiting, __ATOMIC_ACQUIRE))
 		sched_yield(); /* a control command goes first (arfd_lock_for_control) */
-	pthread_mutex_lock(&d->fs_lock);
+	if (shared)
+		arfd_fs_rdlock(d);
+	else
+		arfd_fs_lock(d);
 	arfd_identity_cred(d, ac, &pc, &cr, NULL); /* under the lock: SIGHUP may change the export */
 	int idx = arf_proto_op_index(op);
-	d->ctr.requests[idx < 0 ? ARF_PROTO_NKINDS - 1 : idx]++;
+	__atomic_add_fetch(&d->ctr.requests[idx < 0 ? ARF_PROTO_NKINDS - 1 : idx], 1,
+			   __ATOMIC_RELAXED);
 	if (r.err) {
 		rc = ARF_EPROTO;
-	} else if (d->failed && op != ARF_OP_STATUS) {
+	} else if (arfd_failed(d) && op != ARF_OP_STATUS) {
 		rc = -EIO; /* the regions may hold a change RocksDB refused (commit.c) */
 		arfd_log_limited(ARFD_LOG_WARN, "%s from %s: EIO: export failed: %s",
 				 arf_proto_op_name(op), arf_net_sconn_peer(c)->addr, d->failure);
 	} else if (guarded && arfd_identity_stale_check(d, ac)) {
 		rc = -ESTALE; /* too many stale handles: a guesser; not looked at */
 		guarded = 0;
+	} else if (shared) {
+		rc = proc->run(&q); /* only reads: beside the other readers */
 	} else if (proc->flags & ARFD_PROC_MUTATES) {
 		uint64_t txn = 0;
 		int unstable = (proc->flags & ARFD_PROC_UNSTABLE) && !d->cfg.sync;
@@ -104,14 +111,14 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 			deferred = 1; /* everything before it durable, as NFS COMMIT */
 	}
 	if (rc == ARFD_PROC_LATER) { /* the procedure answers it itself (locks.c) */
-		pthread_mutex_unlock(&d->fs_lock);
+		arfd_fs_unlock(d); /* never a shared one */
 		arf_proto_wr_free(&w);
 		return;
 	}
 	if (rc == ARF_EPROTO)
-		d->ctr.bad_requests++;
+		__atomic_add_fetch(&d->ctr.bad_requests, 1, __ATOMIC_RELAXED);
 	if (rc)
-		d->ctr.errors++;
+		__atomic_add_fetch(&d->ctr.errors, 1, __ATOMIC_RELAXED);
 	if (rc == -ESTALE && guarded)
 		arfd_identity_stale(d, ac);
 	if (deferred) {
@@ -130,7 +137,10 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 			d->sync_wanted = d->applied_seq;
 		pthread_cond_signal(&d->commit_cond);
 	}
-	pthread_mutex_unlock(&d->fs_lock);
+	if (shared)
+		arfd_fs_rdunlock(d);
+	else
+		arfd_fs_unlock(d);
 
 	if (!deferred) {
 		struct iovec iov = { w.buf, w.len };
@@ -145,6 +155,63 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 void arfd_lock_for_control(struct arfd *d)
 {
 	__atomic_add_fetch(&d->ctl_waiting, 1, __ATOMIC_ACQ_REL);
-	pthread_mutex_lock(&d->fs_lock);
+	arfd_fs_lock(d);
 	__atomic_sub_fetch(&d->ctl_waiting, 1, __ATOMIC_ACQ_REL);
+}
+
+void arfd_fs_lock(struct arfd *d)
+{
+	pthread_mutex_lock(&d->fs_lock);
+	pthread_rwlock_wrlock(&d->fs_rw);
+}
+
+void arfd_fs_unlock(struct arfd *d)
+{
+	pthread_rwlock_unlock(&d->fs_rw);
+	pthread_mutex_unlock(&d->fs_lock);
+}
+
+void arfd_fs_wait(struct arfd *d, pthread_cond_t *cv)
+{
+	pthread_rwlock_unlock(&d->fs_rw);
+	pthread_cond_wait(cv, &d->fs_lock);
+	pthread_rwlock_wrlock(&d->fs_rw);
+}
+
+void arfd_fs_rdlock(struct arfd *d)
+{
+	pthread_rwlock_rdlock(&d->fs_rw);
+}
+
+void arfd_fs_rdunlock(struct arfd *d)
+{
+	pthread_rwlock_unlock(&d->fs_rw);
+}
+
+int arfd_fs_lock_init(struct arfd *d)
+{
+	pthread_rwlockattr_t a;
+	int rc;
+
+	if ((rc = pthread_mutex_init(&d->fs_lock, NULL)))
+		return -rc;
+	if ((rc = pthread_rwlockattr_init(&a))) {
+		pthread_mutex_destroy(&d->fs_lock);
+		return -rc;
+	}
+	/* a stream of readers must not keep a change waiting for ever */
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	rc = pthread_rwlock_init(&d->fs_rw, &a);
+	pthread_rwlockattr_destroy(&a);
+	if (rc) {
+		pthread_mutex_destroy(&d->fs_lock);
+		return -rc;
+	}
+	return 0;
+}
+
+void arfd_fs_lock_destroy(struct arfd *d)
+{
+	pthread_rwlock_destroy(&d->fs_rw);
+	pthread_mutex_destroy(&d->fs_lock);
 }

@@ -139,7 +139,7 @@ static int h_make(struct arf_mc_call *c, uint64_t *ret)
 	}
 	if ((rc = arf_mc_call_charge(c, COST_HOOK + nlen / ARF_MC_BYTES_PER_INSN)))
 		return rc;
-	pthread_mutex_lock(&d->fs_lock);
+	arfd_fs_lock(d);
 	if (d->cfg.read_only) {
 		rc = -EROFS;
 	} else if (!(rc = arfd_txn_begin(d))) { /* -EIO once the export failed */
@@ -155,7 +155,7 @@ static int h_make(struct arf_mc_call *c, uint64_t *ret)
 		if (seq)
 			ex->seq = seq;
 	}
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_unlock(d);
 	if (!rc)
 		to_prog_attr(&a, pa);
 	*ret = (uint64_t)(int64_t)rc;
@@ -178,10 +178,10 @@ static int h_lookup(struct arf_mc_call *c, uint64_t *ret)
 	}
 	if ((rc = arf_mc_call_charge(c, COST_LOOKUP + nlen / ARF_MC_BYTES_PER_INSN)))
 		return rc;
-	pthread_mutex_lock(&d->fs_lock);
+	arfd_fs_rdlock(d);
 	rc = arfd_failed(d) ? -EIO /* commit.c */
 			    : arf_ops_lookup(&d->fs, &ex->cr, pa->ino, pa->gen, c->ptr[2], nlen, &a);
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_rdunlock(d);
 	if (!rc)
 		to_prog_attr(&a, pa);
 	*ret = (uint64_t)(int64_t)rc;
@@ -266,7 +266,7 @@ static int h_file_view(struct arf_mc_call *c, uint64_t *ret)
 	}
 	/* One state of the file: the whole copy under one hold of the lock,
 	 * a MiB at a time, paying for each and stopping at the deadline. */
-	pthread_mutex_lock(&d->fs_lock);
+	arfd_fs_rdlock(d);
 	rc = arfd_failed(d) ? -EIO /* commit.c */ : arf_ops_getattr(&d->fs, v->ino, v->gen, &a);
 	if (!rc) {
 		do { /* at least once: an empty view is permission-checked too */
@@ -279,7 +279,7 @@ static int h_file_view(struct arf_mc_call *c, uint64_t *ret)
 				break; /* failed, out of time or budget, or the end of the file */
 		} while (got < len);
 	}
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_rdunlock(d);
 	if (stop)
 		return stop;
 	if (!rc)

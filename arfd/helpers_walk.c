@@ -72,7 +72,7 @@ static int h_dir_read(struct arf_mc_call *c, uint64_t *ret)
 	if (!ents)
 		return ret_err(ret, -ENOMEM);
 
-	pthread_mutex_lock(&d->fs_lock);
+	arfd_fs_rdlock(d);
 	rc = arfd_failed(d) ? -EIO /* commit.c */
 			    : arf_ops_readdir(&d->fs, &ex->cr, rd->dir, rd->dgen, rd->cookie, ents,
 					      max, &n, &eof);
@@ -122,7 +122,7 @@ static int h_dir_read(struct arf_mc_call *c, uint64_t *ret)
 		}
 		rd->cookie = ents[i].cookie;
 	}
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_rdunlock(d);
 	free(ents);
 	if (rc)
 		return ret_err(ret, rc);
@@ -203,7 +203,7 @@ static int h_file_digest(struct arf_mc_call *c, uint64_t *ret)
 		size_t got = 0;
 		int last = 0;
 
-		pthread_mutex_lock(&d->fs_lock);
+		arfd_fs_rdlock(d);
 		rc = arfd_failed(d) ? -EIO /* commit.c */
 				    : arf_ops_getattr(&d->fs, dg->ino, dg->gen, &now);
 		if (!rc && k == 0) {
@@ -227,7 +227,7 @@ static int h_file_digest(struct arf_mc_call *c, uint64_t *ret)
 			rc = arf_ops_read(&d->fs, &ex->cr, dg->ino, dg->gen, off, piece, n, &got);
 			last = got < n || off + got >= end;
 		}
-		pthread_mutex_unlock(&d->fs_lock);
+		arfd_fs_rdunlock(d);
 		if (rc)
 			break;
 		if (got && !EVP_DigestUpdate(ctx, piece, got)) {

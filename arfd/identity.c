@@ -213,10 +213,10 @@ int arfd_identity_hello(struct arfd *d, const struct arf_net_peer *peer,
 {
 	int is_shm = !strcmp(peer->transport, "shm"), rc;
 
-	pthread_mutex_lock(&d->fs_lock); /* SIGHUP may change these */
+	arfd_fs_lock(d); /* SIGHUP may change these */
 	char policy = d->cfg.one_sided[0];
 	int insecure = d->cfg.insecure, squash = d->cfg.root_squash;
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_unlock(d);
 
 	ac->trust = ARFD_TRUST_ANON;
 	if (is_shm) {

@@ -79,7 +79,7 @@ static void reload(struct arfd *d, const char *config, const struct override *ov
 		arfd_log(ARFD_LOG_ERROR, "reload: %s (keeping the running configuration)", err);
 		goto out;
 	}
-	pthread_mutex_lock(&d->fs_lock);
+	arfd_fs_lock(d);
 	d->cfg.read_only = nc.read_only;
 	d->cfg.insecure = nc.insecure;
 	d->cfg.root_squash = nc.root_squash;
@@ -90,7 +90,7 @@ static void reload(struct arfd *d, const char *config, const struct override *ov
 	memcpy(d->cfg.one_sided, nc.one_sided, sizeof(nc.one_sided));
 	d->cfg.log_level = nc.log_level;
 	arfd_log_level = nc.log_level;
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_unlock(d);
 	if (strcmp(nc.listen, d->cfg.listen) || strcmp(nc.socket, d->cfg.socket) ||
 	    strcmp(nc.rdma_listen, d->cfg.rdma_listen) ||
 	    strcmp(nc.data_dir, d->cfg.data_dir) || nc.sync != d->cfg.sync ||

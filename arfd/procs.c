@@ -456,18 +456,19 @@ static int p_commit(struct arfd_req *q)
 
 #define M ARFD_PROC_MUTATES
 #define H ARFD_PROC_HANDLE
+#define S ARFD_PROC_SHARED /* only reads: the lock shared (arfd_fs_lock in arfd.h) */
 #define REQ ARFD_LANE_REQUEST
 #define PRG ARFD_LANE_PROGRAM
 #define P(op, fn, flags, lane) [(op) - ARFD_PROC_BASE] = { (op), (flags), (lane), (fn) }
 
 static const struct arfd_proc procs[] = {
-	P(ARF_OP_GETATTR, p_getattr, H, REQ),
-	P(ARF_OP_LOOKUP, p_lookup, H, REQ),
-	P(ARF_OP_READDIR, p_readdir, H, REQ),
-	P(ARF_OP_READ, p_read, H, REQ),
-	P(ARF_OP_READLINK, p_readlink, H, REQ),
-	P(ARF_OP_STATFS, p_statfs, 0, REQ),
-	P(ARF_OP_ACCESS, p_access, H, REQ),
+	P(ARF_OP_GETATTR, p_getattr, H | S, REQ),
+	P(ARF_OP_LOOKUP, p_lookup, H | S, REQ),
+	P(ARF_OP_READDIR, p_readdir, H | S, REQ),
+	P(ARF_OP_READ, p_read, H | S, REQ),
+	P(ARF_OP_READLINK, p_readlink, H | S, REQ),
+	P(ARF_OP_STATFS, p_statfs, S, REQ),
+	P(ARF_OP_ACCESS, p_access, H | S, REQ),
 	P(ARF_OP_CREATE, p_create, M | H, REQ),
 	P(ARF_OP_MKDIR, p_mkdir, M | H, REQ),
 	P(ARF_OP_MKNOD, p_mknod, M | H, REQ),
@@ -484,7 +485,7 @@ static const struct arfd_proc procs[] = {
 	P(ARF_OP_COMMIT, p_commit, H | ARFD_PROC_DURABLE, REQ),
 	P(ARF_OP_APPEND, arfd_proc_append, M | H, REQ),
 	P(ARF_OP_FALLOCATE, arfd_proc_fallocate, M | H, REQ),
-	P(ARF_OP_SEEK, arfd_proc_seek, H, REQ),
+	P(ARF_OP_SEEK, arfd_proc_seek, H | S, REQ),
 	P(ARF_OP_STATUS, p_status, 0, REQ),
 	P(ARF_OP_CRED_MINT, p_cred_mint, 0, REQ),
 	/* locks.c: a LOCK that must wait is kept there, not on a worker */
@@ -493,9 +494,9 @@ static const struct arfd_proc procs[] = {
 	P(ARF_OP_LOCK_RENEW, arfd_p_lock_renew, 0, REQ),
 	P(ARF_OP_LOCK_CANCEL, arfd_p_lock_cancel, 0, REQ),
 	/* xattr.c */
-	P(ARF_OP_XATTR_GET, arfd_p_xattr_get, H, REQ),
+	P(ARF_OP_XATTR_GET, arfd_p_xattr_get, H | S, REQ),
 	P(ARF_OP_XATTR_SET, arfd_p_xattr_set, M | H, REQ),
-	P(ARF_OP_XATTR_LIST, arfd_p_xattr_list, H, REQ),
+	P(ARF_OP_XATTR_LIST, arfd_p_xattr_list, H | S, REQ),
 	P(ARF_OP_XATTR_REMOVE, arfd_p_xattr_remove, M | H, REQ),
 	/* served by progs.c, not under fs_lock, on the program workers */
 	P(ARF_OP_PROG_LOAD, NULL, 0, PRG),

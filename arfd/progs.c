@@ -448,11 +448,11 @@ static int do_load(struct arfd *d, struct arfd_conn *ac, const struct arf_proto_
 	struct arf_cred cr;
 	int proven_root = 0;
 
-	pthread_mutex_lock(&d->fs_lock);
+	arfd_fs_lock(d);
 	d->ctr.prog_jitted += (uint64_t)arf_mc_prog_jitted(prog);
 	d->ctr.prog_jit_failed += (uint64_t)jit_failed;
 	arfd_identity_cred(d, ac, pc, &cr, &proven_root); /* whose quota pays */
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_unlock(d);
 	e->owner = cr.uid;
 	e->owner_root = proven_root;
 
@@ -537,9 +537,9 @@ static int do_exec(struct arfd *d, struct arf_net_sconn *c, const struct arf_pro
 	memset(&ex, 0, sizeof(ex));
 	ex.d = d;
 	int proven_root = 0;
-	pthread_mutex_lock(&d->fs_lock); /* the export's squashing may change on SIGHUP */
+	arfd_fs_lock(d); /* the export's squashing may change on SIGHUP */
 	arfd_identity_cred(d, ac, pc, &ex.cr, &proven_root);
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_unlock(d);
 
 	/* regions: META and DATA read-only (empty unless the run is for root
 	 * proven on a connection that holds the region keys), scratch */
@@ -626,7 +626,7 @@ void arfd_prog_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uin
 			 arf_net_sconn_peer(c)->addr, pe.msg);
 	}
 
-	pthread_mutex_lock(&d->fs_lock);
+	arfd_fs_lock(d);
 	d->ctr.requests[arf_proto_op_index(op)]++;
 	if (rc)
 		d->ctr.errors++;
@@ -658,7 +658,7 @@ void arfd_prog_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uin
 		pthread_cond_signal(&d->commit_cond);
 		deferred = 1;
 	}
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_unlock(d);
 
 	if (!deferred) {
 		struct iovec iov = { w.buf, w.len };

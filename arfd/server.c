@@ -86,9 +86,9 @@ static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_pee
 			 ARF_PROTO_INFO_VERSION);
 		return ARF_EVERSION;
 	}
-	pthread_mutex_lock(&d->fs_lock); /* SIGHUP may change the lists */
+	arfd_fs_lock(d); /* SIGHUP may change the lists */
 	int allowed = arfd_access_allowed(&d->nets, peer);
-	pthread_mutex_unlock(&d->fs_lock);
+	arfd_fs_unlock(d);
 	if (!allowed) {
 		snprintf(msg, msglen, "client %s is not in this export's clients list", peer->addr);
 		arfd_log_limited(ARFD_LOG_WARN, "refused %s over %s: not in [export] clients",
@@ -415,7 +415,10 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 
 	d->meta_fd = d->data_fd = d->scratch_fd = -1;
 	clock_gettime(CLOCK_MONOTONIC, &d->started);
-	pthread_mutex_init(&d->fs_lock, NULL);
+	if ((rc = arfd_fs_lock_init(d))) {
+		snprintf(err, errlen, "the filesystem lock: %s", strerror(-rc));
+		return rc;
+	}
 	pthread_cond_init(&d->commit_cond, NULL);
 	d->pending = arfd_pending_create();
 	if (!d->pending) {
@@ -591,9 +594,9 @@ void arfd_stop(struct arfd *d)
 	__atomic_store_n(&d->stopping, 1, __ATOMIC_RELEASE);
 	arfd_lanes_stop(d);
 	if (d->committer_started) {
-		pthread_mutex_lock(&d->fs_lock);
+		arfd_fs_lock(d);
 		pthread_cond_signal(&d->commit_cond);
-		pthread_mutex_unlock(&d->fs_lock);
+		arfd_fs_unlock(d);
 		pthread_join(d->committer, NULL);
 	}
 	if (d->store) {

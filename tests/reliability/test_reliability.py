@@ -47,8 +47,12 @@ def crash_cycles(testcase, cycles, seed, commit=True, extra=None):
     for cycle in range(cycles):
         d.start()
         url = d.url("/", "tcp" if cycle % 2 == 0 else "shm")
+        # unbuffered: readline below takes one line and nothing after it;
+        # a buffered reader would read ahead lines that communicate(), which
+        # reads the descriptor itself, never sees (a step acknowledged at
+        # the start of a cycle then looked unacknowledged to the check)
         w = subprocess.Popen([STRESS, "crash", url, str(next_id)] + (["commit"] if commit else []),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, bufsize=0)
         first = []
         try:
             # the kill falls inside the workload, not in the writer's

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # ThreadSanitizer over the concurrent reader/writer path: builds arfd,
-# arfctl, arf-itest and arf-asynctest with -fsanitize=thread in their own
-# build directory, runs the torn-read test (a writer rewriting a file while
-# readers read it one-sidedly) and libarf's asynchronous operations (64 in
-# flight, torn reads through them, sequential readers read ahead) over tcp
-# and shm, and fails on any report from any process.
+# arfctl, arf-itest, arf-asynctest and arf-scalebench with -fsanitize=thread
+# in their own build directory, runs the torn-read test (a writer rewriting
+# a file while readers read it one-sidedly), libarf's asynchronous
+# operations (64 in flight, torn reads through them, sequential readers
+# read ahead) and readers beside writers on four request workers sharing
+# the filesystem lock (scalebench mixed, getattr, lookup) over tcp and shm,
+# and fails on any report from any process.
 #   tests/reliability/tsan.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1
@@ -14,7 +16,7 @@ if [ ! -f "$b/build.ninja" ]; then
   meson setup "$b" "$src" -Db_sanitize=thread -Db_lundef=false --buildtype=debugoptimized >/dev/null
 fi
 ninja -C "$b" arfd/arfd tools/arfctl/arfctl tests/integration/arf-itest \
-  tests/integration/arf-asynctest >/dev/null
+  tests/integration/arf-asynctest tests/integration/arf-scalebench >/dev/null
 work=$(mktemp -d /tmp/arf-tsan.XXXXXX)
 pid=
 cleanup() {
@@ -30,7 +32,8 @@ export TSAN_OPTIONS="halt_on_error=0 exitcode=66 log_path=$work/tsan"
   --data-dir "$work/data" \
   --spin-us 0 --set "server.port_file=$work/port" --set regions.data_blocks=16384 \
   --set regions.pages=1024 --set regions.inodes=16384 --set regions.dir_buckets=4096 \
-  --set regions.dir_entries=16384 --set regions.test_torn_delay_us=300 >"$work/arfd.log" 2>&1 &
+  --set regions.dir_entries=16384 --set regions.test_torn_delay_us=300 \
+  --set server.workers=4 --set programs.workers=2 >"$work/arfd.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 200); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || { echo "arfd did not start"; cat "$work/arfd.log"; exit 1; }
@@ -42,6 +45,9 @@ for u in "arf://127.0.0.1:$port/" "arf+shm:///?socket=$work/s"; do
   "$b/tests/integration/arf-asynctest" ops "$u" 3000
   "$b/tests/integration/arf-asynctest" torn "$u" 3
   "$b/tests/integration/arf-asynctest" seq "$u" 3
+  "$b/tests/integration/arf-scalebench" "$u" 6 2 mixed --writers 2 --block 65536 --file /mixed
+  "$b/tests/integration/arf-scalebench" "$u" 4 1 getattr --file /mixed
+  "$b/tests/integration/arf-scalebench" "$u" 4 1 lookup --file /mixed
 done
 kill -TERM "$pid"
 wait "$pid" || true
@@ -51,5 +57,5 @@ if ls "$work"/tsan.* >/dev/null 2>&1; then
   echo "FAIL: ThreadSanitizer reported races"
   exit 1
 fi
-echo "tsan: arfd and the readers ran the torn-read test and the asynchronous operations over" \
-  "tcp and shm with no race reported"
+echo "tsan: arfd (4 request workers) and the readers ran the torn-read test, the asynchronous" \
+  "operations and readers beside writers over tcp and shm with no race reported"
