@@ -240,13 +240,16 @@ class FindDiff(FuseTestCase):
 
     def run_pair(self, args, user, url=None):
         pre = NOBODY if user else []
-        gnu = subprocess.run(pre + [GNU_FIND] + args, cwd=self.mnt.path, env=ENV,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
         aargs = list(args)
         if url:
             aargs = [url if a == "t" else a for a in args]
-        arf = subprocess.run(pre + [ARF_FIND, "--stats"] + aargs, cwd=self.mnt.path, env=ENV,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        # side by side: two processes' start-up is most of a case's time
+        procs = [subprocess.Popen(cmd, cwd=self.mnt.path, env=ENV, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+                 for cmd in (pre + [GNU_FIND] + args, pre + [ARF_FIND, "--stats"] + aargs)]
+        outs = [p.communicate(timeout=120) for p in procs]
+        gnu = subprocess.CompletedProcess(args, procs[0].returncode, *outs[0])
+        arf = subprocess.CompletedProcess(aargs, procs[1].returncode, *outs[1])
         aout, aerr = arf.stdout, arf.stderr
         shipped = b"arf-find: stats " in aerr
         aerr = STATS.sub(b"", aerr)
