@@ -30,7 +30,8 @@ static int load_program(const char *spec, uint8_t **bytes, size_t *len)
 				memcpy(*bytes, arf_std_progs[i].elf, *len);
 				return 0;
 			}
-		fprintf(stderr, "arfctl: exec: no standard program '%s' (@lookup, @resolve, @readdir, @mkdirp)\n",
+		fprintf(stderr, "arfctl: exec: no standard program '%s' (@lookup, @resolve, @readdir, "
+				"@mkdirp, @find, @du, @sum)\n",
 			spec);
 		return 2;
 	}

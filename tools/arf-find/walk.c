@@ -1,0 +1,643 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The walk: starting points recognised on their server, their subtrees
+ * listed by arfd's find walker (mobilecode/progs/find.c) in runs.
+ *
+ * A path is on ARF when arf-fuse answers ARF_IOC_CRED on it (or, for what
+ * cannot be opened -- a symbolic link, a directory the user may not read
+ * -- on its parent, followed by a lookup of its name): the URL of the
+ * server, the handle, and a credential token for the user the kernel says
+ * runs us, presented on a connection of our own (one per server), so that
+ * the walk lists exactly what that user may list.  An arf:// URL is
+ * reached with arf_connect and arf_resolve, anonymously as every URL
+ * connection without a proof is.
+ *
+ * The client keeps the queue of directories still to list (FIFO: the
+ * order is not GNU find's, the set is); each run takes the queue's head
+ * (as many items as fit in the argument), and the records that come back
+ * say which items were listed to their end, where the last one stopped,
+ * and the entries, which are evaluated here with the whole expression
+ * (eval.c).  A run stopped by the server's instruction or wall-clock budget
+ * is sent again with half the entries (max_ents); one stopped by the output
+ * limit with half the output.
+ */
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "arf.h"
+#include "arf_common.h"
+#include "arf_progs.h"
+#include "find_int.h"
+
+/* ---- connections, one per server ------------------------------------------ */
+
+struct conn {
+	char *url;
+	arf_client *c;
+	struct conn *next;
+};
+static struct conn *conns;
+
+static arf_client *conn_get(const char *url, const uint8_t *token, char *err, size_t errlen)
+{
+	struct arf_url u, v;
+	struct arf_client_opts o;
+	arf_client *c;
+
+	if (arf_url_parse(url, &u, err, errlen) == 0)
+		for (struct conn *k = conns; k; k = k->next)
+			if (arf_url_parse(k->url, &v, err, errlen) == 0 &&
+			    !strcmp(u.transport, v.transport) && !strcmp(u.host, v.host) &&
+			    u.port == v.port && !strcmp(u.socket, v.socket))
+				return k->c;
+	arf_client_opts_init(&o);
+	o.cred_token = token;
+	if (arf_connect(url, &o, &c, err, errlen) < 0)
+		return NULL;
+	struct conn *k = calloc(1, sizeof(*k));
+
+	if (!k || !(k->url = strdup(url))) {
+		free(k);
+		arf_close(c);
+		return NULL;
+	}
+	k->c = c;
+	k->next = conns;
+	conns = k;
+	return c;
+}
+
+static void conns_close(struct find_run *run)
+{
+	while (conns) {
+		struct conn *k = conns;
+
+		if (run->o.stats) {
+			struct arf_client_stats s;
+
+			arf_stats(k->c, &s);
+			fflush(stdout);
+			fprintf(stderr,
+				"arf-find: stats %s: execs %" PRIu64 " prog_loads %" PRIu64
+				" exec_insns %" PRIu64 " requests %" PRIu64 " rounds %" PRIu64
+				" one_sided_bytes %" PRIu64 " bytes_sent %" PRIu64
+				" bytes_received %" PRIu64 "\n",
+				k->url, s.execs, s.prog_loads, s.exec_insns, s.requests, s.rounds,
+				s.one_sided_bytes, s.bytes_sent, s.bytes_received);
+		}
+		conns = k->next;
+		arf_close(k->c);
+		free(k->url);
+		free(k);
+	}
+}
+
+/* ---- starting points ---------------------------------------------------------- */
+
+struct start {
+	const char *arg;           /* as given */
+	int err;                   /* -errno to report instead of walking */
+	arf_client *c;
+	struct arf_stat st;
+};
+
+static arf_client *cred_of(const char *path, int flags, uint64_t *ino, uint32_t *gen)
+{
+	struct arf_ioc_cred *ic = calloc(1, sizeof(*ic));
+	arf_client *c = NULL;
+	char err[256];
+	int fd = open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+	if (fd >= 0 && ic && ioctl(fd, ARF_IOC_CRED, ic) == 0 &&
+	    ic->version == ARF_IOC_CRED_VERSION && memchr(ic->url, 0, sizeof(ic->url))) {
+		c = conn_get(ic->url, ic->token, err, sizeof(err));
+		*ino = ic->ino;
+		*gen = ic->gen;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (ic)
+		memset(ic->token, 0, sizeof(ic->token));
+	free(ic);
+	return c;
+}
+
+/* 1: on ARF (s->c, s->st), 0: not, and s->err when it does not exist. */
+static int start_path(struct start *s)
+{
+	struct stat st;
+	uint64_t ino;
+	uint32_t gen;
+
+	if (lstat(s->arg, &st) < 0) {
+		s->err = -errno;
+		return 1; /* reported by us, as GNU find would */
+	}
+	if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
+		s->c = cred_of(s->arg, O_RDONLY | O_NOFOLLOW, &ino, &gen);
+		if (s->c && arf_getattr(s->c, ino, gen, &s->st) == 0)
+			return 1;
+	}
+	/* a link, a device, a directory we may not open: by its parent */
+	char *copy = strdup(s->arg), *sl;
+	const char *parent, *base;
+	size_t l;
+	int ok = 0;
+
+	if (!copy)
+		return 0;
+	l = strlen(copy);
+	while (l > 1 && copy[l - 1] == '/')
+		copy[--l] = 0;
+	sl = strrchr(copy, '/');
+	if (!sl) {
+		parent = ".";
+		base = copy;
+	} else if (sl == copy) {
+		parent = "/";
+		base = copy + 1;
+	} else {
+		*sl = 0;
+		parent = copy;
+		base = sl + 1;
+	}
+	s->c = cred_of(parent, O_RDONLY | O_DIRECTORY, &ino, &gen);
+	if (s->c && base[0] && arf_lookup(s->c, ino, gen, base, &s->st) == 0)
+		ok = 1;
+	free(copy);
+	return ok;
+}
+
+static int start_url(struct start *s, struct find_run *run)
+{
+	struct arf_url u;
+	char err[256];
+	int r;
+
+	if (arf_url_parse(s->arg, &u, err, sizeof(err)) < 0 ||
+	    !(s->c = conn_get(s->arg, NULL, err, sizeof(err)))) {
+		fflush(stdout);
+		fprintf(stderr, "%s: ", run->prog);
+		find_quote(stderr, s->arg);
+		fprintf(stderr, ": %s\n", err);
+		run->status = 1;
+		s->err = 1;
+		return 1;
+	}
+	r = arf_resolve(s->c, u.path, &s->st);
+	if (r < 0)
+		s->err = r;
+	return 1;
+}
+
+/* ---- the queue and the runs --------------------------------------------------- */
+
+struct dir {
+	uint64_t ino, cookie;
+	uint32_t gen, depth;
+	size_t start_len;
+	char *path;
+};
+
+struct walk {
+	struct find_run *run;
+	arf_client *c;
+	const uint8_t *elf;
+	size_t elf_len;
+	struct arf_find_node *nodes;
+	uint32_t nn, str_len;
+	char *str;
+	struct dir **q;
+	size_t head, tail, cap;
+	uint32_t max_ents, max_out;
+	uint8_t *arg, *out;
+};
+
+#define ARG_MAX_BYTES 65536u
+#define OUT_CAP (1u << 20)
+#define BATCH_SLACK (64u << 10)    /* one dir_read batch's records and their headers */
+
+static int push(struct walk *w, struct dir *d)
+{
+	if (w->tail == w->cap) {
+		if (w->head > w->cap / 2) {
+			memmove(w->q, w->q + w->head, (w->tail - w->head) * sizeof(*w->q));
+			w->tail -= w->head;
+			w->head = 0;
+		} else {
+			size_t nc = w->cap ? 2 * w->cap : 256;
+			struct dir **q = realloc(w->q, nc * sizeof(*q));
+
+			if (!q)
+				return -ENOMEM;
+			w->q = q;
+			w->cap = nc;
+		}
+	}
+	w->q[w->tail++] = d;
+	return 0;
+}
+
+static int want_descend(const struct find_run *run, unsigned depth)
+{
+	return run->o.maxdepth < 0 || (int)depth < run->o.maxdepth;
+}
+
+static int min_ok(const struct find_run *run, unsigned depth)
+{
+	return run->o.mindepth < 0 || (int)depth >= run->o.mindepth;
+}
+
+/* One entry that came back: evaluated, and queued when it is a directory
+ * to enter. */
+static int entry(struct walk *w, struct dir *parent, const struct arf_find_rec *rec,
+		 const uint8_t *p)
+{
+	struct find_run *run = w->run;
+	struct arf_prog_dirent d;
+	struct find_ent e;
+	size_t at = sizeof(d), plen = strlen(parent->path);
+	char name[256], *path, *link = NULL;
+
+	memcpy(&d, p, sizeof(d));
+	memset(&e, 0, sizeof(e));
+	if (d.has_attr) {
+		if (at + sizeof(e.at) > rec->len)
+			return -EPROTO;
+		memcpy(&e.at, p + at, sizeof(e.at));
+		at += sizeof(e.at);
+	}
+	if (at + d.namelen > rec->len)
+		return -EPROTO;
+	memcpy(name, p + at, d.namelen);
+	name[d.namelen] = 0;
+	at += (d.namelen + 7u) & ~7u;
+	if (d.has_link) {
+		uint32_t ll;
+
+		if (at + 8 > rec->len)
+			return -EPROTO;
+		memcpy(&ll, p + at, 4);
+		if (at + 8 + ll > rec->len)
+			return -EPROTO;
+		link = strndup((const char *)p + at + 8, ll);
+	}
+	path = malloc(plen + d.namelen + 2);
+	if (!path) {
+		free(link);
+		return -ENOMEM;
+	}
+	memcpy(path, parent->path, plen);
+	if (plen && parent->path[plen - 1] != '/')
+		path[plen++] = '/';
+	memcpy(path + plen, name, (size_t)d.namelen + 1);
+	e.path = path;
+	e.name = path + plen;
+	e.start_len = parent->start_len;
+	e.depth = parent->depth + 1;
+	e.has_attr = d.has_attr;
+	e.type = d.type;
+	e.link = link;
+	e.empty = rec->err;
+	if (!d.has_attr && rec->cookie == 1) {
+		/* left out on request: names and types are all we need */
+		e.has_attr = 1;
+		e.at.ino = d.ino;
+		e.at.gen = d.gen;
+		e.at.mode = (uint32_t)d.type << 12;
+	}
+	if (!e.has_attr) {
+		/* the parent may be read but not searched: as GNU find, the
+		 * entry is evaluated with its name and the type its entry
+		 * gives, and every test that needs more fails (eval.c); a
+		 * directory, which fts must stat, has no type and is reported
+		 * at once, and is not entered */
+		int isdir = d.type == DT_DIR;
+
+		run->nostat_said = 0;
+		if (isdir) {
+			e.type = 0;
+			find_err(run, path, -EACCES);
+			run->nostat_said = 1;
+		}
+		if (min_ok(run, e.depth))
+			find_eval(run, run->expr, &e);
+		free(path);
+		free(link);
+		return 0;
+	}
+	run->pruned = 0;
+	if (min_ok(run, e.depth))
+		find_eval(run, run->expr, &e);
+	if (S_ISDIR(e.at.mode) && want_descend(run, e.depth) && !run->pruned) {
+		struct dir *nd = calloc(1, sizeof(*nd));
+
+		if (!nd || push(w, nd) < 0) {
+			free(nd);
+			free(path);
+			free(link);
+			return -ENOMEM;
+		}
+		nd->ino = e.at.ino;
+		nd->gen = e.at.gen;
+		nd->depth = e.depth;
+		nd->start_len = e.start_len;
+		nd->path = path;
+		path = NULL;
+	}
+	free(path);
+	free(link);
+	return 0;
+}
+
+/* One run over the head of the queue. */
+static int run_once(struct walk *w)
+{
+	struct find_run *run = w->run;
+	struct arf_find_arg *a = (struct arf_find_arg *)w->arg;
+	size_t fixed = sizeof(*a) + w->nn * sizeof(struct arf_find_node) + w->str_len;
+	size_t n = w->tail - w->head, room = (ARG_MAX_BYTES - fixed) / sizeof(struct arf_find_item);
+	struct arf_exec_result res;
+	struct arf_find_item *it;
+	int r;
+
+	if (n > room)
+		n = room;
+	if (n > 1024)
+		n = 1024;
+	memset(a, 0, sizeof(*a));
+	a->nitems = (uint32_t)n;
+	a->nnodes = w->nn;
+	a->str_len = w->str_len;
+	a->flags = (run->o.need_links ? ARF_FIND_F_LINKS : 0) |
+		   (run->o.need_empty ? ARF_FIND_F_EMPTY : 0) |
+		   (run->o.names_only ? ARF_FIND_F_NOATTR : 0);
+	a->maxdepth = run->o.maxdepth < 0 ? UINT32_MAX : (uint32_t)run->o.maxdepth;
+	a->mindepth = run->o.mindepth < 0 ? 0 : (uint32_t)run->o.mindepth;
+	a->max_out = w->max_out;
+	a->max_ents = w->max_ents;
+	it = (struct arf_find_item *)(a + 1);
+	for (size_t i = 0; i < n; i++) {
+		struct dir *d = w->q[w->head + i];
+
+		memset(&it[i], 0, sizeof(it[i]));
+		it[i].ino = d->ino;
+		it[i].gen = d->gen;
+		it[i].cookie = d->cookie;
+		it[i].depth = d->depth;
+		it[i].id = (uint32_t)i;
+	}
+	uint8_t *tail = (uint8_t *)(it + n);
+
+	memcpy(tail, w->nodes, w->nn * sizeof(struct arf_find_node));
+	if (w->str_len)
+		memcpy(tail + w->nn * sizeof(struct arf_find_node), w->str, w->str_len);
+	size_t arg_len = sizeof(*a) + n * sizeof(*it) + fixed - sizeof(*a);
+
+	r = arf_exec(w->c, w->elf, w->elf_len, a, arg_len, w->out, OUT_CAP, &res);
+	if (r == ARF_EBUDGET && w->max_ents > 16) {
+		w->max_ents /= 2;
+		return 0;
+	}
+	if (r == ARF_EOUTPUT && w->max_out > 2 * BATCH_SLACK) {
+		w->max_out /= 2;
+		return 0;
+	}
+	if (r < 0 || res.r0 < 0) {
+		fflush(stdout);
+		fprintf(stderr, "%s: ", run->prog);
+		find_quote(stderr, w->q[w->head]->path);
+		fprintf(stderr, ": the server could not run the walk: %s%s%s\n",
+			arf_strerror(r < 0 ? r : (int)res.r0), res.msg[0] ? ": " : "", res.msg);
+		run->status = 1;
+		return r < 0 ? r : (int)res.r0;
+	}
+	size_t at = 0, done = 0;
+	int progress = 0;
+
+	while (at + sizeof(struct arf_find_rec) <= res.out_len) {
+		struct arf_find_rec rec;
+
+		memcpy(&rec, w->out + at, sizeof(rec));
+		at += sizeof(rec);
+		if (rec.id >= n || (rec.kind == ARF_FIND_REC_ENT && rec.len > res.out_len - at))
+			return -EPROTO;
+		struct dir *d = w->q[w->head + rec.id];
+
+		if (rec.kind == ARF_FIND_REC_ENT) {
+			if (rec.len < sizeof(struct arf_prog_dirent))
+				return -EPROTO;
+			r = entry(w, d, &rec, w->out + at);
+			if (r < 0)
+				return r;
+			at += rec.len;
+			progress = 1;
+		} else if (rec.kind == ARF_FIND_REC_DIR) {
+			if (rec.id != done)
+				return -EPROTO;
+			if (rec.err < 0)
+				find_err(run, d->path, rec.err);
+			progress = 1;
+			if (rec.len) {
+				done++;
+			} else {
+				d->cookie = rec.cookie;
+				break;
+			}
+		} else {
+			return -EPROTO;
+		}
+	}
+	for (size_t i = 0; i < done; i++) {
+		free(w->q[w->head + i]->path);
+		free(w->q[w->head + i]);
+	}
+	w->head += done;
+	return progress ? 0 : -EPROTO;
+}
+
+/* One starting point: evaluated, then its subtree. */
+static int walk_start(struct walk *w, struct start *s)
+{
+	struct find_run *run = w->run;
+	struct find_ent e;
+	char *name, link[4096];
+	const char *a = s->arg;
+	size_t l = strlen(a);
+	int r = 0;
+
+	if (s->err) {
+		if (s->err < 0)
+			find_err(run, a, s->err);
+		return 0;
+	}
+	/* gnulib's base_name: the last component, one trailing slash kept */
+	const char *b = a + l;
+
+	while (b > a && b[-1] == '/')
+		b--;
+	if (b == a) {
+		name = strndup(a, l ? 1 : 0);
+	} else {
+		const char *end = b;
+
+		while (b > a && b[-1] != '/')
+			b--;
+		name = strndup(b, (size_t)(end - b) + (*end == '/'));
+	}
+	if (!name)
+		return -ENOMEM;
+	memset(&e, 0, sizeof(e));
+	e.path = a;
+	e.name = name;
+	e.start_len = l;
+	e.depth = 0;
+	e.has_attr = 1;
+	e.at.ino = s->st.ino;
+	e.at.gen = s->st.gen;
+	e.at.mode = s->st.mode;
+	e.at.nlink = s->st.nlink;
+	e.at.uid = s->st.uid;
+	e.at.gid = s->st.gid;
+	e.at.size = s->st.size;
+	e.at.blocks = s->st.blocks;
+	e.at.atime_ns = s->st.atime_ns;
+	e.at.mtime_ns = s->st.mtime_ns;
+	e.at.ctime_ns = s->st.ctime_ns;
+	e.at.rdev = s->st.rdev;
+	if (S_ISLNK(s->st.mode) && run->o.need_links) {
+		int k = arf_readlink(s->c, s->st.ino, s->st.gen, link, sizeof(link) - 1);
+
+		if (k >= 0) {
+			link[k < (int)sizeof(link) - 1 ? k : (int)sizeof(link) - 1] = 0;
+			e.link = link;
+		}
+	}
+	if (S_ISDIR(s->st.mode) && run->o.need_empty) {
+		struct arf_dirent *de = malloc(sizeof(*de));
+		size_t n = 0;
+		int eof = 0;
+
+		r = de ? arf_readdir(s->c, s->st.ino, s->st.gen, 0, de, 1, &n, &eof) : -ENOMEM;
+		e.empty = r < 0 ? r : n ? ARF_FIND_EMPTY_NO : ARF_FIND_EMPTY_YES;
+		free(de);
+		r = 0;
+	}
+	run->pruned = 0;
+	if (min_ok(run, 0))
+		find_eval(run, run->expr, &e);
+	free(name);
+	if (!S_ISDIR(s->st.mode) || !want_descend(run, 0) || run->pruned)
+		return 0;
+
+	struct dir *d = calloc(1, sizeof(*d));
+
+	if (!d || !(d->path = strdup(a)) || push(w, d) < 0) {
+		if (d)
+			free(d->path);
+		free(d);
+		return -ENOMEM;
+	}
+	d->ino = s->st.ino;
+	d->gen = s->st.gen;
+	d->start_len = l;
+	w->c = s->c;
+	while (w->head < w->tail) {
+		r = run_once(w);
+		if (r < 0)
+			break;
+	}
+	while (w->head < w->tail) { /* after an error: what was left */
+		free(w->q[w->head]->path);
+		free(w->q[w->head]);
+		w->head++;
+	}
+	w->head = w->tail = 0;
+	if (r == -EPROTO) {
+		fflush(stdout);
+		fprintf(stderr, "%s: malformed output from the server's walk\n", run->prog);
+		run->status = 1;
+	}
+	return r < 0 ? r : 0;
+}
+
+int find_walk(struct find_run *run, char **args, int nargs)
+{
+	const struct arf_std_prog_image *im = &arf_std_progs[ARF_STD_PROG_FIND];
+	struct start *s = calloc((size_t)nargs + 1, sizeof(*s));
+	struct walk w;
+	int urls = 0, foreign = 0, ret = 0;
+
+	memset(&w, 0, sizeof(w));
+	if (!s)
+		return -ENOMEM;
+	for (int i = 0; i < nargs; i++) {
+		s[i].arg = args[i];
+		if (!strncmp(args[i], "arf://", 6))
+			urls = 1;
+	}
+	if (!im->len)
+		foreign = 1; /* built without clang: no walker to ship */
+	for (int i = 0; i < nargs && !foreign; i++)
+		if (strncmp(args[i], "arf://", 6) && !start_path(&s[i]))
+			foreign = 1;
+	if (foreign && !urls) {
+		free(s);
+		conns_close(run);
+		return 1; /* GNU find, through the mount */
+	}
+	if (foreign) {
+		fprintf(stderr, "%s: a starting point is not on ARF (or no walker was built), and "
+			"GNU find cannot reach arf:// URLs\n", run->prog);
+		free(s);
+		conns_close(run);
+		run->status = 1;
+		return 0;
+	}
+	w.run = run;
+	w.elf = im->elf;
+	w.elf_len = im->len;
+	w.max_ents = 8192;
+	w.max_out = OUT_CAP - BATCH_SLACK;
+	if (getenv("ARF_FIND_MAX_ENTS")) /* tests: many small runs */
+		w.max_ents = (uint32_t)strtoul(getenv("ARF_FIND_MAX_ENTS"), NULL, 0);
+	if (!w.max_ents)
+		w.max_ents = 1;
+	w.arg = malloc(ARG_MAX_BYTES);
+	w.out = malloc(OUT_CAP);
+	if (!w.arg || !w.out || find_filter(run, &w.nodes, &w.nn, &w.str, &w.str_len) < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (int i = 0; i < nargs; i++) {
+		if (!strncmp(args[i], "arf://", 6))
+			start_url(&s[i], run);
+		int r = walk_start(&w, &s[i]);
+
+		if (r == -ENOMEM) {
+			ret = r;
+			break;
+		}
+	}
+out:
+	if (ret == -ENOMEM) {
+		fprintf(stderr, "%s: out of memory\n", run->prog);
+		run->status = 1;
+	}
+	fflush(stdout);
+	conns_close(run);
+	free(w.q);
+	free(w.arg);
+	free(w.out);
+	free(w.nodes);
+	free(w.str);
+	free(s);
+	return 0;
+}
