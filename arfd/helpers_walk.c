@@ -76,18 +76,22 @@ static int h_dir_read(struct arf_mc_call *c, uint64_t *ret)
 	rc = arfd_failed(d) ? -EIO /* commit.c */
 			    : arf_ops_readdir(&d->fs, &ex->cr, rd->dir, rd->dgen, rd->cookie, ents,
 					      max, &n, &eof);
-	if (!rc && (rd->flags & ARF_PROG_DR_ATTRS))
+	if (!rc)
 		search = arf_ops_access(&d->fs, &ex->cr, rd->dir, rd->dgen, X_OK) == 0;
 	size_t i;
 	for (i = 0; !rc && i < n; i++) {
+		/* without search permission no handle either: the child could
+		 * not be looked up, so it may not be named (knfsd's READDIRPLUS
+		 * leaves such handles out too) */
 		struct arf_prog_dirent h = { .ino = ents[i].ino, .cookie = ents[i].cookie,
-					     .gen = ents[i].gen, .type = ents[i].type,
+					     .gen = search ? ents[i].gen : 0, .type = ents[i].type,
 					     .namelen = ents[i].namelen };
 		struct arf_ops_attr a;
 		char target[4096];
 		size_t tlen = 0;
 
-		if (search && arf_ops_getattr(&d->fs, ents[i].ino, ents[i].gen, &a) == 0) {
+		if (search && (rd->flags & ARF_PROG_DR_ATTRS) &&
+		    arf_ops_getattr(&d->fs, ents[i].ino, ents[i].gen, &a) == 0) {
 			h.has_attr = 1;
 			if ((rd->flags & ARF_PROG_DR_LINKS) && S_ISLNK(a.mode) &&
 			    arf_ops_readlink(&d->fs, ents[i].ino, ents[i].gen, target,

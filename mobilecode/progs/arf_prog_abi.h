@@ -118,7 +118,8 @@ struct arf_prog_file_view {
  * may not read the regions (tree walks: arf-find, arf-du).  Each entry is a
  * record in buf: struct arf_prog_dirent; then, when has_attr, the child's
  * struct arf_prog_attr (given only with ARF_PROG_DR_ATTRS and search
- * permission on the directory, as stat(2) of the child would need); then
+ * permission on the directory, as stat(2) of the child would need; without
+ * search permission gen is 0 too, so that the entry names no handle); then
  * namelen bytes of name padded to a multiple of 8; then, when has_link, a
  * u32 length, a u32 pad and the symbolic link's target, padded to 8
  * (ARF_PROG_DR_LINKS).  Entries that do not fit in buf wait for the next

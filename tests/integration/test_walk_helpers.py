@@ -81,7 +81,7 @@ def parse_records(buf):
             (tlen,) = struct.unpack_from("<I", buf, i)
             link = bytes(buf[i + 8:i + 8 + tlen])
             i += 8 + ((tlen + 7) & ~7)
-        out.append((name, ino, typ, attr, link))
+        out.append((name, ino, typ, attr, link, gen))
     return out
 
 
@@ -142,7 +142,8 @@ class WalkHelpers(ArfdTestCase):
                 break
         self.assertEqual(rd["eof"], 1)
         self.assertEqual(sorted(r[0] for r in recs), sorted(names))
-        for name, ino, typ, attr, _link in recs:
+        for name, ino, typ, attr, _link, gen in recs:
+            self.assertNotEqual(gen, 0, name)
             self.assertIsNotNone(attr, name)
             self.assertEqual(attr["ino"], ino)
             if name == b"sub":
@@ -191,14 +192,16 @@ class WalkHelpers(ArfdTestCase):
         # another user: no read permission, no listing
         r0, _, _ = self.dir_read("/closed", uid=4321)
         self.assertEqual(r0, -EACCES)
-        # read but not search: the names, no attributes (stat would need x)
+        # read but not search: the names, no attributes (stat would need
+        # x) and no handle (a lookup would need x)
         r0, rd, recs = self.dir_read("/readonly", uid=4321)
         self.assertGreater(r0, 0)
-        self.assertEqual([(r[0], r[3]) for r in recs], [(b"visible", None)])
+        self.assertEqual([(r[0], r[3], r[5]) for r in recs], [(b"visible", None, 0)])
         # root: both, with attributes
         r0, rd, recs = self.dir_read("/closed")
         self.assertEqual([r[0] for r in recs], [b"secret"])
         self.assertIsNotNone(recs[0][3])
+        self.assertNotEqual(recs[0][5], 0)
         # the server serves on
         self.assertEqual(arfctl_json("stat", self.arfd.url("/closed/secret"))["size"], 1)
 
