@@ -20,7 +20,7 @@ dusum.md into --out.
   bench/dusum_rows.py --build build-bench --work DIR --out DIR
                       [--files N] [--mib M] [--sum-files N] [--rounds R]
 
-Not wired into bench/run yet.  Every process it starts is stopped by pid,
+`bench/run --walk` runs it.  Every process it starts is stopped by pid,
 and the mount unmounted, even on failure."""
 import argparse
 import json

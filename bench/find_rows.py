@@ -21,7 +21,7 @@ mount was made).  Writes find.csv and find.md into --out.
 
   bench/find_rows.py --build BUILD --work DIR --out DIR [--files N] [--rounds 3]
 
-Not wired into bench/run yet.  Every process it starts is stopped by pid,
+`bench/run --walk` runs it.  Every process it starts is stopped by pid,
 and the mount unmounted, even on failure."""
 import argparse
 import csv
