@@ -74,7 +74,8 @@ class Install(unittest.TestCase):
     what it installs is usable: the unit verifies, the header and arf.pc
     build a program against the installed library."""
 
-    MAN_PAGES = ("man1/arf-asm.1", "man1/arf-grep.1", "man3/libarf.3", "man5/arfd.conf.5", "man8/arfd.8",
+    MAN_PAGES = ("man1/arf-asm.1", "man1/arf-grep.1", "man1/arf-find.1", "man1/arf-du.1",
+                 "man1/arf-sum.1", "man3/libarf.3", "man5/arfd.conf.5", "man8/arfd.8",
                  "man8/arfctl.8", "man8/arf-fuse.8", "man8/mount.arf.8")
 
     @classmethod
@@ -113,6 +114,9 @@ class Install(unittest.TestCase):
             os.path.join(d["bindir"], "arfctl"): "exe",
             os.path.join(d["bindir"], "arf-asm"): "exe",
             os.path.join(d["bindir"], "arf-grep"): "exe",
+            os.path.join(d["bindir"], "arf-find"): "exe",
+            os.path.join(d["bindir"], "arf-du"): "exe",
+            os.path.join(d["bindir"], "arf-sum"): "exe",
             os.path.join(d["libdir"], "libarf.so.0.1.0"): "file",
             os.path.join(d["libdir"], "libarf.so.0"): "link",
             os.path.join(d["libdir"], "libarf.so"): "link",
