@@ -111,7 +111,9 @@ int arfd_datalog_append(struct arfd_datalog *l, uint64_t inc, uint64_t seq,
 void arfd_datalog_drop(struct arfd_datalog *l, uint32_t blk);
 /*
  * Make everything appended so far durable, with a marker saying that
- * incarnation inc's records are complete through seq.  0, or -errno with
+ * incarnation inc's records are complete through seq (when nothing was
+ * appended since the last sync, the marker alone is written, not synced:
+ * no fdatasync).  0, or -errno with
  * err (the caller fails the export: a failed fdatasync is not retried).
  */
 int arfd_datalog_sync(struct arfd_datalog *l, uint64_t inc, uint64_t seq, char *err,

@@ -260,11 +260,15 @@ static int open_fs(struct arfd *d, char *err, size_t errlen)
 			 "%llu was durable through transaction %llu", cfg->data_dir,
 			 (unsigned long long)nobj, (unsigned long long)rec.prev_inc,
 			 (unsigned long long)rec.through);
-		if (rec.through < rec.seq)
+		if (rec.through < rec.seq && rec.repaired)
 			arfd_log(ARFD_LOG_WARN, "RocksDB recovered transactions up to %llu, the data "
 				 "log up to %llu: the writes in between are lost (%llu blocks zeroed); "
 				 "their clients re-send them", (unsigned long long)rec.seq,
 				 (unsigned long long)rec.through, (unsigned long long)rec.repaired);
+		else if (rec.through < rec.seq) /* a metadata-only tail: datalog.c's unsynced mark */
+			arfd_log(ARFD_LOG_INFO, "RocksDB recovered transactions up to %llu, the data "
+				 "log's mark up to %llu: every block checked against its tag, none lost",
+				 (unsigned long long)rec.seq, (unsigned long long)rec.through);
 	}
 	d->applied_seq = d->durable_seq = d->sync_wanted = arfd_store_seq(d->store);
 	/* objects are sealed by commit.c: at once for unstable writes, once

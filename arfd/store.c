@@ -207,6 +207,9 @@ int arfd_store_open(const char *dir, unsigned flags, struct arfd_store **out, ch
 	 * misses per 4 KiB write (perf, issue 15).  It takes one writer at a
 	 * time: arfd's transactions already commit in order. */
 	rocksdb_options_set_memtable_vector_rep(st->opts);
+	/* INFO: the library's default here is DEBUG, a line in LOG (a write)
+	 * for every FlushWAL, so every durable request */
+	rocksdb_options_set_info_log_level(st->opts, 1);
 	rocksdb_options_set_allow_concurrent_memtable_write(st->opts, 0);
 	if (flags & ARFD_STORE_POWER_LOSS)
 		rocksdb_options_set_manual_wal_flush(st->opts, 1);

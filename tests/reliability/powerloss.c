@@ -16,10 +16,12 @@
  * Each cycle, client A writes blocks of its file a.dat (unstable), commits
  * some of them, and writes one block X of the shared file s.dat; client B
  * then writes X too and commits (B's COMMIT makes A's earlier write of X
- * durable with everything else before it); A writes more blocks, X
+ * durable with everything else before it) and creates cN.dat (durable, with
+ * nothing new in the data log to sync); A writes more blocks, X
  * excepted, and does not commit them: those are what the crash loses.
  * After the restart:
- *   - everything committed is there (a.dat's committed blocks, X = B's);
+ *   - everything committed is there (a.dat's committed blocks, X = B's,
+ *     every cN.dat);
  *   - A's uncommitted writes are back too, re-sent by libarf (resent_bytes
  *     grows), with the bytes A wrote last in every block;
  *   - X still holds B's bytes: A never re-sends a write that a later
@@ -42,6 +44,7 @@ static struct arf_stat fa, fs;       /* a.dat, s.dat */
 static uint32_t want_a[BLOCKS];      /* the version each block of a.dat should hold */
 static uint32_t want_s[BLOCKS];      /* likewise for s.dat */
 static uint64_t rng = 88172645463325252ull;
+static uint32_t created;             /* c1.dat .. cN.dat exist (B's creates) */
 
 static uint64_t xs(void)
 {
@@ -134,6 +137,13 @@ static void cycle(uint32_t n)
 	put(b, &fs, 'B', x, ++ver);
 	commit(b, &fs, "B");
 	want_s[x] = ver;
+	/* B creates a file: durable before its reply, though the data log has
+	 * nothing new to sync (its mark is left unsynced, and lost below) */
+	char name[32];
+	struct arf_stat made;
+	snprintf(name, sizeof(name), "c%u.dat", n);
+	make(b, name, &made);
+	created = n;
 	/* A: more blocks of a.dat (and of s.dat other than X), not committed */
 	for (int i = 0; i < 6; i++) {
 		uint32_t blk = (uint32_t)(xs() % BLOCKS);
@@ -174,6 +184,16 @@ static void check(const char *url)
 	/* A's commit reconnects: libarf re-sends what the crash lost first */
 	commit(a, &fa, "A after restart");
 	arf_client *c = connect_or_die(url);
+	struct arf_stat root, st0;
+	int rc = arf_root(c, &root);
+	for (uint32_t i = 1; i <= created && !rc; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "c%u.dat", i);
+		if ((rc = arf_lookup(c, root.ino, root.gen, name, &st0)))
+			die("%s, created before the crash: %s", name, arf_strerror(rc));
+	}
+	if (rc)
+		die("root: %s", arf_strerror(rc));
 	verify(c, &fa, 'a', 'a', want_a);
 	verify(c, &fs, 'A', 'B', want_s);
 	arf_close(c);
