@@ -199,18 +199,12 @@ int arfd_store_open(const char *dir, unsigned flags, struct arfd_store **out, ch
 	rocksdb_options_set_create_if_missing(st->opts, 1);
 	rocksdb_options_increase_parallelism(st->opts, 2);
 	rocksdb_options_set_max_open_files(st->opts, 256);
-	/* arfd reads RocksDB only when it starts (load) and for arfctl
-	 * verify: everything runs from the regions.  A memtable that only
-	 * appends (sorted when flushed, or when verify iterates) costs a
-	 * write a few hundred nanoseconds where the default skiplist, grown to
-	 * 100,000s of versions of the same few keys, cost ~25 us of cache
-	 * misses per 4 KiB write (perf, issue 15).  It takes one writer at a
-	 * time: arfd's transactions already commit in order. */
-	rocksdb_options_set_memtable_vector_rep(st->opts);
 	/* INFO: the library's default here is DEBUG, a line in LOG (a write)
-	 * for every FlushWAL, so every durable request */
+	 * for every FlushWAL, so every durable request.  (The memtable stays
+	 * the skiplist: a vector memtable made a 4 KiB write ~15% cheaper but
+	 * sorted the format's 262,144 objects at the first read, 2.3 s more
+	 * for every new filesystem's start.) */
 	rocksdb_options_set_info_log_level(st->opts, 1);
-	rocksdb_options_set_allow_concurrent_memtable_write(st->opts, 0);
 	if (flags & ARFD_STORE_POWER_LOSS)
 		rocksdb_options_set_manual_wal_flush(st->opts, 1);
 	if (flags & ARFD_STORE_BLOB) {
