@@ -211,6 +211,9 @@ int arf_fuse_errno_fh(int rc);
  * open file's: the opener's), and its waits answer to the caller's fate */
 void arf_fuse_cred_req(fuse_req_t req, struct arf_cred *cred);
 void arf_fuse_cred_set(fuse_req_t req);
+/* the same, and the credentials in *cred (an open keeps them: reading the
+ * groups again is another open and read of /proc/PID/task/TID/status) */
+void arf_fuse_cred_set_keep(fuse_req_t req, struct arf_cred *cred);
 void arf_fuse_cred_file(fuse_req_t req, const struct arf_cred *cred);
 
 /* hardmount.c: hard and soft mounts.  Note req as the request this thread

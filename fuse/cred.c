@@ -33,8 +33,13 @@ void arf_fuse_cred_req(fuse_req_t req, struct arf_cred *cred)
 void arf_fuse_cred_set(fuse_req_t req)
 {
 	struct arf_cred cred;
-	arf_fuse_cred_req(req, &cred);
-	arf_set_thread_cred(&cred);
+	arf_fuse_cred_set_keep(req, &cred);
+}
+
+void arf_fuse_cred_set_keep(fuse_req_t req, struct arf_cred *cred)
+{
+	arf_fuse_cred_req(req, cred);
+	arf_set_thread_cred(cred);
 	/* with ACLs the kernel leaves the umask to us (FUSE_CAP_DONT_MASK):
 	 * arfd applies it unless the directory has a default ACL */
 	arf_set_thread_umask(arf_fuse_of(req)->acl ? (int)fuse_req_ctx(req)->umask : -1);

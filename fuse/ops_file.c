@@ -74,14 +74,14 @@ static struct arf_fuse_file *file_of(struct fuse_file_info *fi)
 	return (struct arf_fuse_file *)(uintptr_t)fi->fh;
 }
 
-static struct arf_fuse_file *file_new(struct arf_fuse *fs, fuse_req_t req, struct arf_fuse_node *n,
-				      struct fuse_file_info *fi)
+static struct arf_fuse_file *file_new(struct arf_fuse *fs, const struct arf_cred *cred,
+				      struct arf_fuse_node *n, struct fuse_file_info *fi)
 {
 	struct arf_fuse_file *h = calloc(1, sizeof(*h));
 	if (!h)
 		return NULL;
 	h->node = n;
-	arf_fuse_cred_req(req, &h->cred);
+	h->cred = *cred;
 	if ((fi->flags & O_APPEND) && !fs->opts.writeback) {
 		h->append = 1;
 		fi->direct_io = 1;
@@ -119,9 +119,10 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct arf_fuse_node *p = arf_fuse_node(fs, parent);
 	struct fuse_entry_param e;
 	struct arf_stat st;
+	struct arf_cred cred;
 	int rc;
 
-	arf_fuse_cred_set(req);
+	arf_fuse_cred_set_keep(req, &cred);
 	rc = arf_create(fs->c, p->ino, p->gen, name, mode & 07777, (fi->flags & O_EXCL) != 0, &st);
 	struct arf_fuse_names_change ch = { p->ino, p->gen, NULL, name };
 	arf_fuse_names_after(fs, rc, &ch, 1); /* names.c: the name is there now */
@@ -137,7 +138,7 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	struct arf_fuse_file *h = file_new(fs, req, arf_fuse_node(fs, e.ino), fi);
+	struct arf_fuse_file *h = file_new(fs, &cred, arf_fuse_node(fs, e.ino), fi);
 	if (!h) {
 		arf_fuse_node_forget(fs, e.ino, 1);
 		fuse_reply_err(req, ENOMEM);
@@ -154,9 +155,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct arf_fuse *fs = arf_fuse_of(req);
 	struct arf_fuse_node *n = arf_fuse_node(fs, ino);
+	struct arf_cred cred;
 	int keep = 0, rc;
 
-	arf_fuse_cred_set(req);
+	arf_fuse_cred_set_keep(req, &cred);
 	rc = arf_fuse_revalidate(fs, ino, n, &keep);
 	if (!rc && (fi->flags & O_TRUNC)) {
 		rc = truncate0(fs, n);
@@ -166,7 +168,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, arf_fuse_errno_fh(rc));
 		return;
 	}
-	struct arf_fuse_file *h = file_new(fs, req, n, fi);
+	struct arf_fuse_file *h = file_new(fs, &cred, n, fi);
 	if (!h) {
 		fuse_reply_err(req, ENOMEM);
 		return;
