@@ -1,0 +1,97 @@
+# SPDX-License-Identifier: MIT
+"""The etcd client and the cell's records (tests/cell/test_etcd.c, cmocka)
+against a real etcd on loopback ports of its own (tests/lib/arfproc.py's
+Etcd, stopped by pid even when the test fails), and against a small HTTP
+server here that answers junk: each request gets the next reply of JUNK,
+in the order test_etcd.c's test_junk makes its calls."""
+import http.server
+import os
+import sys
+import tempfile
+import threading
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import arfproc  # noqa: E402
+import testmain  # noqa: E402
+
+TEST_ETCD = os.path.join(arfproc.BUILD, "tests", "cell", "test-cell-etcd")
+
+# (HTTP status, body): what the junk peer answers, request by request
+JUNK = [
+    (200, b"hello, I am not etcd"),
+    (200, b"[1, 2, 3]"),
+    (200, b"{}{}"),
+    (200, b'{"kvs": [{"key": "aw=="'),
+    (200, b'{"kvs": "nope"}'),
+    (200, b'{"kvs": [{"key": "!!not base64!!", "value": "eA=="}]}'),
+    (200, b'{"header": {"revision": "abc"}}'),
+    (200, b'{"kvs": [{"key": "aw==", "mod_revision": {"x": 1}}]}'),
+    (500, b"<html>oops</html>"),
+    (404, b"Not Found"),
+    (503, b'{"foo": 1}'),
+    (403, b'{"error": "no", "message": "no", "code": 7}'),
+    (200, b'{"kvs": [{"key": "aw=="}, {"key": "aw=="}]}'),
+    # lease grant, keepalive, txn
+    (200, b'{"ID": "zz", "TTL": "5"}'),
+    (200, b'{"result": 5}'),
+    (200, b'{"succeeded": true, "header": {"revision": [1]}}'),
+    # watch: a stream whose first line is junk
+    (200, b"garbage\n"),
+    # over the client's limit of 64 MiB
+    (200, b'{"kvs": "' + b"x" * (65 << 20) + b'"}'),
+]
+
+
+class JunkHandler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(n)
+        srv = self.server
+        with srv.lock:
+            i = srv.count
+            srv.count += 1
+        status, body = JUNK[i] if i < len(JUNK) else (200, b"no more")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError:
+            pass  # the client gave up on an oversized reply, as it should
+
+    def log_message(self, *args):
+        pass
+
+
+class CellClient(unittest.TestCase):
+    def setUp(self):
+        why = arfproc.etcd_skip_reason()
+        if why:
+            self.skipTest(why)
+        tmp = tempfile.TemporaryDirectory(prefix="arf-cell-")
+        self.addCleanup(tmp.cleanup)
+        self.etcd = arfproc.Etcd(tmp.name)
+        self.addCleanup(self.etcd.stop)
+        self.etcd.start()
+        self.junk = http.server.ThreadingHTTPServer(("127.0.0.1", 0), JunkHandler)
+        self.junk.lock = threading.Lock()
+        self.junk.count = 0
+        t = threading.Thread(target=self.junk.serve_forever, daemon=True)
+        t.start()
+        self.addCleanup(self.junk.server_close)
+        self.addCleanup(self.junk.shutdown)
+
+    def test_client(self):
+        env = dict(os.environ, ARF_TEST_ETCD_URL=self.etcd.url,
+                   ARF_TEST_JUNK_URL="http://127.0.0.1:%d" % self.junk.server_address[1])
+        p = arfproc.run([TEST_ETCD], check=False, timeout=120, env=env)
+        out = p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace")
+        print(out)
+        self.assertEqual(p.returncode, 0, "test-cell-etcd failed:\n" + out[-4000:])
+        self.assertIn("[  PASSED  ] 8 test(s).", out)
+        self.assertEqual(self.junk.count, len(JUNK), "every junk reply was asked for")
+
+
+if __name__ == "__main__":
+    testmain.main()
