@@ -78,8 +78,8 @@ int arf_etcd_curl_error(CURLcode cc, const char *url, const char *detail, char *
 	default: rc = -EIO; break;
 	}
 	if (errlen)
-		snprintf(err, errlen, "etcd %s: %s%s%s", url, curl_easy_strerror(cc),
-			 detail && detail[0] ? ": " : "", detail ? detail : "");
+		snprintf(err, errlen, "etcd %s: %s", url,
+			 detail && detail[0] ? detail : curl_easy_strerror(cc));
 	return rc;
 }
 
