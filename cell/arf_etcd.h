@@ -139,7 +139,8 @@ typedef void (*arf_etcd_watch_fn)(void *arg, const struct arf_etcd_event *ev);
 struct arf_etcd_watch;
 /* Watch key (with prefix: every key under it) from start_revision (0 =
  * changes from now on), on a thread of the watch's own, with its own
- * connection to e's endpoints.  Returns once etcd has confirmed the watch
+ * connection to e's endpoints (e must stay open until the watch is
+ * stopped).  Returns once etcd has confirmed the watch
  * (so a change made after the return is seen), or -errno with err if the
  * first attempt failed. */
 int arf_etcd_watch_start(struct arf_etcd *e, const char *key, int prefix,

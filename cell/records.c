@@ -268,34 +268,46 @@ static int volume_key(char *key, size_t len, const char *cell, const char *name,
 	return rc;
 }
 
-int arf_cell_volume_create(struct arf_etcd *e, const char *cell, struct arf_cell_volume *v,
-			   char *err, size_t errlen)
+/* Put v as version version if the record is still at mod_revision expect
+ * (0: if there is none); *ok says whether it was, got holds the record as
+ * it is when not (and the transaction's revision). */
+static int volume_cas(struct arf_etcd *e, const char *cell, const struct arf_cell_volume *v,
+		      int64_t version, int64_t expect, int *ok, struct arf_etcd_kvs *got, char *err,
+		      size_t errlen)
 {
 	char key[ARF_CELL_KEY_MAX], *json = NULL;
-	struct arf_etcd_kvs got = { 0 };
-	int ok = 0, rc;
+	int rc;
 
 	if ((rc = volume_key(key, sizeof(key), cell, v->name, err, errlen)))
 		return rc;
 	struct arf_cell_volume nv = *v;
-	nv.version = 1;
+	nv.version = version;
 	if ((rc = arf_cell_volume_encode(&nv, &json)))
 		return rc;
-	struct arf_etcd_cmp absent = { .key = key, .target = ARF_ETCD_CREATE, .number = 0 };
+	struct arf_etcd_cmp same = { .key = key, .target = expect ? ARF_ETCD_MOD : ARF_ETCD_CREATE,
+				     .number = expect };
 	struct arf_etcd_op put = { .kind = ARF_ETCD_OP_PUT, .key = key, .value = json,
 				   .value_len = strlen(json) };
-	if ((rc = arf_etcd_txn(e, &absent, 1, &put, 1, NULL, 0, &ok, &got, err, errlen)))
-		goto out;
-	if (!ok) {
+	struct arf_etcd_op get = { .kind = ARF_ETCD_OP_GET, .key = key };
+	rc = arf_etcd_txn(e, &same, 1, &put, 1, &get, 1, ok, got, err, errlen);
+	free(json);
+	return rc;
+}
+
+int arf_cell_volume_create(struct arf_etcd *e, const char *cell, struct arf_cell_volume *v,
+			   char *err, size_t errlen)
+{
+	struct arf_etcd_kvs got = { 0 };
+	int ok = 0, rc = volume_cas(e, cell, v, 1, 0, &ok, &got, err, errlen);
+
+	if (!rc && !ok) {
 		snprintf(err, errlen, "volume '%s' already exists in cell '%s'", v->name, cell);
 		rc = -EEXIST;
-		goto out;
+	} else if (!rc) {
+		v->version = 1;
+		v->mod_revision = got.revision;
 	}
-	v->version = 1;
-	v->mod_revision = got.revision;
-out:
 	arf_etcd_kvs_free(&got);
-	free(json);
 	return rc;
 }
 
@@ -334,21 +346,14 @@ int arf_cell_volume_read(struct arf_etcd *e, const char *cell, const char *name,
 int arf_cell_volume_update(struct arf_etcd *e, const char *cell, struct arf_cell_volume *v,
 			   char *err, size_t errlen)
 {
-	char key[ARF_CELL_KEY_MAX], *json = NULL;
 	struct arf_etcd_kvs got = { 0 };
 	int ok = 0, rc;
 
-	if ((rc = volume_key(key, sizeof(key), cell, v->name, err, errlen)))
-		return rc;
-	struct arf_cell_volume nv = *v;
-	nv.version = v->version + 1;
-	if ((rc = arf_cell_volume_encode(&nv, &json)))
-		return rc;
-	struct arf_etcd_cmp same = { .key = key, .target = ARF_ETCD_MOD, .number = v->mod_revision };
-	struct arf_etcd_op put = { .kind = ARF_ETCD_OP_PUT, .key = key, .value = json,
-				   .value_len = strlen(json) };
-	struct arf_etcd_op get = { .kind = ARF_ETCD_OP_GET, .key = key };
-	if ((rc = arf_etcd_txn(e, &same, 1, &put, 1, &get, 1, &ok, &got, err, errlen)))
+	if (v->mod_revision <= 0) {
+		snprintf(err, errlen, "volume '%s': update needs the revision it was read at", v->name);
+		return -EINVAL;
+	}
+	if ((rc = volume_cas(e, cell, v, v->version + 1, v->mod_revision, &ok, &got, err, errlen)))
 		goto out;
 	if (!ok) {
 		rc = got.n ? -ESTALE : -ENOENT;
@@ -360,11 +365,10 @@ int arf_cell_volume_update(struct arf_etcd *e, const char *cell, struct arf_cell
 			snprintf(err, errlen, "no volume '%s' in cell '%s'", v->name, cell);
 		goto out;
 	}
-	v->version = nv.version;
+	v->version++;
 	v->mod_revision = got.revision;
 out:
 	arf_etcd_kvs_free(&got);
-	free(json);
 	return rc;
 }
 

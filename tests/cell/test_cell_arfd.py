@@ -9,20 +9,20 @@ mid-run: arfd serves on and is listed again; etcd down at arfd's start:
 arfd serves, says why it is not registered, and registers once etcd is up;
 [cell] checked at start; arfctl against a peer that is not etcd: a clear
 message, exit 1."""
-import http.server
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import ARFCTL, Arfd, arfctl  # noqa: E402
 import arfproc  # noqa: E402
+from junkhttp import JunkHttp  # noqa: E402
 
 CELL = "t1"
 TTL = 2
@@ -174,22 +174,9 @@ class Cell(unittest.TestCase):
         self.assertNotIn("cell '", d.log())
 
     def test_arfctl_hostile(self):
-        class Junk(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                body = b"<html>I am not etcd</html>"
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args):
-                pass
-        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Junk)
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
-        self.addCleanup(srv.server_close)
-        self.addCleanup(srv.shutdown)
-        url = "http://127.0.0.1:%d" % srv.server_address[1]
+        junk = JunkHttp([(200, b"<html>I am not etcd</html>")])
+        self.addCleanup(junk.stop)
+        url = junk.url
         p = arfctl("cell", "status", "--etcd", url, "--cell", CELL, check=False)
         self.assertEqual(p.returncode, 1, p.stderr)
         self.assertEqual(p.stderr.decode(),

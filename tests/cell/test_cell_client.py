@@ -2,18 +2,18 @@
 """The etcd client and the cell's records (tests/cell/test_etcd.c, cmocka)
 against a real etcd on loopback ports of its own (tests/lib/arfproc.py's
 Etcd, stopped by pid even when the test fails), and against a small HTTP
-server here that answers junk: each request gets the next reply of JUNK,
+server (junkhttp.py) that answers junk: each request gets the next reply of JUNK,
 in the order test_etcd.c's test_junk makes its calls."""
-import http.server
 import os
 import sys
 import tempfile
-import threading
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import arfproc  # noqa: E402
 import testmain  # noqa: E402
+from junkhttp import JunkHttp  # noqa: E402
 
 TEST_ETCD = os.path.join(arfproc.BUILD, "tests", "cell", "test-cell-etcd")
 
@@ -43,27 +43,6 @@ JUNK = [
 ]
 
 
-class JunkHandler(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(n)
-        srv = self.server
-        with srv.lock:
-            i = srv.count
-            srv.count += 1
-        status, body = JUNK[i] if i < len(JUNK) else (200, b"no more")
-        try:
-            self.send_response(status)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        except OSError:
-            pass  # the client gave up on an oversized reply, as it should
-
-    def log_message(self, *args):
-        pass
-
-
 class CellClient(unittest.TestCase):
     def setUp(self):
         why = arfproc.etcd_skip_reason()
@@ -74,17 +53,12 @@ class CellClient(unittest.TestCase):
         self.etcd = arfproc.Etcd(tmp.name)
         self.addCleanup(self.etcd.stop)
         self.etcd.start()
-        self.junk = http.server.ThreadingHTTPServer(("127.0.0.1", 0), JunkHandler)
-        self.junk.lock = threading.Lock()
-        self.junk.count = 0
-        t = threading.Thread(target=self.junk.serve_forever, daemon=True)
-        t.start()
-        self.addCleanup(self.junk.server_close)
-        self.addCleanup(self.junk.shutdown)
+        self.junk = JunkHttp(JUNK)
+        self.addCleanup(self.junk.stop)
 
     def test_client(self):
         env = dict(os.environ, ARF_TEST_ETCD_URL=self.etcd.url,
-                   ARF_TEST_JUNK_URL="http://127.0.0.1:%d" % self.junk.server_address[1])
+                   ARF_TEST_JUNK_URL=self.junk.url)
         p = arfproc.run([TEST_ETCD], check=False, timeout=120, env=env)
         out = p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace")
         print(out)

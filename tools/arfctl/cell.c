@@ -27,28 +27,29 @@ static int usage_error(const char *why)
 	return 2;
 }
 
+/* the record as etcd holds it, and its lease */
 static struct json_object *server_json(const struct arf_cell_server *s)
 {
-	struct json_object *o = json_object_new_object();
-	char lease[24];
+	char *text = NULL, lease[24];
+	struct json_object *o = arf_cell_server_encode(s, &text) ? NULL : json_tokener_parse(text);
+
+	free(text);
+	if (!o)
+		return json_object_new_null();
 	snprintf(lease, sizeof(lease), "%llx", (unsigned long long)s->lease);
-	json_object_object_add(o, "id", json_object_new_string(s->id));
-	json_object_object_add(o, "address", json_object_new_string(s->address));
-	json_object_object_add(o, "port", json_object_new_int(s->port));
-	json_object_object_add(o, "rdma_port", json_object_new_int(s->rdma_port));
-	json_object_object_add(o, "incarnation", json_object_new_uint64(s->incarnation));
-	json_object_object_add(o, "software", json_object_new_string(s->software));
 	json_object_object_add(o, "lease", json_object_new_string(lease));
 	return o;
 }
 
+/* the record as etcd holds it, and etcd's revision of it */
 static struct json_object *volume_json(const struct arf_cell_volume *v)
 {
-	struct json_object *o = json_object_new_object();
-	json_object_object_add(o, "name", json_object_new_string(v->name));
-	json_object_object_add(o, "server", json_object_new_string(v->server));
-	json_object_object_add(o, "state", json_object_new_string(v->state));
-	json_object_object_add(o, "version", json_object_new_int64(v->version));
+	char *text = NULL;
+	struct json_object *o = arf_cell_volume_encode(v, &text) ? NULL : json_tokener_parse(text);
+
+	free(text);
+	if (!o)
+		return json_object_new_null();
 	json_object_object_add(o, "mod_revision", json_object_new_int64(v->mod_revision));
 	return o;
 }
