@@ -63,8 +63,21 @@ class Cell(unittest.TestCase):
                 "cell.lease_ttl_s": str(TTL)}
         work = work or sid
         d = Arfd(workdir=os.path.join(self.tmp, work), extra=conf, name="arfd-" + work)
-        self.addCleanup(d.cleanup)
+        self.addCleanup(self.stopped_clean, d)
         return d.start()
+
+    def stopped_clean(self, d):
+        """Stop d (by pid) and check that it exited cleanly, unless the test
+        killed it: status 0, no sanitizer report, its lease revoked."""
+        rc = d.stop()
+        log = d.log()
+        d.cleanup()
+        self.assertIn(rc, (0, -9, None), log)
+        self.assertNotIn("Sanitizer", log)
+        self.assertNotIn("runtime error", log)
+        if rc == 0:
+            self.assertRegex(log, r"left the cell \(lease revoked\)|could not revoke|"
+                                  r"cannot register")
 
     def test_two_servers_lease_and_stop(self):
         self.etcd.start()
