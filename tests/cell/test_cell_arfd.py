@@ -13,16 +13,14 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
-import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import ARFCTL, Arfd, arfctl  # noqa: E402
 import arfproc  # noqa: E402
-from junkhttp import JunkHttp  # noqa: E402
+from cellcase import EtcdCase, JunkHttp  # noqa: E402
 
 CELL = "t1"
 TTL = 2
@@ -47,17 +45,7 @@ def wait_until(cond, timeout, what):
     raise AssertionError("%s: not within %.0f s" % (what, timeout))
 
 
-class Cell(unittest.TestCase):
-    def setUp(self):
-        why = arfproc.etcd_skip_reason()
-        if why:
-            self.skipTest(why)
-        tmp = tempfile.TemporaryDirectory(prefix="arf-cell-")
-        self.addCleanup(tmp.cleanup)
-        self.tmp = tmp.name
-        self.etcd = arfproc.Etcd(self.tmp)
-        self.addCleanup(self.etcd.stop)
-
+class Cell(EtcdCase):
     def arfd(self, sid, work=None):
         conf = {"cell.etcd": self.etcd.url, "cell.name": CELL, "cell.server_id": sid,
                 "cell.lease_ttl_s": str(TTL)}

@@ -2,18 +2,16 @@
 """The etcd client and the cell's records (tests/cell/test_etcd.c, cmocka)
 against a real etcd on loopback ports of its own (tests/lib/arfproc.py's
 Etcd, stopped by pid even when the test fails), and against a small HTTP
-server (junkhttp.py) that answers junk: each request gets the next reply of JUNK,
+server (cellcase.py) that answers junk: each request gets the next reply of JUNK,
 in the order test_etcd.c's test_junk makes its calls."""
 import os
 import sys
-import tempfile
-import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import arfproc  # noqa: E402
 import testmain  # noqa: E402
-from junkhttp import JunkHttp  # noqa: E402
+from cellcase import EtcdCase, JunkHttp  # noqa: E402
 
 TEST_ETCD = os.path.join(arfproc.BUILD, "tests", "cell", "test-cell-etcd")
 
@@ -43,15 +41,9 @@ JUNK = [
 ]
 
 
-class CellClient(unittest.TestCase):
+class CellClient(EtcdCase):
     def setUp(self):
-        why = arfproc.etcd_skip_reason()
-        if why:
-            self.skipTest(why)
-        tmp = tempfile.TemporaryDirectory(prefix="arf-cell-")
-        self.addCleanup(tmp.cleanup)
-        self.etcd = arfproc.Etcd(tmp.name)
-        self.addCleanup(self.etcd.stop)
+        super().setUp()
         self.etcd.start()
         self.junk = JunkHttp(JUNK)
         self.addCleanup(self.junk.stop)

@@ -1,10 +1,32 @@
 # SPDX-License-Identifier: MIT
-"""A peer that is not etcd, for the cell's hostile-input tests: an HTTP
-server on a free loopback port, in a thread of the test's own, that answers
-the Nth POST with the Nth of its replies (the last one again once they run
-out)."""
+"""What the cell's tests share: EtcdCase, a test case with an etcd of its
+own (tests/lib/arfproc.py's Etcd on free loopback ports, in a temporary
+directory, stopped by pid even when the test fails; started by the test),
+skipped with the reason where etcd is not installed; and JunkHttp, a peer
+that is not etcd for the hostile-input tests: an HTTP server on a free
+loopback port, in a thread of the test's own, that answers the Nth POST
+with the Nth of its replies (the last one again once they run out)."""
 import http.server
+import os
+import sys
+import tempfile
 import threading
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import arfproc  # noqa: E402
+
+
+class EtcdCase(unittest.TestCase):
+    def setUp(self):
+        why = arfproc.etcd_skip_reason()
+        if why:
+            self.skipTest(why)
+        tmp = tempfile.TemporaryDirectory(prefix="arf-cell-")
+        self.addCleanup(tmp.cleanup)
+        self.tmp = tmp.name
+        self.etcd = arfproc.Etcd(self.tmp)
+        self.addCleanup(self.etcd.stop)
 
 
 class JunkHttp:
