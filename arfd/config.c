@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "access.h"
+#include "cell.h"
 #include "config.h"
 #include "log.h"
 
@@ -169,6 +170,18 @@ static const struct centry table[] = {
 	{ "locks", "grace_s", C_INT, S(lock_grace_s), 0, 3600, "30",
 	  "after a restart, seconds in which clients that held locks reclaim them while new "
 	  "locks wait (ends sooner when every such client has reclaimed; 0 = no grace period)" },
+	{ "cell", "etcd", C_STR, S(cell_etcd), 0, 0, "",
+	  "etcd endpoints of the cell (http://HOST:PORT, comma-separated): arfd registers itself "
+	  "there under a lease and keeps it alive; empty = no cell (one server, as always)" },
+	{ "cell", "name", C_STR, S(cell_name), 0, 0, "", "the cell's name (its records are under "
+	  "/arf/NAME/ in etcd; 1 to 63 of A-Z a-z 0-9 . _ -)" },
+	{ "cell", "server_id", C_STR, S(cell_server_id), 0, 0, "",
+	  "this server's id in the cell (empty = the host name)" },
+	{ "cell", "address", C_STR, S(cell_address), 0, 0, "",
+	  "the address clients reach this server at, as registered (empty = listen's address, or "
+	  "the host name when that is a wildcard)" },
+	{ "cell", "lease_ttl_s", C_INT, S(cell_lease_ttl_s), 1, 3600, "10",
+	  "seconds the registration outlives arfd's last renewal (renewed every third of it)" },
 };
 
 #define NTABLE (sizeof(table) / sizeof(table[0]))
@@ -376,12 +389,35 @@ int arfd_config_load(struct arfd_config *cfg, const char *path, char *err, size_
 	return -1;
 }
 
+static int arfd_config_check_cell(const struct arfd_config *cfg, char *err, size_t errlen);
+
 int arfd_config_check(const struct arfd_config *cfg, char *err, size_t errlen)
 {
 	if (cfg->root_squash && !strcmp(cfg->one_sided, "all")) {
 		snprintf(err, errlen, "root_squash = true and one_sided = all contradict each other: "
 			 "with all, every client (a squashed root too) reads every file "
 			 "one-sidedly; use one_sided = root or none, or root_squash = false");
+		return -1;
+	}
+	return arfd_config_check_cell(cfg, err, errlen);
+}
+
+/* [cell]: endpoints that parse and names etcd's keys can hold; both or neither. */
+static int arfd_config_check_cell(const struct arfd_config *cfg, char *err, size_t errlen)
+{
+	struct arf_etcd *e = NULL;
+	if (!cfg->cell_etcd[0] != !cfg->cell_name[0]) {
+		snprintf(err, errlen, "[cell] needs both etcd and name (or neither: no cell)");
+		return -1;
+	}
+	if (!cfg->cell_etcd[0])
+		return 0;
+	if (arf_etcd_open(&e, cfg->cell_etcd, 0, err, errlen))
+		return -1;
+	arf_etcd_close(e);
+	if (!arf_cell_name_ok(cfg->cell_name) ||
+	    (cfg->cell_server_id[0] && !arf_cell_name_ok(cfg->cell_server_id))) {
+		snprintf(err, errlen, "[cell] name and server_id are 1 to 63 of A-Z a-z 0-9 . _ -");
 		return -1;
 	}
 	return 0;

@@ -83,6 +83,12 @@ struct arfd_config {
 	/* [locks] */
 	int  lock_lease_s;       /* a silent client's locks expire after this */
 	int  lock_grace_s;       /* reclaim period after a restart */
+	/* [cell] (issue 18: several arfd and etcd; off while etcd is "") */
+	char cell_etcd[512];     /* etcd endpoints, http://HOST:PORT, comma-separated */
+	char cell_name[64];      /* the cell's name: its records are under /arf/<name>/ */
+	char cell_server_id[64]; /* this server's id in the cell ("" = the host name) */
+	char cell_address[256];  /* address clients reach it at ("" = from listen) */
+	int  cell_lease_ttl_s;   /* its record outlives its last renewal this long */
 };
 
 /* Fill with the built-in defaults. */

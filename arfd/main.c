@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "arfd.h"
+#include "arfd_cell.h"
 #include "log.h"
 
 static void usage(FILE *out)
@@ -257,7 +258,10 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	struct arf_cell_member *cell = NULL; /* [cell]: registered in etcd while serving */
 	int rc = arfd_start(&d, err, sizeof(err));
+	if (!rc)
+		rc = arfd_cell_start(&d, &cell, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "arfd: %s\n", err);
 		arfd_stop(&d);
@@ -289,6 +293,7 @@ int main(int argc, char **argv)
 		sd_notify(0, "STOPPING=1");
 		break;
 	}
+	arfd_cell_stop(cell); /* leave the cell first: no client is sent to a stopping server */
 	arfd_stop(&d);
 	arfd_log(ARFD_LOG_INFO, "stopped");
 	return 0;

@@ -150,6 +150,36 @@ static void test_set_and_dump(void **state)
 	free(buf);
 }
 
+/* [cell]: off by default; etcd and name both or neither; names and
+ * endpoints checked before arfd starts. */
+static void test_cell(void **state)
+{
+	struct arfd_config c;
+	char err[512];
+	(void)state;
+	arfd_config_defaults(&c);
+	assert_string_equal(c.cell_etcd, "");
+	assert_int_equal(c.cell_lease_ttl_s, 10);
+	assert_int_equal(arfd_config_check(&c, err, sizeof(err)), 0);
+	const char *conf = write_conf("[cell]\netcd = http://10.0.0.1:2379, http://10.0.0.2:2379\n"
+				      "name = lab\nserver_id = s-1\nlease_ttl_s = 2\n");
+	assert_int_equal(arfd_config_load(&c, conf, err, sizeof(err)), 0);
+	unlink(conf);
+	assert_int_equal(c.cell_lease_ttl_s, 2);
+	assert_int_equal(arfd_config_check(&c, err, sizeof(err)), 0);
+	assert_int_equal(arfd_config_set(&c, "cell", "lease_ttl_s", "0", err, sizeof(err)), -1);
+	assert_int_equal(arfd_config_set(&c, "cell", "server_id", "s/1", err, sizeof(err)), 0);
+	assert_int_equal(arfd_config_check(&c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "1 to 63 of"));
+	assert_int_equal(arfd_config_set(&c, "cell", "server_id", "", err, sizeof(err)), 0);
+	assert_int_equal(arfd_config_set(&c, "cell", "etcd", "10.0.0.1:2379", err, sizeof(err)), 0);
+	assert_int_equal(arfd_config_check(&c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "expected http://HOST:PORT"));
+	assert_int_equal(arfd_config_set(&c, "cell", "etcd", "", err, sizeof(err)), 0);
+	assert_int_equal(arfd_config_check(&c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "needs both etcd and name"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -158,6 +188,7 @@ int main(void)
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_set_and_dump),
+		cmocka_unit_test(test_cell),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

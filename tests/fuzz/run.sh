@@ -59,7 +59,7 @@ target_srcs() {
     frame) echo "net/frame.c" ;;
     handshake) echo "net/client.c net/frame.c net/shm.c net/tcp.c net/proto.c meta/super.c meta/hash.c" ;;
     mc | jit | asm | elf) echo "$MC_SRCS" ;;
-    config) echo "arfd/config.c arfd/access.c arfd/log.c" ;;
+    config) echo "arfd/config.c arfd/access.c arfd/log.c cell/etcd.c cell/records.c" ;;
     *) return 1 ;;
   esac
 }
@@ -68,14 +68,14 @@ target_pkgs() {
     frame) echo "libsodium" ;;
     handshake) echo "libsodium libxxhash" ;;
     mc | jit | asm | elf) echo "libelf" ;;
-    config) echo "inih" ;;
+    config) echo "inih libcurl json-c libsodium" ;;
     *) echo "" ;;
   esac
 }
 
 CFLAGS=(-g -O1 -std=gnu11 -D_GNU_SOURCE '-DARF_VERSION="fuzz"' -fno-omit-frame-pointer
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-  -I"$SRC/common" -I"$SRC/net" -I"$SRC/meta" -I"$SRC/mobilecode" -I"$SRC/arfd")
+  -I"$SRC/common" -I"$SRC/net" -I"$SRC/meta" -I"$SRC/mobilecode" -I"$SRC/arfd" -I"$SRC/cell")
 
 die() {
   echo "fuzz: $*" >&2
@@ -107,7 +107,7 @@ build_target() {
   mkdir -p "$BUILD/$t"
   # Rebuild when anything it may include or compile is newer than the binary.
   if [ -x "$bin" ] && [ -z "$(find "$SRC/common" "$SRC/net" "$SRC/meta" "$SRC/mobilecode" \
-    "$SRC/arfd" "$SRC/tests/fuzz" -newer "$bin" \( -name '*.[ch]' -o -name run.sh \) \
+    "$SRC/arfd" "$SRC/cell" "$SRC/tests/fuzz" -newer "$bin" \( -name '*.[ch]' -o -name run.sh \) \
     -print -quit)" ]; then
     return 0
   fi

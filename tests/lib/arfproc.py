@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The processes ARF's tests and benchmarks start, in one place: arfd on a
 free port with a private socket, data directory and configuration file;
-arf-fuse mounts; NFS-Ganesha (with rpcbind) for the benchmarks.
+arf-fuse mounts; NFS-Ganesha (with rpcbind) for the benchmarks; etcd for
+the cell's tests.
 
 Every process is started here as a child, so its pid is known, and is
 stopped by that pid -- SIGTERM, then SIGKILL -- never by name; every mount
@@ -16,11 +17,13 @@ The built programs come from $ARF_BUILD (default: build/ beside tests/),
 or from the build directory given to each class."""
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -584,6 +587,78 @@ LOG { Default_Log_Level = EVENT; }
     def stop(self):
         stop_proc(self.proc, timeout=20)
         stop_proc(self.rpcbind, timeout=20)
+
+
+# ---------------------------------------------------------------- etcd
+
+ETCD_BIN = os.environ.get("ARF_TEST_ETCD", "/usr/bin/etcd")
+
+
+def etcd_skip_reason():
+    """Why a test that needs etcd cannot run here ("" if it can)."""
+    if not os.access(ETCD_BIN, os.X_OK):
+        return "%s is missing (Debian: etcd-server; scripts/deps.sh installs it)" % ETCD_BIN
+    return ""
+
+
+class Etcd:
+    """One etcd (a single member) on free loopback ports, with its data
+    directory in workdir, stopped by pid.  restart(wipe=True) starts it
+    again on the same client port with an empty data directory: an etcd
+    that lost everything."""
+
+    def __init__(self, workdir, name="etcd"):
+        self.workdir = workdir
+        self.name = name
+        self.port = free_port()
+        self.peer_port = free_port()
+        self.data_dir = os.path.join(workdir, name + ".data")
+        self.log_path = os.path.join(workdir, name + ".log")
+        self.proc = None
+        self._log = None
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    def start(self, timeout=30):
+        peer = "http://127.0.0.1:%d" % self.peer_port
+        args = [ETCD_BIN, "--name", self.name, "--data-dir", self.data_dir,
+                "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
+                "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                "--initial-cluster", "%s=%s" % (self.name, peer)]
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT)
+
+        def healthy():
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+                    return json.loads(r.read()).get("health") == "true"
+            except (OSError, ValueError):
+                return False
+        try:
+            wait_for(healthy, timeout, self.name, self.proc, self.log_path)
+        except ProcError:
+            self.stop()
+            raise
+        return self
+
+    def stop(self):
+        rc = stop_proc(self.proc)
+        if self._log:
+            self._log.close()
+            self._log = None
+        return rc
+
+    def restart(self, wipe=False):
+        self.stop()
+        if wipe:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+        return self.start()
 
 
 # ---------------------------------------------------------------- groups

@@ -68,6 +68,9 @@ static void usage(FILE *out)
 		"  fsck --data-dir DIR  check a stopped server's data directory\n"
 		"  checkpoint           sync and compact RocksDB\n"
 		"  config check FILE    check an arfd.conf without starting anything\n"
+		"  cell status [--etcd URL] [--cell NAME] [--config FILE]\n"
+		"                       a cell's live servers and volume records, from etcd\n"
+		"                       (default: arfd.conf's [cell], else http://127.0.0.1:2379)\n"
 		"  (fsck exits 1 when it finds damage, listing each problem)\n"
 		"\n"
 		"Options (before or after the command; \"--\" ends them):\n"
@@ -343,6 +346,8 @@ static int run(int argc, char **argv)
 		fprintf(stderr, "arfctl: --prometheus needs the control socket (stats without a URL)\n");
 		return 2;
 	}
+	if (!strcmp(cmd, "cell"))
+		return arfctl_cell(nargs, args, arfctl_opt.json);
 	if (!by_url) {
 		st.adm.json = arfctl_opt.json;
 		int arc = arfctl_admin(&st.adm, cmd, nargs, args);

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Cell membership (see cell.h): a thread that holds a server's record in
+ * etcd under a lease.  The states, changed in one place (member_main):
+ *
+ *   no lease ---grant + register---> registered ---keepalive fails--> unsure
+ *      ^  (fails: retry every second)    ^                              |
+ *      |                                 +------- keepalive works ------+
+ *      +---- keepalive says the lease is gone (expired, etcd lost it) --+
+ *
+ * While unsure the same lease is renewed again and again rather than a new
+ * one granted: a restarted etcd keeps its leases (and extends them), and
+ * a second lease would find the record held by the first.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cell.h"
+#include "etcd_int.h"
+
+struct arf_cell_member {
+	struct arf_etcd *e;
+	char cell[ARF_CELL_NAME_MAX];
+	struct arf_cell_server self;
+	int ttl_s;
+	arf_cell_log_fn log;
+	void *log_arg;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;     /* stop */
+	int stop;                /* under lock */
+	int registered;          /* under lock: the lease was renewed within its TTL */
+};
+
+static void say(struct arf_cell_member *m, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void say(struct arf_cell_member *m, int level, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	if (!m->log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	m->log(m->log_arg, level, msg);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* wait ms unless stopped; returns the stop flag */
+static int pause_ms(struct arf_cell_member *m, int64_t ms)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&m->lock);
+	while (!m->stop && pthread_cond_timedwait(&m->cond, &m->lock, &until) != ETIMEDOUT)
+		;
+	int stop = m->stop;
+	pthread_mutex_unlock(&m->lock);
+	return stop;
+}
+
+static void set_registered(struct arf_cell_member *m, int r)
+{
+	pthread_mutex_lock(&m->lock);
+	m->registered = r;
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* a lease and the record under it; 0, or -errno with err (no lease left) */
+static int join(struct arf_cell_member *m, int64_t *lease, char *err, size_t errlen)
+{
+	int64_t id = 0;
+	char why[256];
+	int rc = arf_etcd_lease_grant(m->e, m->ttl_s, &id, NULL, err, errlen);
+
+	if (rc)
+		return rc;
+	if ((rc = arf_cell_server_register(m->e, m->cell, &m->self, id, err, errlen))) {
+		arf_etcd_lease_revoke(m->e, id, why, sizeof(why)); /* or it expires */
+		return rc;
+	}
+	*lease = id;
+	return 0;
+}
+
+static void *member_main(void *arg)
+{
+	struct arf_cell_member *m = arg;
+	char err[1024], last[1024] = "";
+	int64_t lease = 0, renewed = 0, period = m->ttl_s * 1000 / 3;
+
+	period = period < 100 ? 100 : period > 5000 ? 5000 : period;
+	for (;;) {
+		int rc;
+		if (!lease) {
+			if (!(rc = join(m, &lease, err, sizeof(err)))) {
+				renewed = now_ms();
+				set_registered(m, 1);
+				say(m, 2, "cell '%s': registered as '%s' (%s port %u) under lease %llx, "
+				    "TTL %d s, at %s", m->cell, m->self.id, m->self.address, m->self.port,
+				    (unsigned long long)lease, m->ttl_s, arf_etcd_endpoint(m->e));
+				last[0] = 0;
+			} else if (strcmp(err, last)) { /* each new reason once, not every second */
+				say(m, rc == -EEXIST ? 0 : 1, "cell '%s': cannot register '%s': %s; "
+				    "retrying every second (serving continues)", m->cell, m->self.id, err);
+				snprintf(last, sizeof(last), "%s", err);
+			}
+			if (pause_ms(m, lease ? period : 1000))
+				break;
+			continue;
+		}
+		rc = arf_etcd_lease_keepalive(m->e, lease, NULL, err, sizeof(err));
+		if (!rc) {
+			if (last[0])
+				say(m, 2, "cell '%s': etcd answers again; '%s' is still registered",
+				    m->cell, m->self.id);
+			last[0] = 0;
+			renewed = now_ms();
+			set_registered(m, 1);
+		} else if (rc == -ENOENT) {
+			say(m, 1, "cell '%s': the lease of '%s' is gone (%s); registering again",
+			    m->cell, m->self.id, err);
+			set_registered(m, 0);
+			lease = 0;
+			last[0] = 0;
+			continue;
+		} else {
+			if (strcmp(err, last))
+				say(m, 1, "cell '%s': cannot renew the lease of '%s': %s; retrying "
+				    "(serving continues)", m->cell, m->self.id, err);
+			snprintf(last, sizeof(last), "%s", err);
+			if (now_ms() - renewed > m->ttl_s * 1000LL)
+				set_registered(m, 0);
+		}
+		if (pause_ms(m, rc ? (period < 1000 ? period : 1000) : period))
+			break;
+	}
+	if (lease && arf_etcd_lease_revoke(m->e, lease, err, sizeof(err)))
+		say(m, 1, "cell '%s': could not revoke the lease of '%s' (its record goes when the "
+		    "lease expires): %s", m->cell, m->self.id, err);
+	else if (lease)
+		say(m, 2, "cell '%s': '%s' left the cell (lease revoked)", m->cell, m->self.id);
+	set_registered(m, 0);
+	return NULL;
+}
+
+int arf_cell_member_start(const char *endpoints, const char *cell, const struct arf_cell_server *s,
+			  int ttl_s, arf_cell_log_fn log, void *log_arg,
+			  struct arf_cell_member **out, char *err, size_t errlen)
+{
+	struct arf_cell_member *m;
+	int rc;
+
+	if (!arf_cell_name_ok(cell) || !arf_cell_name_ok(s->id)) {
+		snprintf(err, errlen, "cell '%s', server id '%s': names are 1 to 63 of A-Z a-z 0-9 . _ -",
+			 cell, s->id);
+		return -EINVAL;
+	}
+	if (ttl_s < 1) {
+		snprintf(err, errlen, "cell lease TTL %d: must be at least 1 second", ttl_s);
+		return -EINVAL;
+	}
+	if (!(m = calloc(1, sizeof(*m))))
+		return -ENOMEM;
+	unsigned timeout = (unsigned)ttl_s * 500;
+	if ((rc = arf_etcd_open(&m->e, endpoints, timeout < 1000 ? 1000 : timeout > 5000 ? 5000 : timeout,
+				err, errlen))) {
+		free(m);
+		return rc;
+	}
+	snprintf(m->cell, sizeof(m->cell), "%s", cell);
+	m->self = *s;
+	m->ttl_s = ttl_s;
+	m->log = log;
+	m->log_arg = log_arg;
+	pthread_mutex_init(&m->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&m->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if ((rc = pthread_create(&m->thread, NULL, member_main, m))) {
+		snprintf(err, errlen, "cell membership thread: %s", strerror(rc));
+		pthread_cond_destroy(&m->cond);
+		pthread_mutex_destroy(&m->lock);
+		arf_etcd_close(m->e);
+		free(m);
+		return -rc;
+	}
+	*out = m;
+	return 0;
+}
+
+int arf_cell_member_registered(struct arf_cell_member *m)
+{
+	pthread_mutex_lock(&m->lock);
+	int r = m->registered;
+	pthread_mutex_unlock(&m->lock);
+	return r;
+}
+
+void arf_cell_member_stop(struct arf_cell_member *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	m->stop = 1;
+	pthread_cond_broadcast(&m->cond);
+	pthread_mutex_unlock(&m->lock);
+	pthread_join(m->thread, NULL);
+	pthread_cond_destroy(&m->cond);
+	pthread_mutex_destroy(&m->lock);
+	arf_etcd_close(m->e);
+	free(m);
+}

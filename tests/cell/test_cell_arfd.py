@@ -1,0 +1,195 @@
+# SPDX-License-Identifier: MIT
+"""arfd in a cell against a real etcd (tests/lib/arfproc.py's Etcd and
+Arfd, each on free loopback ports with a data directory of its own,
+stopped by pid even when a test fails): two arfd register under leases and
+`arfctl cell status` lists both, with a volume record put by etcdctl; a
+killed arfd disappears after its lease's TTL (2 s here), a stopped one at
+once (its lease revoked); etcd restarted with its data, and with none,
+mid-run: arfd serves on and is listed again; etcd down at arfd's start:
+arfd serves, says why it is not registered, and registers once etcd is up;
+[cell] checked at start; arfctl against a peer that is not etcd: a clear
+message, exit 1."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from harness import ARFCTL, Arfd, arfctl  # noqa: E402
+import arfproc  # noqa: E402
+from cellcase import EtcdCase, JunkHttp  # noqa: E402
+
+CELL = "t1"
+TTL = 2
+
+
+def status(etcd, check=True):
+    p = arfctl("--json", "cell", "status", "--etcd", etcd.url, "--cell", CELL, check=check)
+    return json.loads(p.stdout) if p.returncode == 0 else None
+
+
+def servers(etcd):
+    s = status(etcd, check=False)
+    return {x["id"]: x for x in s["servers"]} if s else None
+
+
+def wait_until(cond, timeout, what):
+    start = time.time()
+    while time.time() - start < timeout:
+        if cond():
+            return time.time() - start
+        time.sleep(0.1)
+    raise AssertionError("%s: not within %.0f s" % (what, timeout))
+
+
+class Cell(EtcdCase):
+    def arfd(self, sid, work=None):
+        conf = {"cell.etcd": self.etcd.url, "cell.name": CELL, "cell.server_id": sid,
+                "cell.lease_ttl_s": str(TTL)}
+        work = work or sid
+        d = Arfd(workdir=os.path.join(self.tmp, work), extra=conf, name="arfd-" + work)
+        self.addCleanup(self.stopped_clean, d)
+        return d.start()
+
+    def stopped_clean(self, d):
+        """Stop d (by pid) and check that it exited cleanly, unless the test
+        killed it: status 0, no sanitizer report, its lease revoked."""
+        rc = d.stop()
+        log = d.log()
+        d.cleanup()
+        self.assertIn(rc, (0, -9, None), log)
+        self.assertNotIn("Sanitizer", log)
+        self.assertNotIn("runtime error", log)
+        if rc == 0:
+            self.assertRegex(log, r"left the cell \(lease revoked\)|could not revoke|"
+                                  r"cannot register")
+
+    def test_two_servers_lease_and_stop(self):
+        self.etcd.start()
+        a, b = self.arfd("a"), self.arfd("b")
+        wait_until(lambda: set(servers(self.etcd) or ()) == {"a", "b"}, 15, "a and b listed")
+        s = servers(self.etcd)
+        self.assertEqual((s["a"]["address"], s["a"]["port"]), ("127.0.0.1", a.port))
+        self.assertEqual((s["b"]["address"], s["b"]["port"]), ("127.0.0.1", b.port))
+        self.assertNotEqual(s["a"]["lease"], s["b"]["lease"])
+        # a volume record (issue 18's volumes are not built: etcdctl puts one) is listed
+        rec = {"name": "root", "server": "a", "state": "online", "version": 1}
+        arfproc.run(["etcdctl", "--endpoints", self.etcd.url, "put",
+                     "/arf/%s/volumes/root" % CELL, json.dumps(rec)],
+                    env=dict(os.environ, ETCDCTL_API="3"))
+        st = status(self.etcd)
+        self.assertEqual([(v["name"], v["server"], v["state"], v["version"]) for v in st["volumes"]],
+                         [("root", "a", "online", 1)])
+        text = arfctl("cell", "status", "--etcd", self.etcd.url, "--cell", CELL).stdout.decode()
+        self.assertIn("servers: 2", text)
+        self.assertIn("volumes: 1", text)
+        self.assertRegex(text, r"\n  a +127\.0\.0\.1 +%d " % a.port)
+        # killed: no revoke, the record goes when the lease runs out
+        b.kill()
+        t0 = time.time()
+        gone = wait_until(lambda: set(servers(self.etcd) or ("x",)) == {"a"}, TTL + 8,
+                          "killed b gone")
+        self.assertGreater(gone + 0.2, TTL / 3, "b vanished before its lease could expire")
+        print("killed arfd gone from the cell after %.1f s (TTL %d s)" % (gone, TTL))
+        # a keeps renewing well past the TTL
+        time.sleep(max(0, TTL + 0.5 - (time.time() - t0)))
+        self.assertEqual(set(servers(self.etcd)), {"a"})
+        # stopped (SIGTERM): it revokes its lease and is gone at once
+        self.assertEqual(a.stop(), 0)
+        self.assertEqual(servers(self.etcd), {})
+        self.assertIn("left the cell (lease revoked)", a.log())
+
+    def test_etcd_restart(self):
+        self.etcd.start()
+        a = self.arfd("a")
+        wait_until(lambda: "a" in (servers(self.etcd) or {}), 15, "a listed")
+        lease = servers(self.etcd)["a"]["lease"]
+        # down longer than the TTL, then back with its data: etcd keeps the
+        # lease (and extends it); arfd serves throughout and renews it again
+        self.etcd.stop()
+        time.sleep(TTL + 1)
+        arfctl("ls", a.url("/"))
+        p = arfctl("cell", "status", "--etcd", self.etcd.url, "--cell", CELL, check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"arfctl: cell status: etcd %s/v3/kv/range: " % self.etcd.url.encode(),
+                      p.stderr)
+        self.etcd.start()
+        wait_until(lambda: "a" in (servers(self.etcd) or {}), 10, "a listed after a restart")
+        time.sleep(TTL + 1)  # still there past a TTL: the renewals work again
+        self.assertEqual(servers(self.etcd)["a"]["lease"], lease)
+        self.assertIn("cannot renew the lease of 'a'", a.log())
+        # back with nothing (its data lost): arfd registers again, a new lease
+        self.etcd.restart(wipe=True)
+        took = wait_until(lambda: "a" in (servers(self.etcd) or {}), 10,
+                          "a registered again in an empty etcd")
+        self.assertNotEqual(servers(self.etcd)["a"]["lease"], lease)
+        self.assertEqual(servers(self.etcd)["a"]["port"], a.port)
+        self.assertIn("is gone", a.log())
+        arfctl("ls", a.url("/"))
+        print("etcd restarted empty: arfd registered again in %.1f s" % took)
+
+    def test_etcd_down_at_start(self):
+        # etcd not started yet: arfd serves at once, and says why it is not registered
+        a = self.arfd("a")
+        arfctl("ls", a.url("/"))
+        wait_until(lambda: "cannot register 'a'" in a.log(), 10, "the reason logged")
+        self.assertIn("Failed to connect to 127.0.0.1 port %d" % self.etcd.port, a.log())
+        self.assertIn("serving continues", a.log())
+        self.etcd.start()
+        took = wait_until(lambda: "a" in (servers(self.etcd) or {}), 10, "a registered late")
+        print("etcd up after arfd: registered %.1f s later" % took)
+
+    def test_two_servers_one_id(self):
+        # the second arfd with a's id waits, and says who holds the id
+        self.etcd.start()
+        a = self.arfd("a")
+        wait_until(lambda: "a" in (servers(self.etcd) or {}), 15, "a listed")
+        a2 = self.arfd("a", work="a2")
+        wait_until(lambda: "is held in cell" in a2.log(), 10, "the conflict logged")
+        self.assertEqual(servers(self.etcd)["a"]["port"], a.port)
+        # once a is gone, a2 takes the id
+        a.stop()
+        wait_until(lambda: (servers(self.etcd) or {}).get("a", {}).get("port") == a2.port, 10,
+                   "a2 registered")
+
+    def test_config(self):
+        d = Arfd(workdir=os.path.join(self.tmp, "c"))
+        self.addCleanup(d.cleanup)
+        for extra, why in (({"cell.etcd": "http://127.0.0.1:1"}, "[cell] needs both etcd and name"),
+                           ({"cell.name": CELL}, "[cell] needs both etcd and name"),
+                           ({"cell.etcd": "127.0.0.1:2379", "cell.name": CELL},
+                            "expected http://HOST:PORT"),
+                           ({"cell.etcd": "http://x:1", "cell.name": "a/b"}, "1 to 63 of")):
+            args = [d.bin, "-c", d.config, "--check-config"] + sum(
+                (["--set", "%s=%s" % kv] for kv in extra.items()), [])
+            d.args()  # writes the harness's configuration file
+            p = arfproc.run(args, check=False)
+            self.assertEqual(p.returncode, 1, extra)
+            self.assertIn(why.encode(), p.stderr)
+        # without [cell]: no cell, nothing about one in the log
+        d.start()
+        arfctl("ls", d.url("/"))
+        self.assertNotIn("cell '", d.log())
+
+    def test_arfctl_hostile(self):
+        junk = JunkHttp([(200, b"<html>I am not etcd</html>")])
+        self.addCleanup(junk.stop)
+        url = junk.url
+        p = arfctl("cell", "status", "--etcd", url, "--cell", CELL, check=False)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stderr.decode(),
+                         "arfctl: cell status: etcd %s/v3/kv/range: the reply is not a JSON "
+                         "object (unexpected character): '<html>I am not etcd</html>'\n" % url)
+        for args, code in ((["--cell", "a/b"], 2), (["--etcd", "nope", "--cell", CELL], 2),
+                           ([], 2), (["--cell"], 2)):
+            p = subprocess.run([ARFCTL, "cell", "status", "--config", "/dev/null"] + args,
+                               capture_output=True, timeout=30)
+            self.assertEqual(p.returncode, code, (args, p.stderr))
+            self.assertTrue(p.stderr.startswith(b"arfctl: cell"), p.stderr)
+
+
+if __name__ == "__main__":
+    harness.main()
