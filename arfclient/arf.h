@@ -77,7 +77,8 @@ typedef struct arf_client arf_client;
  * (loaded cores, a real network), lower thresholds.
  */
 struct arf_client_opts {
-	uint32_t spin_us;         /**< poll this long before sleeping for a reply (default 50) */
+	uint32_t spin_us;         /**< poll at most this long before sleeping for a reply
+				   (default 50; adaptive: halved while spins catch nothing) */
 	uint32_t timeout_ms;      /**< connect and reply timeout (default 30000) */
 	/** One-sided hash-chain hops before the shipped lookup (or, with
 	 * shipped_lookup 0, a LOOKUP request).  ARF_OPT_AUTO (default): 11 over

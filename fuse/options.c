@@ -51,7 +51,8 @@ static const struct opt_def opt_table[] = {
 	  "file holding the export's shared secret (arfd.conf secret_file): proved by "
 	  "challenge-response, never sent" },
 	{ "spin_us", OPT_UINT, F(spin_us), 0, 1000000, F(spin_set), "N",
-	  "libarf polls this long for a reply before sleeping (default 50)" },
+	  "libarf polls up to this long for a reply before sleeping, less while polling "
+	  "catches nothing (default 50)" },
 	{ "fsname", OPT_STR, F(fsname), 0, sizeof(((struct arf_fuse_opts *)0)->fsname), -1, "NAME",
 	  "the source shown in /proc/mounts (default: the URL; mount.arf gives SPEC)" },
 	/* caching, as NFS */

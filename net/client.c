@@ -7,8 +7,8 @@
  *
  * Many threads may wait for replies on one socket.  There is no receiver
  * thread (waking one would cost a cross-core wake-up per reply); instead the
- * first waiter becomes the reader, polls the socket adaptively (spin, then
- * sleep), files every reply it reads into its waiter's slot and wakes that
+ * first waiter becomes the reader, polls the socket adaptively (spin while
+ * spinning catches replies, then sleep: arf_net_wait_fd_spin), files every reply it reads into its waiter's slot and wakes that
  * waiter; when its own reply has come it hands the socket to the next one.
  * A waiter is a struct arf_net_pending: on the stack of a thread that waits
  * for it (arf_net_call), or posted with a done callback that the reader
@@ -264,6 +264,7 @@ int arf_net_connect(const struct arf_net_client_opts *opts, struct arf_net_conn 
 	}
 	c->ops = ops;
 	c->spin_us = opts->spin_us;
+	c->spin.max_us = c->spin.cur_us = opts->spin_us;
 	c->timeout_ms = opts->timeout_ms ? (int)opts->timeout_ms : 30000;
 	c->next_id = 1;
 	pthread_mutex_init(&c->send_lock, NULL);
@@ -528,7 +529,7 @@ static int recv_direct(struct arf_net_conn *c)
 		}
 		/* the rest of a frame that has begun: the frame timeout applies;
 		 * a caller giving up part-way leaves the frame cut: the stream ends */
-		if ((rc = arf_net_wait_fd(c->fd, POLLIN, c->spin_us, c->timeout_ms))) {
+		if ((rc = arf_net_wait_fd_spin(c->fd, POLLIN, &c->spin, c->timeout_ms))) {
 			if (rc == -ECANCELED)
 				rc = -ECONNRESET;
 			break;
@@ -600,7 +601,7 @@ static int pump(struct arf_net_conn *c, const int *stop, uint64_t deadline_us)
 					bounded = 1;
 				}
 			}
-			rc = arf_net_wait_fd(c->fd, POLLIN, c->spin_us, tmo);
+			rc = arf_net_wait_fd_spin(c->fd, POLLIN, &c->spin, tmo);
 			if (rc == -ETIMEDOUT && bounded)
 				return 0; /* the caller's deadline, not the connection's timeout */
 			if (rc)

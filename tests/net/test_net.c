@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -48,6 +49,7 @@
 #include <cmocka.h>
 
 #include "arf_net.h"
+#include "net_int.h"
 
 #define RO_ID    0u
 #define RW_ID    2u
@@ -1451,9 +1453,44 @@ static void test_shm_unsealable(void **state)
 	cmocka_unit_test_prestate_setup_teardown(f, conn_setup, conn_teardown, &tc_tcp),        \
 	cmocka_unit_test_prestate_setup_teardown(f, conn_setup, conn_teardown, &tc_shm)
 
+/* The reply wait's adaptive spin (frame.c): a spin that catches nothing
+ * halves, down to none; one wait in ARF_NET_SPIN_PROBE spins in full again;
+ * a reply caught while spinning restores the full spin. */
+static void test_adaptive_spin(void **state)
+{
+	(void)state;
+	int sv[2];
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	struct arf_net_spin s = { .max_us = 400, .cur_us = 400 };
+
+	/* nothing comes: each wait times out after its spin, which halves */
+	uint32_t want = 400;
+	while (want) {
+		assert_int_equal(arf_net_wait_fd_spin(sv[0], POLLIN, &s, 1), -ETIMEDOUT);
+		want = want / 2 >= 2 ? want / 2 : 0;
+		assert_int_equal(s.cur_us, want);
+	}
+	/* no spin: a wait that finds the reply only after sleeping leaves it so,
+	 * until the probe, which spins in full and, catching a reply there,
+	 * keeps the full spin */
+	for (uint32_t i = 1; i < ARF_NET_SPIN_PROBE; i++) {
+		assert_int_equal(arf_net_wait_fd_spin(sv[0], POLLIN, &s, 1), -ETIMEDOUT);
+		assert_int_equal(s.cur_us, 0);
+	}
+	assert_int_equal(write(sv[1], "x", 1), 1);
+	assert_int_equal(arf_net_wait_fd_spin(sv[0], POLLIN, &s, 1000), 0);
+	assert_int_equal(s.cur_us, 400);
+	/* a reply there at once keeps it */
+	assert_int_equal(arf_net_wait_fd_spin(sv[0], POLLIN, &s, 1000), 0);
+	assert_int_equal(s.cur_us, 400);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_adaptive_spin),
 		BOTH(test_handshake),
 		BOTH(test_reads),
 		BOTH(test_read_refused),
