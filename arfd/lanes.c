@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arf_spin.h"
+
 #include "arfd.h"
 #include "log.h"
 
@@ -66,7 +68,7 @@ struct arfd_lane {
 	struct arfd *d;
 	const char *name;          /* "request" or "program", for messages */
 	int drop_on_stop;          /* the program lane: queued jobs are dropped at stop */
-	int spin_us;               /* poll this long before sleeping (0: never) */
+	struct arf_spin spin;      /* poll up to spin.max_us before sleeping (0: never) */
 	int nice;                  /* workers' niceness (0: as the daemon) */
 	pthread_mutex_t lock;      /* everything below */
 	pthread_cond_t cond;       /* a job arrived, or stopping */
@@ -216,16 +218,20 @@ static uint64_t now_us(void)
 }
 
 /* The next job to serve, or NULL when the lane stops.  Adaptive wait:
- * spin on the queue's length, then sleep on the condition. */
+ * spin on the queue's length (common/arf_spin.h: less while such spins
+ * catch nothing), then sleep on the condition. */
 static struct arfd_job *lane_next(struct arfd_lane *l)
 {
 	struct arfd *d = l->d;
-	uint64_t deadline = l->spin_us ? now_us() + (uint64_t)l->spin_us : 0;
+	uint32_t spin = __atomic_load_n(&l->len, __ATOMIC_ACQUIRE) ? 0 : arf_spin_budget(&l->spin);
+	uint64_t deadline = spin ? now_us() + spin : 0;
 	struct arfd_job *j = NULL;
 
-	while (l->spin_us && !__atomic_load_n(&l->len, __ATOMIC_ACQUIRE) &&
+	while (spin && !__atomic_load_n(&l->len, __ATOMIC_ACQUIRE) &&
 	       !__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE) && now_us() < deadline)
 		__builtin_ia32_pause();
+	if (spin)
+		arf_spin_done(&l->spin, spin, __atomic_load_n(&l->len, __ATOMIC_ACQUIRE) != 0);
 	pthread_mutex_lock(&l->lock);
 	for (;;) {
 		int stopping = __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE);
@@ -286,7 +292,7 @@ int arfd_lanes_start(struct arfd *d, char *err, size_t errlen)
 		snprintf(err, errlen, "worker queues: out of memory");
 		return -ENOMEM;
 	}
-	rq->spin_us = d->cfg.spin_us;
+	arf_spin_init(&rq->spin, (uint32_t)d->cfg.spin_us);
 	pg->nice = d->cfg.prog_nice;
 	pg->drop_on_stop = 1;
 	struct {

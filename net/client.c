@@ -264,7 +264,7 @@ int arf_net_connect(const struct arf_net_client_opts *opts, struct arf_net_conn 
 	}
 	c->ops = ops;
 	c->spin_us = opts->spin_us;
-	c->spin.max_us = c->spin.cur_us = opts->spin_us;
+	arf_spin_init(&c->spin, opts->spin_us);
 	c->timeout_ms = opts->timeout_ms ? (int)opts->timeout_ms : 30000;
 	c->next_id = 1;
 	pthread_mutex_init(&c->send_lock, NULL);

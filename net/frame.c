@@ -265,26 +265,23 @@ int arf_net_wait_fd(int fd, short events, uint32_t spin_us, int timeout_ms)
 	}
 }
 
-int arf_net_wait_fd_spin(int fd, short events, struct arf_net_spin *s, int timeout_ms)
+int arf_net_wait_fd_spin(int fd, short events, struct arf_spin *s, int timeout_ms)
 {
-	uint32_t spin = __atomic_load_n(&s->cur_us, __ATOMIC_RELAXED);
+	uint32_t spin = arf_spin_budget(s);
 
-	if (!spin && s->max_us &&
-	    __atomic_add_fetch(&s->waits, 1, __ATOMIC_RELAXED) % ARF_NET_SPIN_PROBE == 0)
-		spin = s->max_us;
 	if (spin) {
 		struct pollfd p = { .fd = fd, .events = events };
 		uint64_t start = arf_net_now_us();
 		do {
 			int rc = poll(&p, 1, 0);
 			if (rc > 0) {
-				__atomic_store_n(&s->cur_us, s->max_us, __ATOMIC_RELAXED);
+				arf_spin_done(s, spin, 1);
 				return 0;
 			}
 			if (rc < 0 && errno != EINTR)
 				return -errno;
 		} while (arf_net_now_us() - start < spin);
-		__atomic_store_n(&s->cur_us, spin / 2 >= 2 ? spin / 2 : 0, __ATOMIC_RELAXED);
+		arf_spin_done(s, spin, 0);
 		if (timeout_ms > 0) {
 			uint64_t spent_ms = (arf_net_now_us() - start) / 1000u;
 			timeout_ms = spent_ms >= (uint64_t)timeout_ms ? 1 : timeout_ms - (int)spent_ms;

@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 
 #include "arf_net.h"
+#include "arf_spin.h"
 
 /* Little-endian header fields at the edges only. */
 void arf_net_hdr_encode(const struct arf_net_hdr *h, uint8_t out[24]);
@@ -47,24 +48,8 @@ ssize_t arf_net_rbuf_fill(struct arf_net_rbuf *rb, int fd);
  * spin up to spin_us with poll(0), then block.  timeout_ms < 0 = forever.
  * Returns 0, -ETIMEDOUT, -errno. */
 int arf_net_wait_fd(int fd, short events, uint32_t spin_us, int timeout_ms);
-/*
- * A reply wait that learns whether spinning pays (frame.c): spin up to
- * cur_us (at most max_us) before blocking.  A reply caught while spinning
- * sets cur_us back to max_us; a spin that caught nothing halves it, down to
- * none, and then one wait in ARF_NET_SPIN_PROBE spins max_us again to see
- * whether replies got quicker.  Writes that keep arfd busy longer than
- * max_us (a 4 KiB write costs ~100 us of arfd's CPU) stop being spun for,
- * so the client leaves the CPU to arfd; quick replies (a one-sided read,
- * ~20 us) keep the spin.  Fields are touched by one reader at a time
- * (client.c's reader), races only cost a spin.
- */
-struct arf_net_spin {
-	uint32_t max_us;
-	uint32_t cur_us;
-	uint32_t waits;            /* since cur_us reached 0 */
-};
-#define ARF_NET_SPIN_PROBE 16u
-int arf_net_wait_fd_spin(int fd, short events, struct arf_net_spin *s, int timeout_ms);
+/* A reply wait that spins as common/arf_spin.h says, then blocks. */
+int arf_net_wait_fd_spin(int fd, short events, struct arf_spin *s, int timeout_ms);
 /* The calling thread's abort hook (arf_net_set_thread_abort): -ECANCELED
  * when it says to give up, else 0; and whether one is set.  A wait of
  * timeout_ms may also end with -ECANCELED when one is set. */
@@ -126,7 +111,7 @@ struct arf_net_conn {
 	const struct arf_net_cops *ops;
 	int fd;
 	uint32_t spin_us;
-	struct arf_net_spin spin;      /* the reply waits' adaptive spin */
+	struct arf_spin spin;          /* the reply waits' adaptive spin */
 	int timeout_ms;
 
 	struct arf_net_region_info regions[ARF_NET_MAX_REGIONS];

@@ -17,7 +17,8 @@
  * the soft-NIC thread's loop.
  *
  * Waiting is adaptive: after any event the thread polls epoll without
- * sleeping for spin_us, then sleeps in epoll_wait.
+ * sleeping for up to spin_us (less while such spins catch nothing:
+ * common/arf_spin.h), then sleeps in epoll_wait.
  *
  * RDMA (verbs_server.c) runs beside: its connections arrive here as one end
  * of a socketpair (arf_net_server_adopt), so everything above applies to
@@ -188,9 +189,17 @@ static void *snic_main(void *arg)
 	struct arf_net_server *s = arg;
 	struct epoll_event evs[64];
 	uint64_t last = arf_net_now_us(), last_scan = last;
+	struct arf_spin spin;
+	uint32_t window;
 
+	arf_spin_init(&spin, s->o.spin_us);
+	window = arf_spin_budget(&spin);
 	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
-		int spinning = s->o.spin_us && arf_net_now_us() - last < s->o.spin_us;
+		int spinning = window && arf_net_now_us() - last < window;
+		if (window && !spinning) { /* the spin caught nothing */
+			arf_spin_done(&spin, window, 0);
+			window = 0;
+		}
 		/* while there are connections, their timers are looked at every
 		 * second (limits.c) */
 		int n = epoll_wait(s->ep, evs, 64, spinning ? 0 : s->conns ? 1000 : -1);
@@ -199,8 +208,12 @@ static void *snic_main(void *arg)
 				continue;
 			break;
 		}
-		if (n > 0)
+		if (n > 0) {
+			if (spinning)
+				arf_spin_done(&spin, window, 1);
 			last = arf_net_now_us();
+			window = arf_spin_budget(&spin);
+		}
 		for (int i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;
 			if (p == &tag_ev) {

@@ -1454,14 +1454,15 @@ static void test_shm_unsealable(void **state)
 	cmocka_unit_test_prestate_setup_teardown(f, conn_setup, conn_teardown, &tc_shm)
 
 /* The reply wait's adaptive spin (frame.c): a spin that catches nothing
- * halves, down to none; one wait in ARF_NET_SPIN_PROBE spins in full again;
+ * halves, down to none; one wait in ARF_SPIN_PROBE spins in full again;
  * a reply caught while spinning restores the full spin. */
 static void test_adaptive_spin(void **state)
 {
 	(void)state;
 	int sv[2];
 	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	struct arf_net_spin s = { .max_us = 400, .cur_us = 400 };
+	struct arf_spin s;
+	arf_spin_init(&s, 400);
 
 	/* nothing comes: each wait times out after its spin, which halves */
 	uint32_t want = 400;
@@ -1473,7 +1474,7 @@ static void test_adaptive_spin(void **state)
 	/* no spin: a wait that finds the reply only after sleeping leaves it so,
 	 * until the probe, which spins in full and, catching a reply there,
 	 * keeps the full spin */
-	for (uint32_t i = 1; i < ARF_NET_SPIN_PROBE; i++) {
+	for (uint32_t i = 1; i < ARF_SPIN_PROBE; i++) {
 		assert_int_equal(arf_net_wait_fd_spin(sv[0], POLLIN, &s, 1), -ETIMEDOUT);
 		assert_int_equal(s.cur_us, 0);
 	}
