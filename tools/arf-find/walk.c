@@ -34,6 +34,7 @@
 #include "arf.h"
 #include "arf_common.h"
 #include "arf_progs.h"
+#include "arf_tool.h"
 #include "find_int.h"
 
 /* ---- connections, one per server ------------------------------------------ */
@@ -185,7 +186,7 @@ static int start_url(struct start *s, struct find_run *run)
 	    !(s->c = conn_get(s->arg, NULL, err, sizeof(err)))) {
 		fflush(stdout);
 		fprintf(stderr, "%s: ", run->prog);
-		find_quote(stderr, s->arg);
+		arf_tool_quote_locale(stderr, s->arg);
 		fprintf(stderr, ": %s\n", err);
 		run->status = 1;
 		s->err = 1;
@@ -413,7 +414,7 @@ static int run_once(struct walk *w)
 	if (r < 0 || res.r0 < 0) {
 		fflush(stdout);
 		fprintf(stderr, "%s: ", run->prog);
-		find_quote(stderr, w->q[w->head]->path);
+		arf_tool_quote_locale(stderr, w->q[w->head]->path);
 		fprintf(stderr, ": the server could not run the walk: %s%s%s\n",
 			arf_strerror(r < 0 ? r : (int)res.r0), res.msg[0] ? ": " : "", res.msg);
 		run->status = 1;
