@@ -6,7 +6,7 @@
  * server's URL, the directory's handle and a credential token for the user
  * the kernel says runs us: the walk then has exactly that user's rights),
  * or when it is an arf:// URL (anonymous unless the connection proves
- * more).  One connection per server, kept to the end.
+ * more).  One connection per server, kept to the end (tools/common/conn.c).
  *
  * The walk (main.c) asks for one directory at a time, depth first; this
  * file keeps the queue of directories the walk named as coming

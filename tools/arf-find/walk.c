@@ -7,10 +7,10 @@
  * cannot be opened -- a symbolic link, a directory the user may not read
  * -- on its parent, followed by a lookup of its name): the URL of the
  * server, the handle, and a credential token for the user the kernel says
- * runs us, presented on a connection of our own (one per server), so that
- * the walk lists exactly what that user may list.  An arf:// URL is
- * reached with arf_connect and arf_resolve, anonymously as every URL
- * connection without a proof is.
+ * runs us, presented on a connection of our own (one per server, from
+ * tools/common/conn.c), so that the walk lists exactly what that user may
+ * list.  An arf:// URL is reached with arf_connect and arf_resolve,
+ * anonymously as every URL connection without a proof is.
  *
  * The client keeps the queue of directories still to list (FIFO: the
  * order is not GNU find's, the set is); each run takes the queue's head
