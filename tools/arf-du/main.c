@@ -26,7 +26,7 @@
 
 #include "arf.h"
 #include "du_int.h"
-#include "quote.h"
+#include "arf_tool.h"
 
 static const char *prog = "arf-du";
 
@@ -101,7 +101,7 @@ static void error_at(struct walk *w, const char *what, const char *path, int err
 {
 	fflush(stdout);
 	fprintf(stderr, "%s: %s", prog, what);
-	tool_quote(stderr, path, QUOTE_ALWAYS);
+	arf_tool_quote(stderr, path, ARF_TOOL_QUOTE_ALWAYS);
 	fprintf(stderr, ": %s\n", err <= -1000 ? arf_strerror(err) : strerror(-err));
 	w->status = 1;
 }
@@ -229,7 +229,7 @@ static uint64_t operand(struct walk *w, const char *arg)
 		if (du_remote_url(&w->o, arg, &at.src.conn, &root, err, sizeof(err)) < 0) {
 			fflush(stdout);
 			fprintf(stderr, "%s: cannot access ", prog);
-			tool_quote(stderr, path, QUOTE_ALWAYS);
+			arf_tool_quote(stderr, path, ARF_TOOL_QUOTE_ALWAYS);
 			fprintf(stderr, ": %s\n", err);
 			w->status = 1;
 			goto out;
@@ -363,7 +363,7 @@ int main(int argc, char **argv)
 
 			if (errno || end == optarg || *end || d < 0) {
 				fprintf(stderr, "%s: invalid maximum depth ", prog);
-				tool_quote(stderr, optarg, QUOTE_ALWAYS);
+				arf_tool_quote(stderr, optarg, ARF_TOOL_QUOTE_ALWAYS);
 				fputc('\n', stderr);
 				ok = 0;
 			} else {
@@ -380,7 +380,7 @@ int main(int argc, char **argv)
 			if (du_block_size(optarg, &w.o) < 0) {
 				fprintf(stderr, "%s: invalid %s argument ", prog,
 					argv[optind - 1][1] == '-' ? "--block-size" : "-B");
-				tool_quote(stderr, optarg, QUOTE_ALWAYS);
+				arf_tool_quote(stderr, optarg, ARF_TOOL_QUOTE_ALWAYS);
 				fputc('\n', stderr);
 				exit(1);
 			}

@@ -6,7 +6,7 @@
  * server's URL, the directory's handle and a credential token for the user
  * the kernel says runs us: the walk then has exactly that user's rights),
  * or when it is an arf:// URL (anonymous unless the connection proves
- * more).  One connection per server, kept to the end.
+ * more).  One connection per server, kept to the end (tools/common/conn.c).
  *
  * The walk (main.c) asks for one directory at a time, depth first; this
  * file keeps the queue of directories the walk named as coming
@@ -23,11 +23,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,6 +34,7 @@
 #include "arf_prog_abi.h"
 #include "arf_prog_dusum.h"
 #include "arf_progs.h"
+#include "arf_tool.h"
 #include "du_int.h"
 
 #define DU_BATCH      256u             /* directories per run at most */
@@ -52,84 +51,61 @@ struct cached {
 };
 
 struct du_conn {
-	char *url;
-	arf_client *c;
-	int idx, broken;
+	struct arf_tool_conn k;        /* first: the cache's entry (url, c, idx) */
+	int broken;
 	uint64_t out_max, max_entries;
 	struct cached *cache;
 	struct du_dir_q { uint64_t ino; uint32_t gen; } *q;
 	size_t qhead, qlen, qcap;
-	struct du_conn *next;
 };
 
-static struct du_conn *conns;
-static int nconns;
-
-static int same_server(const char *a, const char *b)
+static void conn_init(struct arf_tool_conn *base)
 {
-	struct arf_url u, v;
-	char err[256];
+	struct du_conn *k = (struct du_conn *)base;
 
-	return arf_url_parse(a, &u, err, sizeof(err)) == 0 &&
-	       arf_url_parse(b, &v, err, sizeof(err)) == 0 && !strcmp(u.transport, v.transport) &&
-	       !strcmp(u.host, v.host) && u.port == v.port && !strcmp(u.socket, v.socket);
+	k->out_max = DU_OUT_MAX;
+	k->max_entries = DU_ENTRIES0;
 }
+
+static void conn_fini(struct arf_tool_conn *base)
+{
+	struct du_conn *k = (struct du_conn *)base;
+
+	while (k->cache) {
+		struct cached *x = k->cache;
+
+		k->cache = x->next;
+		du_list_free(&x->l);
+		free(x);
+	}
+	free(k->q);
+}
+
+static const struct arf_tool_conn_type conn_type = {
+	sizeof(struct du_conn), 0, conn_init, conn_fini,
+};
+static struct arf_tool_conns conns = { &conn_type, NULL, 0 };
 
 static int conn_get(const char *url, const uint8_t *token, struct du_conn **out, char *err,
 		    size_t errlen)
 {
-	struct arf_client_opts o;
-	struct du_conn *k;
-	arf_client *c;
-	int r;
+	struct arf_tool_conn *k = NULL;
+	int r = arf_tool_conn_get(&conns, url, token, &k, err, errlen);
 
-	for (k = conns; k; k = k->next)
-		if (same_server(k->url, url)) {
-			*out = k;
-			return k->c ? 0 : -ENOTCONN;
-		}
-	arf_client_opts_init(&o);
-	o.cred_token = token;
-	r = arf_connect(url, &o, &c, err, errlen);
-	if (r < 0)
-		c = NULL; /* remembered: the next operand on that server does not try again */
-	k = calloc(1, sizeof(*k));
-	if (!k || !(k->url = strdup(url))) {
-		free(k);
-		arf_close(c);
-		snprintf(err, errlen, "%s", strerror(ENOMEM));
-		return -ENOMEM;
-	}
-	k->c = c;
-	k->idx = nconns++;
-	k->out_max = DU_OUT_MAX;
-	k->max_entries = DU_ENTRIES0;
-	k->next = conns;
-	conns = k;
-	*out = k;
-	return c ? 0 : r;
+	if (k)
+		*out = (struct du_conn *)k;
+	return r;
 }
 
 int du_remote_fd(const struct du_opts *o, int fd, struct du_conn **conn, uint64_t *ino,
 		 uint32_t *gen, char *err, size_t errlen)
 {
-	struct arf_ioc_cred *ic = calloc(1, sizeof(*ic));
-	int r;
+	struct arf_tool_conn *k = NULL;
+	int r = arf_tool_conn_fd(&conns, fd, &k, ino, gen, err, errlen);
 
 	(void)o;
-	if (!ic)
-		return -ENOMEM;
-	if (ioctl(fd, ARF_IOC_CRED, ic) < 0 || ic->version != ARF_IOC_CRED_VERSION ||
-	    !memchr(ic->url, 0, sizeof(ic->url))) {
-		r = -ENOTTY;
-		snprintf(err, errlen, "not on an ARF mount");
-		free(ic);
-		return r;
-	}
-	r = conn_get(ic->url, ic->token, conn, err, errlen);
-	*ino = ic->ino;
-	*gen = ic->gen;
-	free(ic);
+	if (k)
+		*conn = (struct du_conn *)k;
 	return r;
 }
 
@@ -147,7 +123,7 @@ int du_remote_url(const struct du_opts *o, const char *url, struct du_conn **con
 	r = conn_get(url, NULL, conn, err, errlen);
 	if (r < 0)
 		return r;
-	r = arf_resolve((*conn)->c, u.path, &st);
+	r = arf_resolve((*conn)->k.c, u.path, &st);
 	if (r < 0) {
 		snprintf(err, errlen, "%s", arf_strerror(r));
 		return r;
@@ -164,7 +140,7 @@ int du_remote_url(const struct du_opts *o, const char *url, struct du_conn **con
 
 uint64_t du_remote_dev(struct du_conn *conn)
 {
-	return 0xA2F0000000000000ull | (uint64_t)conn->idx;
+	return 0xA2F0000000000000ull | (uint64_t)conn->k.idx;
 }
 
 void du_remote_hint(struct du_conn *k, uint64_t ino, uint32_t gen)
@@ -304,7 +280,7 @@ static int run_batch(const struct du_opts *o, struct du_conn *k, struct cached *
 
 			memcpy(arg + sizeof(a) + (i - at) * sizeof(d), &d, sizeof(d));
 		}
-		r = arf_exec(k->c, img->elf, img->len, arg,
+		r = arf_exec(k->k.c, img->elf, img->len, arg,
 			     sizeof(a) + (nb - at) * sizeof(struct arf_du_dir_ref), out, cap, &res);
 		if (r == ARF_EBUDGET && k->max_entries > DU_ENTRIES_MIN) {
 			k->max_entries /= 4;
@@ -333,7 +309,7 @@ int du_remote_list(const struct du_opts *o, struct du_conn *k, uint64_t ino, uin
 	size_t nb = 0;
 	int r;
 
-	if (k->broken || !k->c)
+	if (k->broken || !k->k.c)
 		return -ENOSYS;
 	x = cache_find(k, ino, gen);
 	if (!x) {
@@ -382,11 +358,11 @@ int du_remote_list_plain(struct du_conn *k, uint64_t ino, uint32_t gen, struct d
 	int eof = 0;
 
 	memset(l, 0, sizeof(*l));
-	if (!k->c)
+	if (!k->k.c)
 		return -ENOTCONN;
 	while (!eof) {
 		size_t n = 0;
-		int r = arf_readdirplus(k->c, ino, gen, cookie, ents, st, 64, &n, &eof);
+		int r = arf_readdirplus(k->k.c, ino, gen, cookie, ents, st, 64, &n, &eof);
 
 		if (r < 0) {
 			l->err = r;
@@ -400,7 +376,7 @@ int du_remote_list_plain(struct du_conn *k, uint64_t ino, uint32_t gen, struct d
 			memset(&e, 0, sizeof(e));
 			if (!(e.name = strdup(ents[i].name)))
 				goto nomem;
-			if (s.ino == 0 && (r = arf_lookup(k->c, ino, gen, ents[i].name, &s)) < 0) {
+			if (s.ino == 0 && (r = arf_lookup(k->k.c, ino, gen, ents[i].name, &s)) < 0) {
 				e.err = r;
 			} else {
 				e.ino = s.ino;
@@ -424,32 +400,5 @@ nomem:
 
 void du_remote_finish(const struct du_opts *o)
 {
-	while (conns) {
-		struct du_conn *k = conns;
-
-		if (o->stats && k->c) {
-			struct arf_client_stats s;
-
-			arf_stats(k->c, &s);
-			fprintf(stderr,
-				"arf-du: stats %s: execs %" PRIu64 " prog_loads %" PRIu64
-				" exec_insns %" PRIu64 " requests %" PRIu64 " rounds %" PRIu64
-				" one_sided_bytes %" PRIu64 " bytes_sent %" PRIu64
-				" bytes_received %" PRIu64 "\n",
-				k->url, s.execs, s.prog_loads, s.exec_insns, s.requests, s.rounds,
-				s.one_sided_bytes, s.bytes_sent, s.bytes_received);
-		}
-		conns = k->next;
-		while (k->cache) {
-			struct cached *x = k->cache;
-
-			k->cache = x->next;
-			du_list_free(&x->l);
-			free(x);
-		}
-		free(k->q);
-		arf_close(k->c);
-		free(k->url);
-		free(k);
-	}
+	arf_tool_conns_close(&conns, "arf-du", o->stats);
 }

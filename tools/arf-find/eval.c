@@ -11,50 +11,20 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <grp.h>
-#include <langinfo.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "arf.h"
+#include "arf_tool.h"
 #include "find_int.h"
-
-/* gnulib's locale_quoting_style in the C locale (and curly quotes in a
- * UTF-8 one): what GNU find puts around a file name in a message. */
-void find_quote(FILE *f, const char *s)
-{
-	int utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
-
-	fputs(utf8 ? "\xe2\x80\x98" : "'", f);
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		switch (*c) {
-		case '\a': fputs("\\a", f); break;
-		case '\b': fputs("\\b", f); break;
-		case '\f': fputs("\\f", f); break;
-		case '\n': fputs("\\n", f); break;
-		case '\r': fputs("\\r", f); break;
-		case '\t': fputs("\\t", f); break;
-		case '\v': fputs("\\v", f); break;
-		case '\\': fputs("\\\\", f); break;
-		case '\'':
-			fputs(utf8 ? "'" : "\\'", f);
-			break;
-		default:
-			if (*c < 0x20 || *c == 0x7f || (*c >= 0x80 && !utf8))
-				fprintf(f, "\\%03o", *c);
-			else
-				fputc(*c, f);
-		}
-	}
-	fputs(utf8 ? "\xe2\x80\x99" : "'", f);
-}
 
 void find_err(struct find_run *run, const char *path, int err)
 {
 	fflush(stdout);
 	fprintf(stderr, "%s: ", run->prog);
-	find_quote(stderr, path);
+	arf_tool_quote_locale(stderr, path);
 	fprintf(stderr, ": %s\n", err < 0 && err > -4096 ? strerror(-err) : arf_strerror(err));
 	run->status = 1;
 }

@@ -81,7 +81,6 @@ int find_needs_stat(const struct find_node *n);
 int find_needs_type(const struct find_node *n);
 int find_eval(struct find_run *run, const struct find_node *n, const struct find_ent *e);
 void find_err(struct find_run *run, const char *path, int err);
-void find_quote(FILE *f, const char *s);
 /* filter.c: the walker's filter for expr; the nodes and strings are malloc'd. */
 int find_filter(const struct find_run *run, struct arf_find_node **nodes, uint32_t *nn,
 		char **str, uint32_t *str_len);

@@ -7,10 +7,10 @@
  * cannot be opened -- a symbolic link, a directory the user may not read
  * -- on its parent, followed by a lookup of its name): the URL of the
  * server, the handle, and a credential token for the user the kernel says
- * runs us, presented on a connection of our own (one per server), so that
- * the walk lists exactly what that user may list.  An arf:// URL is
- * reached with arf_connect and arf_resolve, anonymously as every URL
- * connection without a proof is.
+ * runs us, presented on a connection of our own (one per server, from
+ * tools/common/conn.c), so that the walk lists exactly what that user may
+ * list.  An arf:// URL is reached with arf_connect and arf_resolve,
+ * anonymously as every URL connection without a proof is.
  *
  * The client keeps the queue of directories still to list (FIFO: the
  * order is not GNU find's, the set is); each run takes the queue's head
@@ -27,76 +27,34 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "arf.h"
 #include "arf_common.h"
 #include "arf_progs.h"
+#include "arf_tool.h"
 #include "find_int.h"
 
 /* ---- connections, one per server ------------------------------------------ */
 
-struct conn {
-	char *url;
-	arf_client *c;
-	struct conn *next;
-};
-static struct conn *conns;
+/* A failed connect is tried again for the next starting point on that
+ * server: one not reached is walked by GNU find through the mount. */
+static const struct arf_tool_conn_type conn_type = { sizeof(struct arf_tool_conn),
+						     ARF_TOOL_CONN_RETRY, NULL, NULL };
+static struct arf_tool_conns conns = { &conn_type, NULL, 0 };
 
 static arf_client *conn_get(const char *url, const uint8_t *token, char *err, size_t errlen)
 {
-	struct arf_url u, v;
-	struct arf_client_opts o;
-	arf_client *c;
+	struct arf_tool_conn *k;
 
-	if (arf_url_parse(url, &u, err, errlen) == 0)
-		for (struct conn *k = conns; k; k = k->next)
-			if (arf_url_parse(k->url, &v, err, errlen) == 0 &&
-			    !strcmp(u.transport, v.transport) && !strcmp(u.host, v.host) &&
-			    u.port == v.port && !strcmp(u.socket, v.socket))
-				return k->c;
-	arf_client_opts_init(&o);
-	o.cred_token = token;
-	if (arf_connect(url, &o, &c, err, errlen) < 0)
-		return NULL;
-	struct conn *k = calloc(1, sizeof(*k));
-
-	if (!k || !(k->url = strdup(url))) {
-		free(k);
-		arf_close(c);
-		return NULL;
-	}
-	k->c = c;
-	k->next = conns;
-	conns = k;
-	return c;
+	return arf_tool_conn_get(&conns, url, token, &k, err, errlen) == 0 ? k->c : NULL;
 }
 
 static void conns_close(struct find_run *run)
 {
-	while (conns) {
-		struct conn *k = conns;
-
-		if (run->o.stats) {
-			struct arf_client_stats s;
-
-			arf_stats(k->c, &s);
-			fflush(stdout);
-			fprintf(stderr,
-				"arf-find: stats %s: execs %" PRIu64 " prog_loads %" PRIu64
-				" exec_insns %" PRIu64 " requests %" PRIu64 " rounds %" PRIu64
-				" one_sided_bytes %" PRIu64 " bytes_sent %" PRIu64
-				" bytes_received %" PRIu64 "\n",
-				k->url, s.execs, s.prog_loads, s.exec_insns, s.requests, s.rounds,
-				s.one_sided_bytes, s.bytes_sent, s.bytes_received);
-		}
-		conns = k->next;
-		arf_close(k->c);
-		free(k->url);
-		free(k);
-	}
+	fflush(stdout);
+	arf_tool_conns_close(&conns, "arf-find", run->o.stats);
 }
 
 /* ---- starting points ---------------------------------------------------------- */
@@ -110,23 +68,15 @@ struct start {
 
 static arf_client *cred_of(const char *path, int flags, uint64_t *ino, uint32_t *gen)
 {
-	struct arf_ioc_cred *ic = calloc(1, sizeof(*ic));
-	arf_client *c = NULL;
+	struct arf_tool_conn *k;
 	char err[256];
-	int fd = open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int fd = open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK), r;
 
-	if (fd >= 0 && ic && ioctl(fd, ARF_IOC_CRED, ic) == 0 &&
-	    ic->version == ARF_IOC_CRED_VERSION && memchr(ic->url, 0, sizeof(ic->url))) {
-		c = conn_get(ic->url, ic->token, err, sizeof(err));
-		*ino = ic->ino;
-		*gen = ic->gen;
-	}
-	if (fd >= 0)
-		close(fd);
-	if (ic)
-		memset(ic->token, 0, sizeof(ic->token));
-	free(ic);
-	return c;
+	if (fd < 0)
+		return NULL;
+	r = arf_tool_conn_fd(&conns, fd, &k, ino, gen, err, sizeof(err));
+	close(fd);
+	return r == 0 ? k->c : NULL;
 }
 
 /* 1: on ARF (s->c, s->st), 0: not, and s->err when it does not exist. */
@@ -185,7 +135,7 @@ static int start_url(struct start *s, struct find_run *run)
 	    !(s->c = conn_get(s->arg, NULL, err, sizeof(err)))) {
 		fflush(stdout);
 		fprintf(stderr, "%s: ", run->prog);
-		find_quote(stderr, s->arg);
+		arf_tool_quote_locale(stderr, s->arg);
 		fprintf(stderr, ": %s\n", err);
 		run->status = 1;
 		s->err = 1;
@@ -413,7 +363,7 @@ static int run_once(struct walk *w)
 	if (r < 0 || res.r0 < 0) {
 		fflush(stdout);
 		fprintf(stderr, "%s: ", run->prog);
-		find_quote(stderr, w->q[w->head]->path);
+		arf_tool_quote_locale(stderr, w->q[w->head]->path);
 		fprintf(stderr, ": the server could not run the walk: %s%s%s\n",
 			arf_strerror(r < 0 ? r : (int)res.r0), res.msg[0] ? ": " : "", res.msg);
 		run->status = 1;

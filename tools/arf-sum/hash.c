@@ -15,11 +15,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,56 +29,37 @@
 #include "arf_prog_abi.h"
 #include "arf_prog_dusum.h"
 #include "arf_progs.h"
+#include "arf_tool.h"
 #include "sum_int.h"
 
 #define SUM_RUN_BYTES0 (64ull << 20) /* bytes hashed per run before a run ran out */
 #define SUM_TRIES      3u            /* file_digest calls per file in a run on -EAGAIN */
 
 struct sum_conn {
-	char *url;
-	arf_client *c;
+	struct arf_tool_conn k;        /* first: the cache's entry (url, c) */
 	int broken;
 	uint64_t run_bytes;
-	struct sum_conn *next;
 };
 
-static struct sum_conn *conns;
-
-static int same_server(const char *a, const char *b)
+static void conn_init(struct arf_tool_conn *base)
 {
-	struct arf_url u, v;
-	char err[256];
-
-	return arf_url_parse(a, &u, err, sizeof(err)) == 0 &&
-	       arf_url_parse(b, &v, err, sizeof(err)) == 0 && !strcmp(u.transport, v.transport) &&
-	       !strcmp(u.host, v.host) && u.port == v.port && !strcmp(u.socket, v.socket);
+	((struct sum_conn *)base)->run_bytes = SUM_RUN_BYTES0;
 }
 
+static const struct arf_tool_conn_type conn_type = {
+	sizeof(struct sum_conn), 0, conn_init, NULL,
+};
+static struct arf_tool_conns conns = { &conn_type, NULL, 0 };
+
+/* The connection to url's server, or NULL: a server not reached (now or
+ * before) has its files hashed here. */
 static struct sum_conn *conn_get(const char *url, const uint8_t *token)
 {
-	struct arf_client_opts o;
-	struct sum_conn *k;
+	struct arf_tool_conn *k;
 	char err[256];
-	arf_client *c;
 
-	for (k = conns; k; k = k->next)
-		if (same_server(k->url, url))
-			return k->c ? k : NULL;
-	arf_client_opts_init(&o);
-	o.cred_token = token;
-	if (arf_connect(url, &o, &c, err, sizeof(err)) < 0)
-		c = NULL; /* remembered: hashed here from now on */
-	k = calloc(1, sizeof(*k));
-	if (!k || !(k->url = strdup(url))) {
-		free(k);
-		arf_close(c);
-		return NULL;
-	}
-	k->c = c;
-	k->run_bytes = SUM_RUN_BYTES0;
-	k->next = conns;
-	conns = k;
-	return c ? k : NULL;
+	return arf_tool_conn_get(&conns, url, token, &k, err, sizeof(err)) == 0
+		       ? (struct sum_conn *)k : NULL;
 }
 
 static const EVP_MD *evp_md(unsigned alg)
@@ -124,7 +103,7 @@ static void hash_local(const struct sum_opts *o, struct sum_job *j)
 		if (j->fd >= 0)
 			n = read(j->fd, buf, cap);
 		else if (j->conn)
-			n = arf_read(j->conn->c, j->ino, j->gen, off, buf, cap);
+			n = arf_read(j->conn->k.c, j->ino, j->gen, off, buf, cap);
 		else
 			n = -EBADF;
 		if (n < 0) {
@@ -175,7 +154,7 @@ static int run_once(const struct sum_opts *o, struct sum_conn *k, struct sum_job
 
 		memcpy(arg + sizeof(a) + i * sizeof(f), &f, sizeof(f));
 	}
-	r = arf_exec(k->c, img->elf, img->len, arg, alen, out, nb * sizeof(*out), &res);
+	r = arf_exec(k->k.c, img->elf, img->len, arg, alen, out, nb * sizeof(*out), &res);
 	if (r == 0 && res.r0 < 0)
 		r = (int)res.r0;
 	if (r == 0 && res.out_len != nb * sizeof(*out))
@@ -257,13 +236,13 @@ static void place(const struct sum_opts *o, struct sum_job *j)
 			j->err = -ECONNREFUSED;
 			return;
 		}
-		r = arf_resolve(j->conn->c, u.path, &as);
+		r = arf_resolve(j->conn->k.c, u.path, &as);
 		if (r == 0 && S_ISLNK(as.mode)) {
 			char target[4096];
 
-			r = arf_readlink(j->conn->c, as.ino, as.gen, target, sizeof(target));
+			r = arf_readlink(j->conn->k.c, as.ino, as.gen, target, sizeof(target));
 			if (r >= 0 && target[0] == '/')
-				r = arf_resolve(j->conn->c, target, &as);
+				r = arf_resolve(j->conn->k.c, target, &as);
 			else if (r >= 0)
 				r = -ENOENT;
 		}
@@ -289,15 +268,17 @@ static void place(const struct sum_opts *o, struct sum_job *j)
 	}
 	if (fstat(j->fd, &st) < 0 || !S_ISREG(st.st_mode) || o->local_only || !strcmp(name, "-"))
 		return; /* read here: a directory gives EISDIR as it does to GNU */
-	struct arf_ioc_cred *ic = calloc(1, sizeof(*ic));
+	struct arf_tool_conn *k;
+	uint64_t ino;
+	uint32_t gen;
+	char err[256];
 
-	if (ic && ioctl(j->fd, ARF_IOC_CRED, ic) == 0 && ic->version == ARF_IOC_CRED_VERSION &&
-	    memchr(ic->url, 0, sizeof(ic->url)) && (j->conn = conn_get(ic->url, ic->token))) {
-		j->ino = ic->ino;
-		j->gen = ic->gen;
+	if (arf_tool_conn_fd(&conns, j->fd, &k, &ino, &gen, err, sizeof(err)) == 0) {
+		j->conn = (struct sum_conn *)k;
+		j->ino = ino;
+		j->gen = gen;
 		j->size = (uint64_t)st.st_size;
 	}
-	free(ic);
 }
 
 void sum_hash(const struct sum_opts *o, struct sum_job *jobs, size_t n)
@@ -349,24 +330,5 @@ void sum_hash(const struct sum_opts *o, struct sum_job *jobs, size_t n)
 
 void sum_finish(const struct sum_opts *o, const char *prog)
 {
-	while (conns) {
-		struct sum_conn *k = conns;
-
-		if (o->stats && k->c) {
-			struct arf_client_stats s;
-
-			arf_stats(k->c, &s);
-			fprintf(stderr,
-				"%s: stats %s: execs %" PRIu64 " prog_loads %" PRIu64
-				" exec_insns %" PRIu64 " requests %" PRIu64 " rounds %" PRIu64
-				" one_sided_bytes %" PRIu64 " bytes_sent %" PRIu64
-				" bytes_received %" PRIu64 "\n",
-				prog, k->url, s.execs, s.prog_loads, s.exec_insns, s.requests, s.rounds,
-				s.one_sided_bytes, s.bytes_sent, s.bytes_received);
-		}
-		conns = k->next;
-		arf_close(k->c);
-		free(k->url);
-		free(k);
-	}
+	arf_tool_conns_close(&conns, prog, o->stats);
 }

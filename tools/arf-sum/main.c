@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "arf_prog_abi.h"
-#include "quote.h"
+#include "arf_tool.h"
 #include "sum_int.h"
 
 static const struct sum_algo algos[] = {
@@ -43,7 +43,7 @@ static void err_name(const char *name, int err)
 {
 	fflush(stdout);
 	fprintf(stderr, "%s: ", prog);
-	tool_quote(stderr, name, QUOTE_COLON);
+	arf_tool_quote(stderr, name, ARF_TOOL_QUOTE_COLON);
 	fprintf(stderr, ": %s\n", strerror(-err));
 }
 
@@ -366,7 +366,7 @@ static int check_file(const char *cf)
 				}
 				fflush(stdout);
 				fprintf(stderr, "%s: ", prog);
-				tool_quote(stderr, shown, QUOTE_COLON);
+				arf_tool_quote(stderr, shown, ARF_TOOL_QUOTE_COLON);
 				fprintf(stderr, ": %llu: improperly formatted %s checksum line\n", lineno,
 					algo->tag);
 			}
@@ -399,14 +399,14 @@ static int check_file(const char *cf)
 	if (rerr) {
 		fflush(stdout);
 		fprintf(stderr, "%s: ", prog);
-		tool_quote(stderr, shown, QUOTE_COLON);
+		arf_tool_quote(stderr, shown, ARF_TOOL_QUOTE_COLON);
 		fprintf(stderr, ": read error\n");
 		return 0;
 	}
 	fflush(stdout);
 	if (!ck.properly) {
 		fprintf(stderr, "%s: ", prog);
-		tool_quote(stderr, shown, QUOTE_COLON);
+		arf_tool_quote(stderr, shown, ARF_TOOL_QUOTE_COLON);
 		fprintf(stderr, ": no properly formatted checksum lines found\n");
 	} else if (!status_only) {
 		if (ck.misformatted)
@@ -420,7 +420,7 @@ static int check_file(const char *cf)
 				ck.mismatched, ck.mismatched == 1 ? "" : "s");
 		if (ignore_missing && !ck.matched) {
 			fprintf(stderr, "%s: ", prog);
-			tool_quote(stderr, shown, QUOTE_COLON);
+			arf_tool_quote(stderr, shown, ARF_TOOL_QUOTE_COLON);
 			fprintf(stderr, ": no file was verified\n");
 		}
 	}
@@ -520,7 +520,7 @@ int main(int argc, char **argv)
 			algo = algo_named(optarg);
 			if (!algo) {
 				fprintf(stderr, "%s: invalid argument ", prog);
-				tool_quote(stderr, optarg, QUOTE_ALWAYS);
+				arf_tool_quote(stderr, optarg, ARF_TOOL_QUOTE_ALWAYS);
 				fprintf(stderr, " for '--algo'\n");
 				usage(1);
 			}
@@ -532,14 +532,14 @@ int main(int argc, char **argv)
 			bits = strtoul(optarg, &end, 10);
 			if (errno || end == optarg || *end || bits > 512) {
 				fprintf(stderr, "%s: invalid length: ", prog);
-				tool_quote(stderr, optarg, QUOTE_ALWAYS);
+				arf_tool_quote(stderr, optarg, ARF_TOOL_QUOTE_ALWAYS);
 				fprintf(stderr, "\n%s: maximum digest length for 'BLAKE2b' is 512 bits\n",
 					prog);
 				exit(1);
 			}
 			if (bits % 8) {
 				fprintf(stderr, "%s: invalid length: ", prog);
-				tool_quote(stderr, optarg, QUOTE_ALWAYS);
+				arf_tool_quote(stderr, optarg, ARF_TOOL_QUOTE_ALWAYS);
 				fprintf(stderr, "\n%s: length is not a multiple of 8\n", prog);
 				exit(1);
 			}
