@@ -103,6 +103,7 @@ struct arf_fuse_file {
 	struct arf_fuse_node *node;
 	struct arf_cred cred;    /* the opener's: reads and writes use them, as NFS does */
 	int append;              /* O_APPEND: write at the server's end of file */
+	struct arf_fuse_file *prev, *next; /* fs->files (under fs->lock) */
 };
 
 struct arf_fuse {
@@ -117,6 +118,9 @@ struct arf_fuse {
 	size_t nbuckets;
 	size_t nnodes;
 	uint64_t open_files;     /* handles open on this mount (under lock) */
+	struct arf_fuse_file *files; /* those handles: freed at the end if the kernel
+				      * never released them (an unmount drops the
+				      * RELEASE of a file closed just before it) */
 	uint64_t hidden_seq;     /* silly-rename counter */
 	int acl;                 /* the kernel enforces POSIX ACLs (FUSE_CAP_POSIX_ACL) */
 	struct arf_fuse_names *names; /* names.c: directories' names known (NULL: none kept) */
@@ -126,6 +130,8 @@ struct arf_fuse {
 /* nodes.c */
 int arf_fuse_nodes_init(struct arf_fuse *fs, const struct arf_stat *root);
 void arf_fuse_nodes_fini(struct arf_fuse *fs);
+/* ops_file.c: free the handles the kernel never released (after the session) */
+void arf_fuse_files_fini(struct arf_fuse *fs);
 /** The node for a FUSE inode number (never NULL for a number the kernel holds). */
 struct arf_fuse_node *arf_fuse_node(struct arf_fuse *fs, uint64_t nodeid);
 /** Find or make the node for (ino, gen) and count one kernel reference;

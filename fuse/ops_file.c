@@ -82,6 +82,12 @@ static struct arf_fuse_file *file_new(struct arf_fuse *fs, const struct arf_cred
 		return NULL;
 	h->node = n;
 	h->cred = *cred;
+	pthread_mutex_lock(&fs->lock);
+	h->next = fs->files;
+	if (fs->files)
+		fs->files->prev = h;
+	fs->files = h;
+	pthread_mutex_unlock(&fs->lock);
 	if ((fi->flags & O_APPEND) && !fs->opts.writeback) {
 		h->append = 1;
 		fi->direct_io = 1;
@@ -99,7 +105,24 @@ static void file_free(struct arf_fuse *fs, struct arf_fuse_file *h)
 
 	if (hidden)
 		arf_fuse_hidden_remove(fs, hdir, hgen, hidden, &hcred);
+	pthread_mutex_lock(&fs->lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else
+		fs->files = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&fs->lock);
 	free(h);
+}
+
+void arf_fuse_files_fini(struct arf_fuse *fs)
+{
+	while (fs->files) {
+		struct arf_fuse_file *h = fs->files;
+		fs->files = h->next;
+		free(h);
+	}
 }
 
 static int truncate0(struct arf_fuse *fs, struct arf_fuse_node *n)

@@ -279,6 +279,7 @@ out:
 		arf_fuse_hidden_cleanup(fs);
 	if (fs) {
 		arf_fuse_names_fini(fs);
+		arf_fuse_files_fini(fs);
 		arf_fuse_nodes_fini(fs);
 		if (fs->cf != fs->c)
 			arf_close(fs->cf);
