@@ -183,6 +183,177 @@ void cg_slice_exits(struct cg *g, int nul, int slice_end, int consumed)
 	cg_here(g, consumed);
 }
 
+int cg_scan_add(struct scan_set *s, struct scan_test x)
+{
+	if (!x.pair)
+		x.byte2 = x.fold2 = 0;
+	for (int i = 0; i < s->n; i++)
+		if (!memcmp(&s->t[i], &x, sizeof(x)))
+			return 0;
+	if (s->n == SCAN_MAX_TESTS)
+		return -1;
+	s->t[s->n++] = x;
+	return 0;
+}
+
+/* r2 = the word in r0 (r4 when fold) XOR the test's byte in every byte,
+ * OR for a pair the same of the word one byte on (r8): 0 where the test
+ * holds.  Clobbers r1. */
+static void scan_xor(struct cg *g, const struct scan_test *x)
+{
+	if (x->pair) {
+		cg_lddw(g, R1, UINT64_C(0x0101010101010101) * x->byte2);
+		cg_put(g, XOR_X, R1, R8, 0, 0);
+		if (x->fold2) { /* either case: the bit that tells them apart off */
+			cg_lddw(g, R2, UINT64_C(0xdfdfdfdfdfdfdfdf));
+			cg_put(g, AND_X, R1, R2, 0, 0);
+		}
+	}
+	if (x->byte || x->fold) {
+		cg_lddw(g, R2, UINT64_C(0x0101010101010101) * x->byte);
+		cg_put(g, XOR_X, R2, x->fold ? R4 : R0, 0, 0);
+	} else {
+		cg_put(g, MOV_X, R2, R0, 0, 0);
+	}
+	if (x->pair)
+		cg_put(g, OR_X, R2, R1, 0, 0);
+}
+
+/* Jumps to hit if the byte in r0 is the test's (fold: either case).
+ * Clobbers r1. */
+static void scan_byte(struct cg *g, int byte, int fold, int hit)
+{
+	if (fold) {
+		cg_put(g, MOV_X, R1, R0, 0, 0);
+		cg_put(g, OR_K, R1, 0, 0, 32);
+		cg_jmp(g, JEQ_K, R1, 0, byte, hit);
+	} else {
+		cg_jmp(g, JEQ_K, R0, 0, byte, hit);
+	}
+}
+
+void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end)
+{
+	int enter8 = cg_label(g), loop8 = cg_label(g), group = cg_label(g), tail = cg_label(g),
+	    byte = cg_label(g), hit = cg_label(g), at_end = cg_label(g), fold = 0, pairs = 0;
+
+	for (int i = 0; i < s->n; i++) {
+		fold |= s->t[i].fold;
+		pairs |= s->t[i].pair;
+	}
+	/* r0 the word, r4 the word OR 0x20.., r8 the word a byte on (pairs),
+	 * r5 0x01.., r3 the flags so far, r1 and r2 scratch */
+	cg_here(g, enter8);
+	cg_lddw(g, R5, UINT64_C(0x0101010101010101));
+	cg_here(g, loop8);
+	cg_put(g, MOV_X, R1, R6, 0, 0);
+	cg_put(g, ADD_K, R1, 0, 0, pairs ? 9 : 8);
+	cg_jmp(g, JGT_X, R1, R7, 0, tail);
+	cg_put(g, LDXDW, R0, R6, 0, 0);
+	if (pairs)
+		cg_put(g, LDXDW, R8, R6, 1, 0);
+	if (fold) {
+		cg_lddw(g, R4, UINT64_C(0x2020202020202020));
+		cg_put(g, OR_X, R4, R0, 0, 0);
+	}
+	for (int i = 0; i < s->n; i++) {
+		/* (r2 - 0x01..) & ~r2 has 0x80 set where r2 has a zero byte
+		 * (and maybe above one: those bytes are looked at again) */
+		scan_xor(g, &s->t[i]);
+		cg_put(g, MOV_X, R1, R2, 0, 0);
+		cg_put(g, SUB_X, R1, R5, 0, 0);
+		cg_put(g, XOR_K, R2, 0, 0, -1);
+		cg_put(g, AND_X, R1, R2, 0, 0);
+		cg_put(g, i ? OR_X : MOV_X, R3, R1, 0, 0);
+	}
+	cg_lddw(g, R1, UINT64_C(0x8080808080808080));
+	cg_put(g, AND_X, R3, R1, 0, 0);
+	cg_jmp(g, JNE_K, R3, 0, 0, group);
+	cg_put(g, ADD_K, R6, 0, 0, 8);
+	cg_jmp(g, JA, 0, 0, 0, loop8);
+	cg_here(g, group);                  /* these eight bytes one at a time */
+	cg_put(g, MOV_X, R1, R6, 0, 0);
+	cg_put(g, ADD_K, R1, 0, 0, 8);
+	cg_put(g, STXDW, R10, R1, SLOT_GROUP, 0);
+	cg_jmp(g, JA, 0, 0, 0, byte);
+	cg_here(g, tail);                   /* the last few: one at a time */
+	cg_put(g, STXDW, R10, R7, SLOT_GROUP, 0);
+	cg_here(g, byte);
+	cg_jmp(g, JGE_X, R6, R7, 0, at_end);
+	cg_put(g, LDXDW, R1, R10, SLOT_GROUP, 0);
+	cg_jmp(g, JGE_X, R6, R1, 0, enter8);
+	cg_put(g, LDXB, R0, R6, 0, 0);
+	for (int i = 0; i < s->n; i++) {
+		const struct scan_test *x = &s->t[i];
+		int no = cg_label(g), first = cg_label(g);
+
+		if (!x->pair) {
+			scan_byte(g, x->byte, x->fold, hit);
+			continue;
+		}
+		scan_byte(g, x->byte, x->fold, first);
+		cg_jmp(g, JA, 0, 0, 0, no);
+		cg_here(g, first);                 /* and the byte after it */
+		cg_put(g, MOV_X, R1, R6, 0, 0);
+		cg_put(g, ADD_K, R1, 0, 0, 1);
+		cg_jmp(g, JGE_X, R1, R7, 0, hit);  /* not in the slice: look */
+		cg_put(g, LDXB, R0, R6, 1, 0);
+		scan_byte(g, x->byte2, x->fold2, hit);
+		cg_put(g, LDXB, R0, R6, 0, 0);
+		cg_here(g, no);
+	}
+	cg_put(g, ADD_K, R6, 0, 0, 1);
+	cg_jmp(g, JA, 0, 0, 0, byte);
+	cg_here(g, hit);
+	if (pairs)
+		cg_put(g, MOV_K, R8, 0, 0, 0);
+	cg_lddw(g, R5, ARF_MC_ADDR(ARF_MC_REGION_RODATA, 0));
+	cg_jmp(g, JA, 0, 0, 0, found);
+	cg_here(g, at_end);
+	if (pairs)
+		cg_put(g, MOV_K, R8, 0, 0, 0);
+	cg_lddw(g, R5, ARF_MC_ADDR(ARF_MC_REGION_RODATA, 0));
+	cg_jmp(g, JA, 0, 0, 0, end);
+}
+
+void cg_count_lines(struct cg *g)
+{
+	int word = cg_label(g), byte = cg_label(g), done = cg_label(g);
+
+	cg_here(g, word);
+	cg_put(g, MOV_X, R1, R0, 0, 0);
+	cg_put(g, ADD_K, R1, 0, 0, 8);
+	cg_jmp(g, JGT_X, R1, R4, 0, byte);
+	cg_put(g, LDXDW, R1, R0, 0, 0);
+	cg_lddw(g, R2, UINT64_C(0x0a0a0a0a0a0a0a0a));
+	cg_put(g, XOR_X, R1, R2, 0, 0);       /* 0 where a newline was */
+	/* r5 = ~(((r1 & 0x7f..) + 0x7f..) | r1 | 0x7f..): 0x80 exactly
+	 * where r1 has a zero byte (no carry crosses a byte) */
+	cg_lddw(g, R2, UINT64_C(0x7f7f7f7f7f7f7f7f));
+	cg_put(g, MOV_X, R5, R1, 0, 0);
+	cg_put(g, AND_X, R5, R2, 0, 0);
+	cg_put(g, ADD_X, R5, R2, 0, 0);
+	cg_put(g, OR_X, R5, R1, 0, 0);
+	cg_put(g, OR_X, R5, R2, 0, 0);
+	cg_put(g, XOR_K, R5, 0, 0, -1);
+	/* one 0 or 1 a byte; the multiply sums them into the top byte */
+	cg_put(g, RSH_K, R5, 0, 0, 7);
+	cg_lddw(g, R2, UINT64_C(0x0101010101010101));
+	cg_put(g, MUL_X, R5, R2, 0, 0);
+	cg_put(g, RSH_K, R5, 0, 0, 56);
+	cg_put(g, ADD_X, R3, R5, 0, 0);
+	cg_put(g, ADD_K, R0, 0, 0, 8);
+	cg_jmp(g, JA, 0, 0, 0, word);
+	cg_here(g, byte);
+	cg_jmp(g, JGE_X, R0, R4, 0, done);
+	cg_put(g, LDXB, R1, R0, 0, 0);
+	cg_put(g, ADD_K, R0, 0, 0, 1);
+	cg_jmp(g, JNE_K, R1, 0, '\n', byte);
+	cg_put(g, ADD_K, R3, 0, 0, 1);
+	cg_jmp(g, JA, 0, 0, 0, byte);
+	cg_here(g, done);
+}
+
 int grep_codegen(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
 		 char *err, size_t errlen)
 {

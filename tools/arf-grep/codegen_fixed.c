@@ -30,7 +30,7 @@ int cg_gen_fixed(struct matcher *m, const struct grep_lit *l, int dfa,
 	int len = (int)l->len, k = (int)l->rare, r, nlcls = 0;
 	unsigned rare = nd[k];
 
-	if (dfa && (r = cg_dfa_table(m, o, out, &nlcls, err, errlen)))
+	if (dfa && (r = cg_dfa_table(m, o, 0, out, &nlcls, err, errlen)))
 		return r;
 
 	int loop = cg_label(&g), cand = cg_label(&g), back = cg_label(&g), back_done = cg_label(&g),
