@@ -108,7 +108,7 @@ void cg_slice_exits(struct cg *g, int nul, int slice_end, int consumed);
  * to the lower case one), optionally followed by a second such byte (a
  * pair: both must be there, side by side).
  */
-#define SCAN_MAX_TESTS 3
+#define SCAN_MAX_TESTS 4
 struct scan_set {
 	int n;
 	struct scan_test {
