@@ -232,33 +232,19 @@ static void scan_byte(struct cg *g, int byte, int fold, int hit)
 	}
 }
 
-void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end)
+/* r3 = 0x80 in each byte of the word at r6 + off where a test of s holds
+ * (and maybe above one: those bytes are looked at again). */
+static void scan_word(struct cg *g, const struct scan_set *s, int16_t off, int fold, int pairs)
 {
-	int enter8 = cg_label(g), loop8 = cg_label(g), group = cg_label(g), tail = cg_label(g),
-	    byte = cg_label(g), hit = cg_label(g), at_end = cg_label(g), fold = 0, pairs = 0;
-
-	for (int i = 0; i < s->n; i++) {
-		fold |= s->t[i].fold;
-		pairs |= s->t[i].pair;
-	}
-	/* r0 the word, r4 the word OR 0x20.., r8 the word a byte on (pairs),
-	 * r5 0x01.., r3 the flags so far, r1 and r2 scratch */
-	cg_here(g, enter8);
-	cg_lddw(g, R5, UINT64_C(0x0101010101010101));
-	cg_here(g, loop8);
-	cg_put(g, MOV_X, R1, R6, 0, 0);
-	cg_put(g, ADD_K, R1, 0, 0, pairs ? 9 : 8);
-	cg_jmp(g, JGT_X, R1, R7, 0, tail);
-	cg_put(g, LDXDW, R0, R6, 0, 0);
+	cg_put(g, LDXDW, R0, R6, off, 0);
 	if (pairs)
-		cg_put(g, LDXDW, R8, R6, 1, 0);
+		cg_put(g, LDXDW, R8, R6, (int16_t)(off + 1), 0);
 	if (fold) {
 		cg_lddw(g, R4, UINT64_C(0x2020202020202020));
 		cg_put(g, OR_X, R4, R0, 0, 0);
 	}
 	for (int i = 0; i < s->n; i++) {
-		/* (r2 - 0x01..) & ~r2 has 0x80 set where r2 has a zero byte
-		 * (and maybe above one: those bytes are looked at again) */
+		/* (r2 - 0x01..) & ~r2 has 0x80 set where r2 has a zero byte */
 		scan_xor(g, &s->t[i]);
 		cg_put(g, MOV_X, R1, R2, 0, 0);
 		cg_put(g, SUB_X, R1, R5, 0, 0);
@@ -268,6 +254,41 @@ void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end)
 	}
 	cg_lddw(g, R1, UINT64_C(0x8080808080808080));
 	cg_put(g, AND_X, R3, R1, 0, 0);
+}
+
+void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end)
+{
+	int enter8 = cg_label(g), loop16 = cg_label(g), loop8 = cg_label(g), group = cg_label(g),
+	    group8 = cg_label(g), tail = cg_label(g), byte = cg_label(g), hit = cg_label(g),
+	    at_end = cg_label(g), fold = 0, pairs = 0;
+
+	for (int i = 0; i < s->n; i++) {
+		fold |= s->t[i].fold;
+		pairs |= s->t[i].pair;
+	}
+	/* r0 the word, r4 the word OR 0x20.., r8 the word a byte on (pairs),
+	 * r5 0x01.., r3 the flags, r1 and r2 scratch; sixteen bytes a turn
+	 * while they last, then eight */
+	cg_here(g, enter8);
+	cg_lddw(g, R5, UINT64_C(0x0101010101010101));
+	cg_here(g, loop16);
+	cg_put(g, MOV_X, R1, R6, 0, 0);
+	cg_put(g, ADD_K, R1, 0, 0, pairs ? 17 : 16);
+	cg_jmp(g, JGT_X, R1, R7, 0, loop8);
+	scan_word(g, s, 0, fold, pairs);
+	cg_jmp(g, JNE_K, R3, 0, 0, group);
+	scan_word(g, s, 8, fold, pairs);
+	cg_jmp(g, JNE_K, R3, 0, 0, group8);
+	cg_put(g, ADD_K, R6, 0, 0, 16);
+	cg_jmp(g, JA, 0, 0, 0, loop16);
+	cg_here(g, group8);
+	cg_put(g, ADD_K, R6, 0, 0, 8);
+	cg_jmp(g, JA, 0, 0, 0, group);
+	cg_here(g, loop8);
+	cg_put(g, MOV_X, R1, R6, 0, 0);
+	cg_put(g, ADD_K, R1, 0, 0, pairs ? 9 : 8);
+	cg_jmp(g, JGT_X, R1, R7, 0, tail);
+	scan_word(g, s, 0, fold, pairs);
 	cg_jmp(g, JNE_K, R3, 0, 0, group);
 	cg_put(g, ADD_K, R6, 0, 0, 8);
 	cg_jmp(g, JA, 0, 0, 0, loop8);
