@@ -292,17 +292,22 @@ void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end)
 	cg_jmp(g, JNE_K, R3, 0, 0, group);
 	cg_put(g, ADD_K, R6, 0, 0, 8);
 	cg_jmp(g, JA, 0, 0, 0, loop8);
-	cg_here(g, group);                  /* these eight bytes one at a time */
-	cg_put(g, MOV_X, R1, R6, 0, 0);
-	cg_put(g, ADD_K, R1, 0, 0, 8);
-	cg_put(g, STXDW, R10, R1, SLOT_GROUP, 0);
-	cg_jmp(g, JA, 0, 0, 0, byte);
+	/* the lowest flag is a test that holds (a wrong one is only ever
+	 * above a right one, where the borrow went): r6 += its byte's index,
+	 * ((r3 & -r3) >> 7) * 0x0001020304050607 >> 56 */
+	cg_here(g, group);
+	cg_put(g, MOV_K, R1, 0, 0, 0);
+	cg_put(g, SUB_X, R1, R3, 0, 0);
+	cg_put(g, AND_X, R1, R3, 0, 0);
+	cg_put(g, RSH_K, R1, 0, 0, 7);
+	cg_lddw(g, R2, UINT64_C(0x0001020304050607));
+	cg_put(g, MUL_X, R1, R2, 0, 0);
+	cg_put(g, RSH_K, R1, 0, 0, 56);
+	cg_put(g, ADD_X, R6, R1, 0, 0);
+	cg_jmp(g, JA, 0, 0, 0, hit);
 	cg_here(g, tail);                   /* the last few: one at a time */
-	cg_put(g, STXDW, R10, R7, SLOT_GROUP, 0);
 	cg_here(g, byte);
 	cg_jmp(g, JGE_X, R6, R7, 0, at_end);
-	cg_put(g, LDXDW, R1, R10, SLOT_GROUP, 0);
-	cg_jmp(g, JGE_X, R6, R1, 0, enter8);
 	cg_put(g, LDXB, R0, R6, 0, 0);
 	for (int i = 0; i < s->n; i++) {
 		const struct scan_test *x = &s->t[i];

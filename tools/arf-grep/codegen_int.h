@@ -121,12 +121,11 @@ struct scan_set {
 /* Adds test x to s unless it is there: 0, or -1 when s is full. */
 int cg_scan_add(struct scan_set *s, struct scan_test x);
 /* The loop that moves r6 to the next place a test of s holds before r7:
- * eight bytes at a time (a word holding one found with the "has a zero
- * byte" test), then byte by byte within that word (a pair's first byte
- * in the slice's last byte counts as found); jumps to found with r6 at the
+ * eight bytes at a time (the "has a zero byte" test: the lowest byte it
+ * flags is the place), the last few byte by byte (a pair's first byte in
+ * the slice's last byte counts as found); jumps to found with r6 at the
  * byte (not consumed), to end with r6 == r7.  Clobbers r0-r5 (r5 reloaded
- * before either jump) and SLOT_GROUP; with pairs, r8 too (0 at either
- * jump). */
+ * before either jump); with pairs, r8 too (0 at either jump). */
 void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end);
 /* Adds the newlines in [r0, r4) to r3: eight bytes at a time (the exact
  * zero-byte test, then a multiply sums the flags).  Clobbers r0-r2 and r5
