@@ -342,33 +342,45 @@ void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end)
 	cg_jmp(g, JA, 0, 0, 0, end);
 }
 
+/* dst = 1 in each byte where y, the word in r1 XOR r9 (0x0a..), is 0, else
+ * 0: ~(((y & r8) + r8) | y | r8) >> 7 with r8 = 0x7f.. (no carry crosses a
+ * byte); r1 becomes y. */
+static void count_flags(struct cg *g, int dst)
+{
+	cg_put(g, XOR_X, R1, R9, 0, 0);
+	cg_put(g, MOV_X, dst, R1, 0, 0);
+	cg_put(g, AND_X, dst, R8, 0, 0);
+	cg_put(g, ADD_X, dst, R8, 0, 0);
+	cg_put(g, OR_X, dst, R1, 0, 0);
+	cg_put(g, OR_X, dst, R8, 0, 0);
+	cg_put(g, XOR_K, dst, 0, 0, -1);
+	cg_put(g, RSH_K, dst, 0, 0, 7);
+}
+
 void cg_count_lines(struct cg *g)
 {
 	int word = cg_label(g), byte = cg_label(g), done = cg_label(g);
 
+	cg_put(g, STXDW, R10, R8, SLOT_R8, 0);
+	cg_put(g, STXDW, R10, R9, SLOT_R9, 0);
+	cg_lddw(g, R8, UINT64_C(0x7f7f7f7f7f7f7f7f));
+	cg_lddw(g, R9, UINT64_C(0x0a0a0a0a0a0a0a0a));
 	cg_here(g, word);
 	cg_put(g, MOV_X, R1, R0, 0, 0);
-	cg_put(g, ADD_K, R1, 0, 0, 8);
+	cg_put(g, ADD_K, R1, 0, 0, 16);
 	cg_jmp(g, JGT_X, R1, R4, 0, byte);
+	/* a 0 or 1 a byte for each word, added; the multiply sums them
+	 * into the top byte */
 	cg_put(g, LDXDW, R1, R0, 0, 0);
-	cg_lddw(g, R2, UINT64_C(0x0a0a0a0a0a0a0a0a));
-	cg_put(g, XOR_X, R1, R2, 0, 0);       /* 0 where a newline was */
-	/* r5 = ~(((r1 & 0x7f..) + 0x7f..) | r1 | 0x7f..): 0x80 exactly
-	 * where r1 has a zero byte (no carry crosses a byte) */
-	cg_lddw(g, R2, UINT64_C(0x7f7f7f7f7f7f7f7f));
-	cg_put(g, MOV_X, R5, R1, 0, 0);
-	cg_put(g, AND_X, R5, R2, 0, 0);
+	count_flags(g, R5);
+	cg_put(g, LDXDW, R1, R0, 8, 0);
+	count_flags(g, R2);
 	cg_put(g, ADD_X, R5, R2, 0, 0);
-	cg_put(g, OR_X, R5, R1, 0, 0);
-	cg_put(g, OR_X, R5, R2, 0, 0);
-	cg_put(g, XOR_K, R5, 0, 0, -1);
-	/* one 0 or 1 a byte; the multiply sums them into the top byte */
-	cg_put(g, RSH_K, R5, 0, 0, 7);
 	cg_lddw(g, R2, UINT64_C(0x0101010101010101));
 	cg_put(g, MUL_X, R5, R2, 0, 0);
 	cg_put(g, RSH_K, R5, 0, 0, 56);
 	cg_put(g, ADD_X, R3, R5, 0, 0);
-	cg_put(g, ADD_K, R0, 0, 0, 8);
+	cg_put(g, ADD_K, R0, 0, 0, 16);
 	cg_jmp(g, JA, 0, 0, 0, word);
 	cg_here(g, byte);
 	cg_jmp(g, JGE_X, R0, R4, 0, done);
@@ -378,6 +390,8 @@ void cg_count_lines(struct cg *g)
 	cg_put(g, ADD_K, R3, 0, 0, 1);
 	cg_jmp(g, JA, 0, 0, 0, byte);
 	cg_here(g, done);
+	cg_put(g, LDXDW, R8, R10, SLOT_R8, 0);
+	cg_put(g, LDXDW, R9, R10, SLOT_R9, 0);
 }
 
 int grep_codegen(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,

@@ -82,6 +82,8 @@ void cg_stctx(struct cg *g, int16_t off, int src);
 #define SLOT_GROUP (-56)  /* skip loop: where the byte-at-a-time scan hands back */
 #define SLOT_CASE (-64)   /* skip loop: 0x20 in every byte, for case folding */
 #define SLOT_SKIPFROM (-72) /* table walker: where its start-state skip began */
+#define SLOT_R8 (-80)     /* cg_count_lines(): r8 and r9 kept */
+#define SLOT_R9 (-88)
 
 /* Program entry: registers and stack slots as codegen.c's comment says. */
 void cg_prologue(struct cg *g);
@@ -127,9 +129,10 @@ int cg_scan_add(struct scan_set *s, struct scan_test x);
  * byte (not consumed), to end with r6 == r7.  Clobbers r0-r5 (r5 reloaded
  * before either jump); with pairs, r8 too (0 at either jump). */
 void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end);
-/* Adds the newlines in [r0, r4) to r3: eight bytes at a time (the exact
- * zero-byte test, then a multiply sums the flags).  Clobbers r0-r2 and r5
- * (not reloaded). */
+/* Adds the newlines in [r0, r4) to r3: sixteen bytes at a time (the exact
+ * zero-byte test, then a multiply sums the flags), the last few one at a
+ * time.  Clobbers r0-r2 and r5 (not reloaded); keeps r8 and r9 (in
+ * SLOT_R8, SLOT_R9 meanwhile). */
 void cg_count_lines(struct cg *g);
 
 /* ---- the shapes: grep_codegen()'s contract ---- */
