@@ -183,6 +183,20 @@ void cg_slice_exits(struct cg *g, int nul, int slice_end, int consumed)
 	cg_here(g, consumed);
 }
 
+void cg_back_to_nl(struct cg *g, int ptr, int lo, int nul_eol, int at_lo, int at_nl)
+{
+	int back = cg_label(g);
+
+	cg_here(g, back);
+	cg_jmp(g, JLE_X, ptr, lo, 0, at_lo);
+	cg_put(g, LDXB, R0, ptr, -1, 0);
+	cg_jmp(g, JEQ_K, R0, 0, '\n', at_nl);
+	if (nul_eol)
+		cg_jmp(g, JEQ_K, R0, 0, 0, at_nl);
+	cg_put(g, ADD_K, ptr, 0, 0, -1);
+	cg_jmp(g, JA, 0, 0, 0, back);
+}
+
 int cg_scan_add(struct scan_set *s, struct scan_test x)
 {
 	if (!x.pair)
@@ -219,19 +233,6 @@ static void scan_xor(struct cg *g, const struct scan_test *x)
 		cg_put(g, OR_X, R2, R1, 0, 0);
 }
 
-/* Jumps to hit if the byte in r0 is the test's (fold: either case).
- * Clobbers r1. */
-static void scan_byte(struct cg *g, int byte, int fold, int hit)
-{
-	if (fold) {
-		cg_put(g, MOV_X, R1, R0, 0, 0);
-		cg_put(g, OR_K, R1, 0, 0, 32);
-		cg_jmp(g, JEQ_K, R1, 0, byte, hit);
-	} else {
-		cg_jmp(g, JEQ_K, R0, 0, byte, hit);
-	}
-}
-
 /* r3 = 0x80 in each byte of the word at r6 + off where a test of s holds
  * (and maybe above one: those bytes are looked at again). */
 static void scan_word(struct cg *g, const struct scan_set *s, int16_t off, int fold, int pairs)
@@ -252,46 +253,35 @@ static void scan_word(struct cg *g, const struct scan_set *s, int16_t off, int f
 		cg_put(g, AND_X, R1, R2, 0, 0);
 		cg_put(g, i ? OR_X : MOV_X, R3, R1, 0, 0);
 	}
-	cg_lddw(g, R1, UINT64_C(0x8080808080808080));
-	cg_put(g, AND_X, R3, R1, 0, 0);
+	if (fold) {
+		cg_lddw(g, R1, UINT64_C(0x8080808080808080));
+		cg_put(g, AND_X, R3, R1, 0, 0);
+	} else {
+		cg_put(g, AND_X, R3, R4, 0, 0); /* r4 = 0x80.. without fold */
+	}
 }
 
 void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end)
 {
-	int enter8 = cg_label(g), loop16 = cg_label(g), loop8 = cg_label(g), group = cg_label(g),
-	    group8 = cg_label(g), tail = cg_label(g), byte = cg_label(g), hit = cg_label(g),
-	    at_end = cg_label(g), fold = 0, pairs = 0;
+	int loop = cg_label(g), group = cg_label(g), out = cg_label(g), fold = 0, pairs = 0;
 
 	for (int i = 0; i < s->n; i++) {
 		fold |= s->t[i].fold;
 		pairs |= s->t[i].pair;
 	}
-	/* r0 the word, r4 the word OR 0x20.., r8 the word a byte on (pairs),
-	 * r5 0x01.., r3 the flags, r1 and r2 scratch; sixteen bytes a turn
-	 * while they last, then eight */
-	cg_here(g, enter8);
+	/* r0 the word, r4 the word OR 0x20.. (else 0x80..), r8 the word a
+	 * byte on (pairs), r5 0x01.., r3 the flags, r1 and r2 scratch */
 	cg_lddw(g, R5, UINT64_C(0x0101010101010101));
-	cg_here(g, loop16);
+	if (!fold)
+		cg_lddw(g, R4, UINT64_C(0x8080808080808080));
+	cg_here(g, loop);
 	cg_put(g, MOV_X, R1, R6, 0, 0);
-	cg_put(g, ADD_K, R1, 0, 0, pairs ? 17 : 16);
-	cg_jmp(g, JGT_X, R1, R7, 0, loop8);
-	scan_word(g, s, 0, fold, pairs);
-	cg_jmp(g, JNE_K, R3, 0, 0, group);
-	scan_word(g, s, 8, fold, pairs);
-	cg_jmp(g, JNE_K, R3, 0, 0, group8);
-	cg_put(g, ADD_K, R6, 0, 0, 16);
-	cg_jmp(g, JA, 0, 0, 0, loop16);
-	cg_here(g, group8);
-	cg_put(g, ADD_K, R6, 0, 0, 8);
-	cg_jmp(g, JA, 0, 0, 0, group);
-	cg_here(g, loop8);
-	cg_put(g, MOV_X, R1, R6, 0, 0);
-	cg_put(g, ADD_K, R1, 0, 0, pairs ? 9 : 8);
-	cg_jmp(g, JGT_X, R1, R7, 0, tail);
+	cg_put(g, ADD_K, R1, 0, 0, 8 + pairs);
+	cg_jmp(g, JGT_X, R1, R7, 0, out);
 	scan_word(g, s, 0, fold, pairs);
 	cg_jmp(g, JNE_K, R3, 0, 0, group);
 	cg_put(g, ADD_K, R6, 0, 0, 8);
-	cg_jmp(g, JA, 0, 0, 0, loop8);
+	cg_jmp(g, JA, 0, 0, 0, loop);
 	/* the lowest flag is a test that holds (a wrong one is only ever
 	 * above a right one, where the borrow went): r6 += its byte's index,
 	 * ((r3 & -r3) >> 7) * 0x0001020304050607 >> 56 */
@@ -304,42 +294,14 @@ void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end)
 	cg_put(g, MUL_X, R1, R2, 0, 0);
 	cg_put(g, RSH_K, R1, 0, 0, 56);
 	cg_put(g, ADD_X, R6, R1, 0, 0);
-	cg_jmp(g, JA, 0, 0, 0, hit);
-	cg_here(g, tail);                   /* the last few: one at a time */
-	cg_here(g, byte);
-	cg_jmp(g, JGE_X, R6, R7, 0, at_end);
-	cg_put(g, LDXB, R0, R6, 0, 0);
-	for (int i = 0; i < s->n; i++) {
-		const struct scan_test *x = &s->t[i];
-		int no = cg_label(g), first = cg_label(g);
-
-		if (!x->pair) {
-			scan_byte(g, x->byte, x->fold, hit);
-			continue;
-		}
-		scan_byte(g, x->byte, x->fold, first);
-		cg_jmp(g, JA, 0, 0, 0, no);
-		cg_here(g, first);                 /* and the byte after it */
-		cg_put(g, MOV_X, R1, R6, 0, 0);
-		cg_put(g, ADD_K, R1, 0, 0, 1);
-		cg_jmp(g, JGE_X, R1, R7, 0, hit);  /* not in the slice: look */
-		cg_put(g, LDXB, R0, R6, 1, 0);
-		scan_byte(g, x->byte2, x->fold2, hit);
-		cg_put(g, LDXB, R0, R6, 0, 0);
-		cg_here(g, no);
-	}
-	cg_put(g, ADD_K, R6, 0, 0, 1);
-	cg_jmp(g, JA, 0, 0, 0, byte);
-	cg_here(g, hit);
+	/* found, or the last bytes (fewer than a word needs: the caller
+	 * looks at each), or the end */
+	cg_here(g, out);
 	if (pairs)
 		cg_put(g, MOV_K, R8, 0, 0, 0);
 	cg_lddw(g, R5, ARF_MC_ADDR(ARF_MC_REGION_RODATA, 0));
+	cg_jmp(g, JGE_X, R6, R7, 0, end);
 	cg_jmp(g, JA, 0, 0, 0, found);
-	cg_here(g, at_end);
-	if (pairs)
-		cg_put(g, MOV_K, R8, 0, 0, 0);
-	cg_lddw(g, R5, ARF_MC_ADDR(ARF_MC_REGION_RODATA, 0));
-	cg_jmp(g, JA, 0, 0, 0, end);
 }
 
 /* dst = 1 in each byte where y, the word in r1 XOR r9 (0x0a..), is 0, else

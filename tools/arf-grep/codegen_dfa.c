@@ -219,18 +219,12 @@ static int start_set(struct grep_prog *p, const struct grep_gen_opts *o, int *la
  */
 static void lazy_lines(struct cg *g, int lineno)
 {
-	int back = cg_label(g), back_done = cg_label(g), same = cg_label(g);
+	int back_done = cg_label(g), same = cg_label(g);
 
 	cg_put(g, LDXDW, R2, R10, SLOT_SKIPFROM, 0);
 	cg_put(g, MOV_X, R4, R6, 0, 0);
-	cg_here(g, back);
-	cg_jmp(g, JLE_X, R4, R2, 0, back_done);
-	cg_put(g, LDXB, R0, R4, -1, 0);
-	cg_jmp(g, JEQ_K, R0, 0, '\n', back_done);
-	cg_put(g, ADD_K, R4, 0, 0, -1);
-	cg_jmp(g, JA, 0, 0, 0, back);
+	cg_back_to_nl(g, R4, R2, 0, same, back_done);
 	cg_here(g, back_done);
-	cg_jmp(g, JEQ_X, R4, R2, 0, same);
 	if (lineno) {
 		cg_put(g, MOV_X, R0, R2, 0, 0);
 		cg_put(g, MOV_K, R3, 0, 0, 0);
@@ -244,6 +238,23 @@ static void lazy_lines(struct cg *g, int lineno)
 	cg_stctx(g, CTX(line_start), R1);
 	cg_here(g, same);
 	cg_lddw(g, R5, ARF_MC_ADDR(ARF_MC_REGION_RODATA, 0));
+}
+
+/* Under lazy, lazy_lines() for the line around r6 + adj (r6 as it was
+ * after): the shared copy at blk, which comes back to back (call k). */
+static void lazy_call(struct cg *g, int lazy, int k, int adj, int back, int blk)
+{
+	if (!lazy) {
+		cg_here(g, back);
+		return;
+	}
+	if (adj)
+		cg_put(g, ADD_K, R6, 0, 0, adj);
+	cg_put(g, STDW, R10, 0, SLOT_LAZYRET, k);
+	cg_jmp(g, JA, 0, 0, 0, blk);
+	cg_here(g, back);
+	if (adj)
+		cg_put(g, ADD_K, R6, 0, 0, -adj);
 }
 
 int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
@@ -270,7 +281,11 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	    skip_end = cg_label(&g), nul = cg_label(&g), sel_eol = cg_label(&g), unsel_eol = cg_label(&g),
 	    fin = cg_label(&g), fin_sel = cg_label(&g), done = cg_label(&g), consumed = cg_label(&g),
 	    at_end = cg_label(&g), to_start = cg_label(&g), start = cg_label(&g), cand = cg_label(&g),
-	    advanced = cg_label(&g), exit_nul = cg_label(&g), exit_slice = cg_label(&g);
+	    advanced = cg_label(&g), exit_nul = cg_label(&g), exit_slice = cg_label(&g),
+	    lazy_blk = cg_label(&g), ret[4];
+
+	for (int k = 0; k < 4; k++)
+		ret[k] = cg_label(&g);
 
 	cg_prologue(&g);
 	if (lazy)
@@ -316,18 +331,10 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 
 	/* a line ended at r6 - 1 */
 	cg_here(&g, eol_match);
-	if (lazy) {
-		cg_put(&g, ADD_K, R6, 0, 0, -1);
-		lazy_lines(&g, o->lineno);
-		cg_put(&g, ADD_K, R6, 0, 0, 1);
-	}
+	lazy_call(&g, lazy, 0, -1, ret[0], lazy_blk);
 	cg_jmp(&g, JA, 0, 0, 0, o->invert ? unsel_eol : sel_eol);
 	cg_here(&g, eol_nomatch);
-	if (lazy) {
-		cg_put(&g, ADD_K, R6, 0, 0, -1);
-		lazy_lines(&g, o->lineno);
-		cg_put(&g, ADD_K, R6, 0, 0, 1);
-	}
+	lazy_call(&g, lazy, 1, -1, ret[1], lazy_blk);
 	cg_jmp(&g, JA, 0, 0, 0, o->invert ? sel_eol : unsel_eol);
 	cg_here(&g, sel_eol);
 	cg_put(&g, MOV_X, R1, R6, 0, 0);
@@ -353,13 +360,19 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	}
 	/* every way out saves the context: the line brought up first */
 	cg_here(&g, nul);
-	if (lazy)
-		lazy_lines(&g, o->lineno);
+	lazy_call(&g, lazy, 2, 0, ret[2], lazy_blk);
 	cg_jmp(&g, JA, 0, 0, 0, exit_nul);
 	cg_here(&g, slice_end);
-	if (lazy)
-		lazy_lines(&g, o->lineno);
+	lazy_call(&g, lazy, 3, 0, ret[3], lazy_blk);
 	cg_jmp(&g, JA, 0, 0, 0, exit_slice);
+	if (lazy) { /* one lazy_lines(), back to where it was called */
+		cg_here(&g, lazy_blk);
+		lazy_lines(&g, o->lineno);
+		cg_put(&g, LDXDW, R0, R10, SLOT_LAZYRET, 0);
+		for (int k = 0; k < 3; k++)
+			cg_jmp(&g, JEQ_K, R0, 0, k, ret[k]);
+		cg_jmp(&g, JA, 0, 0, 0, ret[3]);
+	}
 	cg_slice_exits(&g, exit_nul, exit_slice, consumed);
 	cg_ldctx(&g, R1, CTX(flags));
 	cg_put(&g, AND_K, R1, 0, 0, GREP_CTX_EOF);

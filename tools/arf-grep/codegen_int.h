@@ -84,6 +84,7 @@ void cg_stctx(struct cg *g, int16_t off, int src);
 #define SLOT_SKIPFROM (-72) /* table walker: where its start-state skip began */
 #define SLOT_R8 (-80)     /* cg_count_lines(): r8 and r9 kept */
 #define SLOT_R9 (-88)
+#define SLOT_LAZYRET (-96) /* table walker: where its one lazy_lines() returns to */
 
 /* Program entry: registers and stack slots as codegen.c's comment says. */
 void cg_prologue(struct cg *g);
@@ -104,6 +105,11 @@ void cg_nul_stop(struct cg *g);
  * consumed; code placed next runs at consumed (the whole buffer scanned). */
 void cg_slice_exits(struct cg *g, int nul, int slice_end, int consumed);
 
+/* Moves register ptr back to just after the last newline (with nul_eol, or
+ * NUL) in [lo, ptr) and jumps to at_nl; to at_lo once ptr <= lo (none).
+ * Clobbers r0. */
+void cg_back_to_nl(struct cg *g, int ptr, int lo, int nul_eol, int at_lo, int at_nl);
+
 /*
  * What the scan loop of cg_scan_set() looks for: up to SCAN_MAX_TESTS
  * tests, each a byte, or a letter in either case (the byte OR 0x20 equal
@@ -123,10 +129,11 @@ struct scan_set {
 /* Adds test x to s unless it is there: 0, or -1 when s is full. */
 int cg_scan_add(struct scan_set *s, struct scan_test x);
 /* The loop that moves r6 to the next place a test of s holds before r7:
- * eight bytes at a time (the "has a zero byte" test: the lowest byte it
- * flags is the place), the last few byte by byte (a pair's first byte in
- * the slice's last byte counts as found); jumps to found with r6 at the
- * byte (not consumed), to end with r6 == r7.  Clobbers r0-r5 (r5 reloaded
+ * eight bytes a turn (the "has a zero byte" test: the lowest byte it
+ * flags is the place); in the last bytes, fewer than a turn needs, every
+ * byte is such a place (the caller looks at it).
+ * Jumps to found with r6 at the place (not consumed), to end with r6 ==
+ * r7.  Clobbers r0-r5 (r5 reloaded
  * before either jump); with pairs, r8 too (0 at either jump). */
 void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end);
 /* Adds the newlines in [r0, r4) to r3: sixteen bytes at a time (the exact
