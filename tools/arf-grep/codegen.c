@@ -274,14 +274,18 @@ void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end)
 	cg_lddw(g, R5, UINT64_C(0x0101010101010101));
 	if (!fold)
 		cg_lddw(g, R4, UINT64_C(0x8080808080808080));
-	cg_here(g, loop);
+	/* the bound checked at the bottom: two blocks a turn */
 	cg_put(g, MOV_X, R1, R6, 0, 0);
 	cg_put(g, ADD_K, R1, 0, 0, 8 + pairs);
 	cg_jmp(g, JGT_X, R1, R7, 0, out);
+	cg_here(g, loop);
 	scan_word(g, s, 0, fold, pairs);
 	cg_jmp(g, JNE_K, R3, 0, 0, group);
 	cg_put(g, ADD_K, R6, 0, 0, 8);
-	cg_jmp(g, JA, 0, 0, 0, loop);
+	cg_put(g, MOV_X, R1, R6, 0, 0);
+	cg_put(g, ADD_K, R1, 0, 0, 8 + pairs);
+	cg_jmp(g, JLE_X, R1, R7, 0, loop);
+	cg_jmp(g, JA, 0, 0, 0, out);
 	/* the lowest flag is a test that holds (a wrong one is only ever
 	 * above a right one, where the borrow went): r6 += its byte's index,
 	 * ((r3 & -r3) >> 7) * 0x0001020304050607 >> 56 */
