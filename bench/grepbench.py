@@ -49,6 +49,7 @@ import math
 import os
 import random
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -69,7 +70,7 @@ DFA_CASES = [
     ("literal (skip loop)", ["-c", PATTERN]),
     ("alternation xyzzy|needle", ["-c", "-E", "xyzzy|needle"]),
     ("alternation foo|bar", ["-c", "-E", "foo|bar"]),
-    ("-v of ' ' (a line in 17,000 selected)", ["-c", "-v", " "]),
+    ("-v of a blank (992 lines selected)", ["-c", "-v", " "]),
     ("-n of a literal", ["-n", PATTERN]),
     ("-n of an alternation", ["-n", "-E", "xyzzy|needle"]),
     ("-i of an alternation", ["-c", "-i", "-E", "xyzzy|needle"]),
@@ -262,7 +263,7 @@ def dfa_rows(a, arf_grep, d, local, env):
     rows = []
     for label, args in DFA_CASES:
         want = subprocess.run(["grep"] + args + [local], capture_output=True, env=env)
-        r = {"case": label, "args": " ".join(args)}
+        r = {"case": label, "args": shlex.join(args)}
         for tag, prog in tools:
             cpu = []
             for _ in range(RUNS):
@@ -279,26 +280,32 @@ def dfa_rows(a, arf_grep, d, local, env):
             log("grep --dfa: %-46s %-6s arfd CPU median %.2f s (%s), %.2f GB/s" % (
                 label, tag, r[tag + "_cpu_s"], r[tag + "_cpu_range"], r[tag + "_gb_s"]))
         rows.append(r)
+    write_dfa(a.out, a.size_mib, rows, [tag for tag, _ in tools])
+    return 0
+
+
+def write_dfa(out, size_mib, rows, tags):
+    """grep_dfa.csv and grep_dfa.md in out from dfa_rows()'s rows."""
     cols = list(rows[0].keys())
-    with open(os.path.join(a.out, "grep_dfa.csv"), "w", newline="") as f:
+    with open(os.path.join(out, "grep_dfa.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
         w.writerows(rows)
-    with open(os.path.join(a.out, "grep_dfa.md"), "w") as f:
+    with open(os.path.join(out, "grep_dfa.md"), "w") as f:
         f.write("## arf-grep by URL, %d MiB file, one match per %d MiB: arfd CPU (median of %d, "
-                "min-max) and scan rate (LC_ALL=C, JIT)\n\n" % (a.size_mib, MATCH_EVERY_MIB, RUNS))
-        if a.baseline:
+                "min-max) and scan rate (LC_ALL=C, JIT)\n\n" % (size_mib, MATCH_EVERY_MIB, RUNS))
+        if len(tags) > 1:
             f.write("| case | arguments | before: arfd CPU s | before: GB/s | "
                     "after: arfd CPU s | after: GB/s |\n|---|---|---|---|---|---|\n")
         else:
             f.write("| case | arguments | arfd CPU s | GB/s |\n|---|---|---|---|\n")
         for r in rows:
-            f.write("| %s | `%s` |" % (r["case"], r["args"]))
-            for tag, _ in reversed(tools):
-                f.write(" %.2f (%s) | %.2f |" % (r[tag + "_cpu_s"], r[tag + "_cpu_range"],
-                                                 r[tag + "_gb_s"]))
+            f.write("| %s | `%s` |" % (r["case"].replace("|", "\\|"),
+                                       r["args"].replace("|", "\\|")))
+            for tag in reversed(tags):
+                f.write(" %.2f (%s) | %.2f |" % (float(r[tag + "_cpu_s"]), r[tag + "_cpu_range"],
+                                                 float(r[tag + "_gb_s"])))
             f.write("\n")
-    return 0
 
 
 def vs_rows(a, arf_grep, m, env, work, vs):
