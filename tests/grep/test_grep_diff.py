@@ -134,6 +134,7 @@ SKIP_PATTERNS = [
     (["-E"], ["foo13 |with wordsx|19999"]), (["-E"], ["needle|end"]), (["-i", "-E"], ["fOO|Bar"]),
     (["-E"], ["o$|ne"]), (["-E"], ["fo[ox]|ba[rz]"]), (["-E"], ["here|NUL"]),
     (["-E"], ["[a-m]x|[n-z]y"]), (["-E"], ["line 0000[0-9]|text"]), (["-i", "-E"], ["X|lINE 01"]),
+    (["-E"], ["a^b"]),  # nothing leaves the start state: nothing to look for
 ]
 SKIP_FILES = ["big.txt", "long.txt", "binlate.txt", "bin.txt", "noeol.txt", "crlf.txt"]
 SKIP_OPTSETS = [[], ["-n"], ["-c"], ["-v", "-c"], ["-v", "-n", "-m", "3"], ["-n", "-a"]]
@@ -288,6 +289,7 @@ class GrepDiff(unittest.TestCase):
                            (["-a", "-E", "xyzzy|needle"], b"skip: 2 tests"),
                            (["-v", "-E", "xyzzy|needle"], b"skip: 4 tests"),
                            (["-i", "-E", "xyzzy|needle"], b"skip: 3 tests"),
+                           (["-a", "-E", "a^b"], b"skip: 0 tests"),
                            (["-E", "a|e|i|o"], b"no start-state skip")):
             p = subprocess.run([ARF_GREP, "--explain"] + args, stdout=subprocess.PIPE, env=ENV)
             self.assertEqual(p.returncode, 0)

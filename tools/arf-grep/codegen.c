@@ -244,6 +244,8 @@ static void scan_word(struct cg *g, const struct scan_set *s, int16_t off, int f
 		cg_lddw(g, R4, UINT64_C(0x2020202020202020));
 		cg_put(g, OR_X, R4, R0, 0, 0);
 	}
+	if (!s->n) /* nothing to look for (a pattern that cannot match) */
+		cg_put(g, MOV_K, R3, 0, 0, 0);
 	for (int i = 0; i < s->n; i++) {
 		/* (r2 - 0x01..) & ~r2 has 0x80 set where r2 has a zero byte */
 		scan_xor(g, &s->t[i]);

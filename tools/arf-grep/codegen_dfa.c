@@ -269,7 +269,7 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 		return r;
 	skip_ok = start_set(out, o, &lazy, &st) == 0;
 	lazy = lazy && skip_ok;
-	out->skip_tests = skip_ok ? st.n : 0;
+	out->skip_tests = skip_ok ? st.n : -1;
 	/* a matched line's end: the next terminator (or NUL that stops) */
 	cg_scan_add(&et, (struct scan_test){ '\n', 0, 0, 0, 0 });
 	if (o->nul_mode != GREP_NUL_BYTE)
