@@ -29,7 +29,17 @@ run) and cold (a fresh mount before each run), three runs each: median,
 min and max.  Writes grep_vs.csv and a second table in grep.md (with
 --only-vs, only these rows: grep_vs.md).
 
+With --dfa, only the shipped program's scan rate in arfd for the shapes
+the DFA table walker serves (issue 17): a literal, an alternation of two
+words (and the same under -i, -v, -n), -v and -n of a literal, and an -i
+regex with required bytes, each by URL, three runs: the median of arfd's
+CPU seconds (its getrusage times, from /proc), the output checked against
+GNU grep's on the local copy.  --baseline names a second arf-grep (an
+earlier build) timed beside it on the same arfd.  Writes grep_dfa.csv and
+grep_dfa.md.
+
   bench/grepbench.py --build build-bench --work DIR --out DIR [--size-mib N] [--check]
+  bench/grepbench.py --build build-rel --work DIR --out DIR --dfa [--baseline ARF_GREP]
 
 Started by bench/run (1 GiB; 64 MiB with --quick); every process it starts
 is stopped by pid, and the mount unmounted, even on failure."""
@@ -39,6 +49,7 @@ import math
 import os
 import random
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -53,6 +64,18 @@ REGEX = "xy+zz[a-z]-ne+dle"       # -E row: no literal GNU grep can lift whole
 NOMUST = "x[yz]+[yz][-_]n[de]+[dl][el]e"  # no two plain bytes side by side: the table walker
 TREE_PATTERN = "xyzzy-needle"
 RUNS = 3
+# --dfa: (label, arguments); all but the literal and the -i regex run the
+# DFA table walker (-n: the shipped program always does)
+DFA_CASES = [
+    ("literal (skip loop)", ["-c", PATTERN]),
+    ("alternation xyzzy|needle", ["-c", "-E", "xyzzy|needle"]),
+    ("alternation foo|bar", ["-c", "-E", "foo|bar"]),
+    ("-v of a blank (992 lines selected)", ["-c", "-v", " "]),
+    ("-n of a literal", ["-n", PATTERN]),
+    ("-n of an alternation", ["-n", "-E", "xyzzy|needle"]),
+    ("-i of an alternation", ["-c", "-i", "-E", "xyzzy|needle"]),
+    ("-i regex (required bytes, then the DFA)", ["-c", "-i", "-E", REGEX]),
+]
 MATCH_EVERY_MIB = 32  # one matching line per 32 MiB: rare matches
 
 
@@ -123,6 +146,9 @@ def main():
                     "an earlier one, for a before/after comparison")
     ap.add_argument("--only-vs", action="store_true",
                     help="only the arf-grep against GNU grep rows (grep_vs.*)")
+    ap.add_argument("--dfa", action="store_true",
+                    help="only the DFA shapes' arfd scan rates (grep_dfa.*)")
+    ap.add_argument("--baseline", help="with --dfa: an earlier arf-grep timed beside it")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 unless every row is there, finite and positive")
     a = ap.parse_args()
@@ -167,6 +193,8 @@ def main():
             secs, p = timed([arf_grep, "--stats"] + list(args) + [target], env)
             row(system, secs, p, stats_bytes(p.stderr)["bytes_received"], cpu_seconds(d.pid) - c0)
 
+        if a.dfa:
+            return dfa_rows(a, arf_grep, d, local, env)
         vs_rows(a, arf_grep, m, env, work, vs)
         if a.only_vs:
             return write_vs(a, vs)
@@ -225,6 +253,59 @@ def main():
             return 1
         log("grep: check passed: 7 rows, outputs identical to GNU grep's")
     return 0
+
+
+def dfa_rows(a, arf_grep, d, local, env):
+    """--dfa: each case by URL, RUNS runs each of arf_grep (and --baseline):
+    the median arfd CPU seconds, the output checked against GNU grep's."""
+    size = a.size_mib << 20
+    tools = [("after", arf_grep)] + ([("before", a.baseline)] if a.baseline else [])
+    rows = []
+    for label, args in DFA_CASES:
+        want = subprocess.run(["grep"] + args + [local], capture_output=True, env=env)
+        r = {"case": label, "args": shlex.join(args)}
+        for tag, prog in tools:
+            cpu = []
+            for _ in range(RUNS):
+                c0 = cpu_seconds(d.pid)
+                secs, p = timed([prog] + args + [d.url("/big.txt", "tcp")], env)
+                cpu.append(cpu_seconds(d.pid) - c0)
+                if p.returncode != want.returncode or p.stdout != want.stdout:
+                    raise RuntimeError("%s %s: exit %d, output differs from GNU grep's: %s" % (
+                        prog, args, p.returncode, p.stderr.decode()[-500:]))
+            cpu.sort()
+            r[tag + "_cpu_s"] = cpu[len(cpu) // 2]
+            r[tag + "_cpu_range"] = "%.2f-%.2f" % (cpu[0], cpu[-1])
+            r[tag + "_gb_s"] = size / 1e9 / r[tag + "_cpu_s"]
+            log("grep --dfa: %-46s %-6s arfd CPU median %.2f s (%s), %.2f GB/s" % (
+                label, tag, r[tag + "_cpu_s"], r[tag + "_cpu_range"], r[tag + "_gb_s"]))
+        rows.append(r)
+    write_dfa(a.out, a.size_mib, rows, [tag for tag, _ in tools])
+    return 0
+
+
+def write_dfa(out, size_mib, rows, tags):
+    """grep_dfa.csv and grep_dfa.md in out from dfa_rows()'s rows."""
+    cols = list(rows[0].keys())
+    with open(os.path.join(out, "grep_dfa.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+    with open(os.path.join(out, "grep_dfa.md"), "w") as f:
+        f.write("## arf-grep by URL, %d MiB file, one match per %d MiB: arfd CPU (median of %d, "
+                "min-max) and scan rate (LC_ALL=C, JIT)\n\n" % (size_mib, MATCH_EVERY_MIB, RUNS))
+        if len(tags) > 1:
+            f.write("| case | arguments | before: arfd CPU s | before: GB/s | "
+                    "after: arfd CPU s | after: GB/s |\n|---|---|---|---|---|---|\n")
+        else:
+            f.write("| case | arguments | arfd CPU s | GB/s |\n|---|---|---|---|\n")
+        for r in rows:
+            f.write("| %s | `%s` |" % (r["case"].replace("|", "\\|"),
+                                       r["args"].replace("|", "\\|")))
+            for tag in reversed(tags):
+                f.write(" %.2f (%s) | %.2f |" % (float(r[tag + "_cpu_s"]), r[tag + "_cpu_range"],
+                                                 float(r[tag + "_gb_s"])))
+            f.write("\n")
 
 
 def vs_rows(a, arf_grep, m, env, work, vs):

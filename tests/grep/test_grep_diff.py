@@ -126,6 +126,19 @@ PATTERNS = [
     ([], ["\\x"]), ([], ["[\x80-\xff]"]), ([], ["data"]), ([], ["NUL"]), ([], ["^bar"]),
 ]
 
+# the table walker's start-state skip (codegen_dfa.c): alternations of
+# words (pairs of bytes, either case), a pair whose second byte is the
+# newline, a first byte with several followers, and too many ways out of
+# the start state for a skip; against the bigger files too (SKIP_FILES)
+SKIP_PATTERNS = [
+    (["-E"], ["foo13 |with wordsx|19999"]), (["-E"], ["needle|end"]), (["-i", "-E"], ["fOO|Bar"]),
+    (["-E"], ["o$|ne"]), (["-E"], ["fo[ox]|ba[rz]"]), (["-E"], ["here|NUL"]),
+    (["-E"], ["[a-m]x|[n-z]y"]), (["-E"], ["line 0000[0-9]|text"]), (["-i", "-E"], ["X|lINE 01"]),
+    (["-E"], ["a^b"]),  # nothing leaves the start state: nothing to look for
+]
+SKIP_FILES = ["big.txt", "long.txt", "binlate.txt", "bin.txt", "noeol.txt", "crlf.txt"]
+SKIP_OPTSETS = [[], ["-n"], ["-c"], ["-v", "-c"], ["-v", "-n", "-m", "3"], ["-n", "-a"]]
+
 OPTSETS = [[], ["-n"], ["-c"], ["-o"], ["-v"], ["-i", "-n"], ["-l"], ["-L"], ["-b"],
            ["-o", "-b", "-n"], ["-m", "2"], ["-v", "-c"], ["-q"], ["-a"], ["-h"], ["-H"],
            ["-m", "1", "-c"], ["-v", "-n", "-m", "3"], ["-s"], ["-o", "-i"], ["-n", "-a"]]
@@ -152,6 +165,11 @@ def cases(files):
             popts, pargs = [([], ["foo"]), (["-E"], ["^.?$"]), (["-F", "-i"], ["LINE"]),
                             (["-w"], ["text"]), (["-E"], ["o+ "])][(k + j) % 5]
             out.append((popts + opts, pargs, [name]))
+    for i, (popts, pargs) in enumerate(SKIP_PATTERNS):
+        for j, name in enumerate(SKIP_FILES):
+            opts = SKIP_OPTSETS[(i + j) % len(SKIP_OPTSETS)]
+            out.append((popts + opts, pargs, [name]))
+            out.append((popts + opts, pargs, ["words.txt"]))
     # several files at once, -r
     for opts in OPTSETS[:8]:
         out.append((opts, ["foo"], ["words.txt", "noeol.txt", "empty.txt", "bin.txt"]))
@@ -261,6 +279,22 @@ class GrepDiff(unittest.TestCase):
         p = subprocess.run([ARF_GREP, "--explain", "-F", "needle"], stdout=subprocess.PIPE,
                            env=ENV)
         self.assertIn(b"skip loop", p.stdout)
+
+    def test_explain_start_state_skip(self):
+        """The table walker skips for an alternation of words (a pair of
+        bytes each and the NUL that stops: three tests, and with -v the
+        newline a fourth) and not where too many bytes leave its first
+        state."""
+        for args, want in ((["-E", "xyzzy|needle"], b"skip: 3 tests"),
+                           (["-a", "-E", "xyzzy|needle"], b"skip: 2 tests"),
+                           (["-v", "-E", "xyzzy|needle"], b"skip: 4 tests"),
+                           (["-i", "-E", "xyzzy|needle"], b"skip: 3 tests"),
+                           (["-a", "-E", "a^b"], b"skip: 0 tests"),
+                           (["-E", "a|e|i|o"], b"no start-state skip")):
+            p = subprocess.run([ARF_GREP, "--explain"] + args, stdout=subprocess.PIPE, env=ENV)
+            self.assertEqual(p.returncode, 0)
+            self.assertIn(b"DFA table walker", p.stdout)
+            self.assertIn(want, p.stdout, args)
 
     def test_unsupported_refused(self):
         for args in (["-A", "1"], ["-C2"], ["--color=always"], ["-P"], ["-z"], ["--include=*.c"]):

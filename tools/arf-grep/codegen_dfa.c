@@ -18,8 +18,8 @@
 #include "codegen_int.h"
 
 
-int cg_dfa_table(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
-		 int *nlcls_out, char *err, size_t errlen)
+int cg_dfa_table(struct matcher *m, const struct grep_gen_opts *o, int start_sp,
+		 struct grep_prog *out, int *nlcls_out, char *err, size_t errlen)
 {
 	struct dfa d;
 	int r, ncls = 0, nlcls;
@@ -65,6 +65,8 @@ int cg_dfa_table(struct matcher *m, const struct grep_gen_opts *o, struct grep_p
 			} else {
 				v = (uint32_t)d.st[s].next[c];
 			}
+			if (start_sp && v == 0)
+				v = SP_START;
 			col[(size_t)c * ns + s] = v;
 		}
 	}
@@ -116,24 +118,181 @@ out:
 	return r;
 }
 
+/* The entry of the row at byte offset row for byte c; SP_START as 0. */
+static uint32_t entry(const struct grep_prog *p, uint32_t row, int c)
+{
+	uint32_t e;
+
+	memcpy(&e, p->rodata + 256 + row + 4 * p->rodata[c], 4);
+	return e == SP_START ? 0 : e;
+}
+
+/* The test for the bytes in set[] (a byte, or a letter in either case):
+ * 0, or -1 when they are more. */
+static int one_test(const uint8_t set[256], uint8_t *byte, uint8_t *fold)
+{
+	int n = 0, c0 = -1;
+
+	for (int c = 0; c < 256; c++)
+		if (set[c] && n++ == 0)
+			c0 = c;
+	if (n == 1) {
+		*byte = (uint8_t)c0;
+		*fold = 0;
+		return 0;
+	}
+	if (n == 2 && c0 >= 'A' && c0 <= 'Z' && set[c0 | 32]) {
+		*byte = (uint8_t)(c0 | 32);
+		*fold = 1;
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * The start-state skip's tests (into *s): in the first row (the state at a
+ * line start, and wherever the table walker's entry is SP_START), a byte
+ * c1 whose entry is SP_START changes nothing, and neither does one whose
+ * entry is a row r1 where the byte after it, c2, leads from r1 where it
+ * leads from the first row: the walk may go on at c2 as if c1 was not
+ * there.  So the skip stops only where c1 leaves the first row for
+ * something special (a match, a line end, a NUL) or is followed by a c2 of
+ * the few (a test per c1, a pair when they are one byte or a letter in
+ * either case).  Under lazy (the newline leaves the first row for "a line
+ * ended without a match", no -v) the newline is not looked for: the lines
+ * the skip ran past are counted where it stops.  0, or -1 when more tests
+ * would be needed than the loop has (the table then has 0 for SP_START,
+ * and there is no skip).
+ */
+static int start_set(struct grep_prog *p, const struct grep_gen_opts *o, int *lazy,
+		     struct scan_set *s)
+{
+	struct scan_test x[256];
+	uint8_t c2[256];
+	int nx = 0;
+
+	*lazy = !o->invert && entry(p, 0, '\n') == SP_EOL_NOMATCH;
+	for (int c = 0; c < 256; c++) {
+		uint32_t e = entry(p, 0, c);
+		int n = 0;
+
+		if (e == 0 || (c == '\n' && *lazy))
+			continue;
+		x[nx] = (struct scan_test){ (uint8_t)c, 0, 0, 0, 0 };
+		if (e < SP_BASE) {
+			for (int d = 0; d < 256; d++)
+				n += c2[d] = entry(p, e, d) != entry(p, 0, d);
+			if (!n)
+				continue;
+			x[nx].pair = one_test(c2, &x[nx].byte2, &x[nx].fold2) == 0;
+		}
+		nx++;
+	}
+	/* a letter in either case followed by the same: one folded test */
+	for (int i = 0; i < nx; i++)
+		for (int j = 0; j < nx; j++) {
+			struct scan_test a = x[i], b = x[j];
+
+			a.byte |= 32;
+			b.byte |= 32;
+			if (x[i].byte >= 'A' && x[i].byte <= 'Z' && x[j].byte == (x[i].byte | 32) &&
+			    !memcmp(&a, &b, sizeof(a)))
+				x[i].fold = x[j].fold = 1, x[i].byte = x[j].byte = b.byte;
+		}
+	for (int i = 0; i < nx; i++)
+		if (cg_scan_add(s, x[i])) {
+			for (size_t k = 256; k + 4 <= p->rodata_len; k += 4)
+				if (!memcmp(p->rodata + k, &(uint32_t){ SP_START }, 4))
+					memset(p->rodata + k, 0, 4);
+			return -1;
+		}
+	return 0;
+}
+
+/*
+ * Under lazy, the start-state skip runs past the ends of lines (newlines
+ * only: any other terminator goes through the table) and leaves the context
+ * as it was at SLOT_SKIPFROM; where the context's line start is needed (a
+ * line's end through the table, a NUL, a return), this moves it to after
+ * the last newline in [SLOT_SKIPFROM, r6) and with -n counts those
+ * newlines.  Clobbers r0-r5 (r5 reloaded).
+ */
+static void lazy_lines(struct cg *g, int lineno)
+{
+	int back_done = cg_label(g), same = cg_label(g);
+
+	cg_put(g, LDXDW, R2, R10, SLOT_SKIPFROM, 0);
+	cg_put(g, MOV_X, R4, R6, 0, 0);
+	cg_back_to_nl(g, R4, R2, 0, same, back_done);
+	cg_here(g, back_done);
+	if (lineno) {
+		cg_put(g, MOV_X, R0, R2, 0, 0);
+		cg_put(g, MOV_K, R3, 0, 0, 0);
+		cg_count_lines(g);
+		cg_ldctx(g, R1, CTX(lineno));
+		cg_put(g, ADD_X, R1, R3, 0, 0);
+		cg_stctx(g, CTX(lineno), R1);
+	}
+	cg_put(g, LDXDW, R1, R10, SLOT_DELTA, 0);
+	cg_put(g, ADD_X, R1, R4, 0, 0);
+	cg_stctx(g, CTX(line_start), R1);
+	cg_here(g, same);
+	cg_lddw(g, R5, ARF_MC_ADDR(ARF_MC_REGION_RODATA, 0));
+}
+
+/* Under lazy, lazy_lines() for the line around r6 + adj (r6 as it was
+ * after): the shared copy at blk, which comes back to back (call k). */
+static void lazy_call(struct cg *g, int lazy, int k, int adj, int back, int blk)
+{
+	if (!lazy) {
+		cg_here(g, back);
+		return;
+	}
+	if (adj)
+		cg_put(g, ADD_K, R6, 0, 0, adj);
+	cg_put(g, STDW, R10, 0, SLOT_LAZYRET, k);
+	cg_jmp(g, JA, 0, 0, 0, blk);
+	cg_here(g, back);
+	if (adj)
+		cg_put(g, ADD_K, R6, 0, 0, -adj);
+}
+
 int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
 	       char *err, size_t errlen)
 {
 	struct cg g = { 0 };
-	int r, nlcls;
+	struct scan_set st = { 0 }, et = { 0 };
+	int r, nlcls, lazy, skip_ok;
 
-	r = cg_dfa_table(m, o, out, &nlcls, err, errlen);
+	r = cg_dfa_table(m, o, 1, out, &nlcls, err, errlen);
 	if (r)
 		return r;
+	skip_ok = start_set(out, o, &lazy, &st) == 0;
+	lazy = lazy && skip_ok;
+	out->skip_tests = skip_ok ? st.n : -1;
+	/* a matched line's end: the next terminator (or NUL that stops) */
+	cg_scan_add(&et, (struct scan_test){ '\n', 0, 0, 0, 0 });
+	if (o->nul_mode != GREP_NUL_BYTE)
+		cg_scan_add(&et, (struct scan_test){ 0, 0, 0, 0, 0 });
 
 	/* the code */
 	int loop = cg_label(&g), special = cg_label(&g), matched = cg_label(&g), skip = cg_label(&g),
 	    eol_match = cg_label(&g), eol_nomatch = cg_label(&g), slice_end = cg_label(&g),
 	    skip_end = cg_label(&g), nul = cg_label(&g), sel_eol = cg_label(&g), unsel_eol = cg_label(&g),
-	    fin = cg_label(&g), fin_sel = cg_label(&g), done = cg_label(&g), consumed = cg_label(&g);
+	    fin = cg_label(&g), fin_sel = cg_label(&g), done = cg_label(&g), consumed = cg_label(&g),
+	    at_end = cg_label(&g), to_start = cg_label(&g), start = cg_label(&g), cand = cg_label(&g),
+	    advanced = cg_label(&g), exit_nul = cg_label(&g), exit_slice = cg_label(&g),
+	    lazy_blk = cg_label(&g), ret[4];
+
+	for (int k = 0; k < 4; k++)
+		ret[k] = cg_label(&g);
 
 	cg_prologue(&g);
+	if (lazy)
+		cg_put(&g, STXDW, R10, R6, SLOT_SKIPFROM, 0);
 	cg_jmp(&g, JEQ_K, R8, 0, (int32_t)SP_PENDING, skip);
+	if (skip_ok)
+		cg_jmp(&g, JEQ_K, R8, 0, 0, start);
 	cg_here(&g, loop);
 	cg_jmp(&g, JGE_X, R6, R7, 0, slice_end);
 	cg_put(&g, LDXB, R0, R6, 0, 0);
@@ -146,6 +305,8 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	cg_put(&g, LDXW, R8, R0, 256, 0);
 	cg_jmp(&g, JLT_K, R8, 0, (int32_t)SP_BASE, loop);
 	cg_here(&g, special);
+	if (skip_ok)
+		cg_jmp(&g, JEQ_K, R8, 0, (int32_t)SP_START, to_start);
 	cg_jmp(&g, JEQ_K, R8, 0, (int32_t)SP_MATCH, matched);
 	cg_jmp(&g, JEQ_K, R8, 0, (int32_t)SP_EOL_MATCH, eol_match);
 	cg_jmp(&g, JEQ_K, R8, 0, (int32_t)SP_EOL_NOMATCH, eol_nomatch);
@@ -154,7 +315,8 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	/* the line matched before its end: find the end */
 	cg_here(&g, matched);
 	cg_here(&g, skip);
-	cg_jmp(&g, JGE_X, R6, R7, 0, skip_end);
+	cg_scan_set(&g, &et, at_end, skip_end);
+	cg_here(&g, at_end);
 	cg_put(&g, LDXB, R0, R6, 0, 0);
 	cg_put(&g, ADD_K, R6, 0, 0, 1);
 	cg_jmp(&g, JEQ_K, R0, 0, '\n', eol_match);
@@ -169,17 +331,49 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 
 	/* a line ended at r6 - 1 */
 	cg_here(&g, eol_match);
+	lazy_call(&g, lazy, 0, -1, ret[0], lazy_blk);
 	cg_jmp(&g, JA, 0, 0, 0, o->invert ? unsel_eol : sel_eol);
 	cg_here(&g, eol_nomatch);
+	lazy_call(&g, lazy, 1, -1, ret[1], lazy_blk);
 	cg_jmp(&g, JA, 0, 0, 0, o->invert ? sel_eol : unsel_eol);
 	cg_here(&g, sel_eol);
 	cg_put(&g, MOV_X, R1, R6, 0, 0);
 	cg_put(&g, ADD_K, R1, 0, 0, -1);
 	cg_emit_record(&g, R1, -1, -1);
 	cg_here(&g, unsel_eol);
-	cg_next_line(&g, loop);
+	cg_next_line(&g, skip_ok ? advanced : loop);
 
-	cg_slice_exits(&g, nul, slice_end, consumed);
+	if (skip_ok) {
+		/* in the first row: on to the next place that leaves it, the
+		 * table walked from there (the context's line is behind under
+		 * lazy, until lazy_lines() brings it up) */
+		cg_here(&g, to_start);
+		cg_put(&g, MOV_K, R8, 0, 0, 0);
+		cg_jmp(&g, JA, 0, 0, 0, start);
+		cg_here(&g, advanced);
+		if (lazy)
+			cg_put(&g, STXDW, R10, R6, SLOT_SKIPFROM, 0);
+		cg_here(&g, start);
+		cg_scan_set(&g, &st, cand, slice_end);
+		cg_here(&g, cand);
+		cg_jmp(&g, JA, 0, 0, 0, loop);
+	}
+	/* every way out saves the context: the line brought up first */
+	cg_here(&g, nul);
+	lazy_call(&g, lazy, 2, 0, ret[2], lazy_blk);
+	cg_jmp(&g, JA, 0, 0, 0, exit_nul);
+	cg_here(&g, slice_end);
+	lazy_call(&g, lazy, 3, 0, ret[3], lazy_blk);
+	cg_jmp(&g, JA, 0, 0, 0, exit_slice);
+	if (lazy) { /* one lazy_lines(), back to where it was called */
+		cg_here(&g, lazy_blk);
+		lazy_lines(&g, o->lineno);
+		cg_put(&g, LDXDW, R0, R10, SLOT_LAZYRET, 0);
+		for (int k = 0; k < 3; k++)
+			cg_jmp(&g, JEQ_K, R0, 0, k, ret[k]);
+		cg_jmp(&g, JA, 0, 0, 0, ret[3]);
+	}
+	cg_slice_exits(&g, exit_nul, exit_slice, consumed);
 	cg_ldctx(&g, R1, CTX(flags));
 	cg_put(&g, AND_K, R1, 0, 0, GREP_CTX_EOF);
 	cg_jmp(&g, JEQ_K, R1, 0, 0, done);

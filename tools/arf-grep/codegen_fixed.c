@@ -30,10 +30,10 @@ int cg_gen_fixed(struct matcher *m, const struct grep_lit *l, int dfa,
 	int len = (int)l->len, k = (int)l->rare, r, nlcls = 0;
 	unsigned rare = nd[k];
 
-	if (dfa && (r = cg_dfa_table(m, o, out, &nlcls, err, errlen)))
+	if (dfa && (r = cg_dfa_table(m, o, 0, out, &nlcls, err, errlen)))
 		return r;
 
-	int loop = cg_label(&g), cand = cg_label(&g), back = cg_label(&g), back_done = cg_label(&g),
+	int loop = cg_label(&g), cand = cg_label(&g), back_done = cg_label(&g),
 	    fwd = cg_label(&g), fwd_nl = cg_label(&g), slice_end = cg_label(&g), consumed = cg_label(&g),
 	    nul = cg_label(&g), cnt = cg_label(&g), cnt_done = cg_label(&g), cnt_skip = cg_label(&g),
 	    after = cg_label(&g);
@@ -132,14 +132,7 @@ int cg_gen_fixed(struct matcher *m, const struct grep_lit *l, int dfa,
 	}
 	/* matched: the line starts after the last terminator before r1 */
 	cg_put(&g, MOV_X, R4, R1, 0, 0);
-	cg_here(&g, back);
-	cg_jmp(&g, JLE_X, R4, R2, 0, back_done);
-	cg_put(&g, LDXB, R0, R4, -1, 0);
-	cg_jmp(&g, JEQ_K, R0, 0, '\n', back_done);
-	if (o->nul_mode == GREP_NUL_EOL)
-		cg_jmp(&g, JEQ_K, R0, 0, 0, back_done);
-	cg_put(&g, ADD_K, R4, 0, 0, -1);
-	cg_jmp(&g, JA, 0, 0, 0, back);
+	cg_back_to_nl(&g, R4, R2, o->nul_mode == GREP_NUL_EOL, back_done, back_done);
 	cg_here(&g, back_done);
 	if (dfa)
 		cg_jmp(&g, JA, 0, 0, 0, fwd);  /* the line's end, its walk, then the count */

@@ -34,8 +34,8 @@ struct cg {
 /* opcodes */
 enum {
 	ADD_K = 0x07, ADD_X = 0x0f, SUB_K = 0x17, SUB_X = 0x1f, OR_K = 0x47, OR_X = 0x4f,
-	AND_K = 0x57, AND_X = 0x5f, XOR_K = 0xa7, XOR_X = 0xaf, LSH_K = 0x67, MOV_K = 0xb7,
-	MOV_X = 0xbf,
+	AND_K = 0x57, AND_X = 0x5f, XOR_K = 0xa7, XOR_X = 0xaf, LSH_K = 0x67, RSH_K = 0x77,
+	MUL_X = 0x2f, MOV_K = 0xb7, MOV_X = 0xbf,
 	JA = 0x05, JEQ_K = 0x15, JEQ_X = 0x1d, JGT_X = 0x2d, JGE_X = 0x3d, JNE_K = 0x55,
 	JLT_K = 0xa5, JLT_X = 0xad, JLE_X = 0xbd, JGT_K = 0x25, JSGE_K = 0x75,
 	CALL = 0x85, EXIT = 0x95,
@@ -81,6 +81,10 @@ void cg_stctx(struct cg *g, int16_t off, int src);
 #define SLOT_BUFEND (-48)
 #define SLOT_GROUP (-56)  /* skip loop: where the byte-at-a-time scan hands back */
 #define SLOT_CASE (-64)   /* skip loop: 0x20 in every byte, for case folding */
+#define SLOT_SKIPFROM (-72) /* table walker: where its start-state skip began */
+#define SLOT_R8 (-80)     /* cg_count_lines(): r8 and r9 kept */
+#define SLOT_R9 (-88)
+#define SLOT_LAZYRET (-96) /* table walker: where its one lazy_lines() returns to */
 
 /* Program entry: registers and stack slots as codegen.c's comment says. */
 void cg_prologue(struct cg *g);
@@ -101,6 +105,43 @@ void cg_nul_stop(struct cg *g);
  * consumed; code placed next runs at consumed (the whole buffer scanned). */
 void cg_slice_exits(struct cg *g, int nul, int slice_end, int consumed);
 
+/* Moves register ptr back to just after the last newline (with nul_eol, or
+ * NUL) in [lo, ptr) and jumps to at_nl; to at_lo once ptr <= lo (none).
+ * Clobbers r0. */
+void cg_back_to_nl(struct cg *g, int ptr, int lo, int nul_eol, int at_lo, int at_nl);
+
+/*
+ * What the scan loop of cg_scan_set() looks for: up to SCAN_MAX_TESTS
+ * tests, each a byte, or a letter in either case (the byte OR 0x20 equal
+ * to the lower case one), optionally followed by a second such byte (a
+ * pair: both must be there, side by side).
+ */
+#define SCAN_MAX_TESTS 4
+struct scan_set {
+	int n;
+	struct scan_test {
+		uint8_t byte, fold;   /* the byte (lower case when fold: either case) */
+		uint8_t pair;         /* 1: byte2 must follow */
+		uint8_t byte2, fold2; /* the byte after it, as byte and fold */
+	} t[SCAN_MAX_TESTS];
+};
+
+/* Adds test x to s unless it is there: 0, or -1 when s is full. */
+int cg_scan_add(struct scan_set *s, struct scan_test x);
+/* The loop that moves r6 to the next place a test of s holds before r7:
+ * eight bytes a turn (the "has a zero byte" test: the lowest byte it
+ * flags is the place); in the last bytes, fewer than a turn needs, every
+ * byte is such a place (the caller looks at it).
+ * Jumps to found with r6 at the place (not consumed), to end with r6 ==
+ * r7.  Clobbers r0-r5 (r5 reloaded
+ * before either jump); with pairs, r8 too (0 at either jump). */
+void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end);
+/* Adds the newlines in [r0, r4) to r3: sixteen bytes at a time (the exact
+ * zero-byte test, then a multiply sums the flags), the last few one at a
+ * time.  Clobbers r0-r2 and r5 (not reloaded); keeps r8 and r9 (in
+ * SLOT_R8, SLOT_R9 meanwhile). */
+void cg_count_lines(struct cg *g);
+
 /* ---- the shapes: grep_codegen()'s contract ---- */
 
 /* Table entries at or above SP_BASE (codegen_dfa.c) */
@@ -110,11 +151,13 @@ void cg_slice_exits(struct cg *g, int nul, int slice_end, int consumed);
 #define SP_EOL_NOMATCH 0x7fffff03u /* a line ended; it did not match */
 #define SP_NUL         0x7fffff04u /* a NUL (GREP_NUL_STOP) */
 #define SP_PENDING     0x7fffff05u /* saved state: matched, looking for the end */
+#define SP_START       0x7fffff06u /* back to the first row: the start-state skip */
 
 /* The DFA's table as the program's read-only data (out->rodata, nstates);
- * *nlcls: the newline's byte class.  0, -E2BIG (message in err), -ENOMEM. */
-int cg_dfa_table(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
-		 int *nlcls, char *err, size_t errlen);
+ * *nlcls: the newline's byte class; start_sp: an entry for the first row
+ * is SP_START instead of 0.  0, -E2BIG (message in err), -ENOMEM. */
+int cg_dfa_table(struct matcher *m, const struct grep_gen_opts *o, int start_sp,
+		 struct grep_prog *out, int *nlcls, char *err, size_t errlen);
 int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,
 	       char *err, size_t errlen);
 /* The skip loop for needle l: the pattern itself (dfa 0), or a regex's

@@ -26,7 +26,7 @@
  */
 static int gen_wrapper(struct cg *g, size_t *call_at)
 {
-	int ok = cg_label(g), noeof = cg_label(g), trim = cg_label(g), grow = cg_label(g), trimmed = cg_label(g),
+	int ok = cg_label(g), noeof = cg_label(g), grow = cg_label(g), trimmed = cg_label(g),
 	    setlen = cg_label(g), loop = cg_label(g), next = cg_label(g), done = cg_label(g);
 
 	cg_put(g, MOV_X, R6, R1, 0, 0);
@@ -57,12 +57,7 @@ static int gen_wrapper(struct cg *g, size_t *call_at)
 	cg_put(g, ADD_X, R8, R2, 0, 0);
 	cg_put(g, MOV_X, R9, R1, 0, 0);
 	cg_put(g, ADD_X, R9, R7, 0, 0);
-	cg_here(g, trim);
-	cg_jmp(g, JLE_X, R8, R9, 0, grow);
-	cg_put(g, LDXB, R0, R8, -1, 0);
-	cg_jmp(g, JEQ_K, R0, 0, '\n', trimmed);
-	cg_put(g, ADD_K, R8, 0, 0, -1);
-	cg_jmp(g, JA, 0, 0, 0, trim);
+	cg_back_to_nl(g, R8, R9, 0, grow, trimmed);
 	cg_here(g, grow);
 	cg_put(g, MOV_K, R0, 0, 0, GREP_RET_GROW);
 	cg_put(g, EXIT, 0, 0, 0, 0);

@@ -316,6 +316,7 @@ struct grep_prog {
 	int kind;       /* 0 DFA table walker, 1 fixed-string skip loop, 2 skip loop
 			 * for a regex's required bytes, then the table */
 	int nstates;    /* DFA states in the table */
+	int skip_tests; /* kind 0: the start-state skip's tests (-1: no skip) */
 };
 
 /*

@@ -332,6 +332,10 @@ static int explain(struct grep_run *run)
 	       run->prog.n, run->prog.rodata_len);
 	if (run->prog.kind != 1)
 		printf("# DFA: %d states\n", run->prog.nstates);
+	if (run->prog.kind == 0 && run->prog.skip_tests >= 0)
+		printf("# start-state skip: %d tests of a word\n", run->prog.skip_tests);
+	else if (run->prog.kind == 0)
+		printf("# no start-state skip: too many ways out of the first state\n");
 	fputs(text, stdout);
 	free(text);
 	return 0;
