@@ -56,7 +56,8 @@ DATA_TESTS = [
 META_TESTS = ["create", "stat cold", "stat warm", "lookup depth 10", "readdir 10k", "unlink"]
 
 SPIN_US = 50  # arfd --spin-us and the clients' spin_us (libarf's default)
-ARF_WAIT = "polling: arfd and client spin %d us before sleeping" % SPIN_US
+ARF_WAIT = ("polling: arfd and client spin up to %d us before sleeping (adaptive: "
+            "halved while spins catch nothing)" % SPIN_US)
 NFS_WAIT = "sleeping: ganesha (epoll threads) and libnfs (poll) block"
 LOCAL_WAIT = "in-kernel (no round trip)"
 
