@@ -234,8 +234,8 @@ static int open_fs(struct arfd *d, char *err, size_t errlen)
 		}
 		list = d->fs.dirty; /* format ran as one transaction */
 		size_t n = d->fs.ndirty;
-		rc = arfd_store_put_txn(d->store, &d->fs, list, n, arfd_store_seq(d->store) + 1, err,
-					errlen);
+		rc = arfd_store_put_format(d->store, &d->fs, list, n,
+					   arfd_store_seq(d->store) + 1, err, errlen);
 		if (!rc)
 			rc = arfd_store_sync(d->store, err, errlen);
 		if (rc)

@@ -40,7 +40,9 @@
 
 #include "arf_meta_fs.h"
 
-#define ARFD_STORE_FORMAT 2u
+/* 3: a new filesystem's empty hash-chain heads are not stored (load makes
+ * them); a store of format 2 holds them all and is read as it is */
+#define ARFD_STORE_FORMAT 3u
 
 /* arfd_store_open flags */
 #define ARFD_STORE_POWER_LOSS 0x1u /* test only: keep everything unsynced in this
@@ -128,6 +130,14 @@ int arfd_store_durable_through(struct arfd_store *st, uint64_t inc, uint64_t *th
 int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 		       const struct arf_meta_dirty *list, size_t n, uint64_t seq, char *err,
 		       size_t errlen);
+
+/* The format's transaction (arf_meta_fs_format's dirty list): stored as a
+ * transaction is, less the empty hash-chain heads, 262,144 of a default
+ * filesystem's 262,146 objects, which load makes again where RocksDB has
+ * none. */
+int arfd_store_put_format(struct arfd_store *st, struct arf_meta_fs *fs,
+			  const struct arf_meta_dirty *list, size_t n, uint64_t seq, char *err,
+			  size_t errlen);
 
 /* Make everything written so far durable: the data log, then RocksDB's WAL. */
 int arfd_store_sync(struct arfd_store *st, char *err, size_t errlen);

@@ -138,7 +138,7 @@ class OldData(unittest.TestCase):
         run([INJECT, d.data_dir, "oldformat"])
         with self.assertRaises(RuntimeError) as cm:
             d.start()
-        self.assertIn("holds an ARF store of format 0; this arfd reads format 2",
+        self.assertIn("holds an ARF store of format 0; this arfd reads formats 2 and 3",
                       str(cm.exception))
 
 
