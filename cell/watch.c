@@ -155,7 +155,8 @@ static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl
 static void stream(struct arf_etcd_watch *w, CURL *c, size_t k, char *msg, size_t msglen)
 {
 	struct json_object *req = json_object_new_object(), *cr = json_object_new_object();
-	char url[512], cerr[CURL_ERROR_SIZE] = "";
+	char url[512], cerr[CURL_ERROR_SIZE] = "", *token = NULL;
+	struct curl_slist *hdr = NULL;
 	struct stream s = { w, url };
 
 	snprintf(url, sizeof(url), "%s/v3/watch", w->e->endpoint[k]);
@@ -172,9 +173,17 @@ static void stream(struct arf_etcd_watch *w, CURL *c, size_t k, char *msg, size_
 		snprintf(msg, msglen, "etcd watch: out of memory");
 		return;
 	}
+	if (arf_etcd_token_get(w->e, &token, msg, msglen)) {
+		json_object_put(req);
+		return; /* the user cannot authenticate: msg says why */
+	}
 	curl_easy_reset(c);
-	arf_etcd_curl_setup(c, url, json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN),
-			    w->e->timeout_ms);
+	if (arf_etcd_curl_setup(c, w->e, url,
+				json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN), token,
+				&hdr)) {
+		snprintf(msg, msglen, "etcd watch: out of memory");
+		goto out;
+	}
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
@@ -192,6 +201,11 @@ static void stream(struct arf_etcd_watch *w, CURL *c, size_t k, char *msg, size_
 		arf_etcd_curl_error(cc, url, cerr, msg, msglen);
 	else
 		snprintf(msg, msglen, "etcd %s: the watch stream ended", url);
+	if (token && strstr(msg, "invalid auth token"))
+		arf_etcd_token_drop(w->e, token); /* expired: the next stream takes a new one */
+out:
+	curl_slist_free_all(hdr);
+	free(token);
 	json_object_put(req);
 }
 

@@ -55,7 +55,7 @@ class CellClient(EtcdCase):
         out = p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace")
         print(out)
         self.assertEqual(p.returncode, 0, "test-cell-etcd failed:\n" + out[-4000:])
-        self.assertIn("[  PASSED  ] 8 test(s).", out)
+        self.assertIn("[  PASSED  ] 9 test(s).", out)
         self.assertEqual(self.junk.count, len(JUNK), "every junk reply was asked for")
 
 
