@@ -25,7 +25,8 @@
  * first call (POST /v3/auth/authenticate), sends the token in the
  * Authorization header, and when etcd says the token is no longer valid
  * (it expired: "simple" tokens live --auth-token-ttl, 300 s by default,
- * after their last use) authenticates again once and repeats the call.  A
+ * after their last use) authenticates again once and repeats the call (a
+ * watch's stream likewise opens again at once with a new token).  A
  * password goes only over https://, or over http:// to a loopback address
  * (127.0.0.0/8, ::1, localhost).  With https://, etcd's certificate is
  * verified against ca_file (else the system's CAs), and cert_file/key_file

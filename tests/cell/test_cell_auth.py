@@ -28,19 +28,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import Arfd, arfctl  # noqa: E402
 import arfproc  # noqa: E402
-from cellcase import EtcdCase  # noqa: E402
+from cellcase import EtcdCase, etcd_auth, wait_until  # noqa: E402
 
 CELL = "t2"
 TTL = 3  # arfd renews every second; its token (1 s) has expired by the next write
-
-
-def wait_until(cond, timeout, what):
-    start = time.time()
-    while time.time() - start < timeout:
-        if cond():
-            return time.time() - start
-        time.sleep(0.1)
-    raise AssertionError("%s: not within %.0f s" % (what, timeout))
 
 
 class Secure(EtcdCase):
@@ -57,8 +48,8 @@ class Secure(EtcdCase):
         os.chmod(path, mode)
         return path
 
-    def etcdctl(self, *args, tls=()):
-        return arfproc.run(["etcdctl", "--endpoints", self.etcd.url] + list(tls) + list(args),
+    def etcdctl(self, *args):
+        return arfproc.run(["etcdctl", "--endpoints", self.etcd.url] + list(args),
                            env=dict(os.environ, ETCDCTL_API="3"))
 
     def arfd(self, sid, extra):
@@ -87,17 +78,9 @@ class Secure(EtcdCase):
                                  args=["--auth-token", "simple", "--auth-token-ttl", "1"])
         self.addCleanup(self.etcd.stop)
         self.etcd.start()
-        prefix = "/arf/%s/" % CELL
-        for cmd in (["user", "add", "root:rootpw"], ["role", "add", "arf-rw"],
-                    ["role", "grant-permission", "arf-rw", "--prefix=true", "readwrite", prefix],
-                    ["role", "add", "arf-ro"],
-                    ["role", "grant-permission", "arf-ro", "--prefix=true", "read", prefix],
-                    ["user", "add", "arfd:arfdpw"], ["user", "grant-role", "arfd", "arf-rw"],
-                    ["user", "add", "reader:readerpw"], ["user", "grant-role", "reader", "arf-ro"],
-                    ["auth", "enable"]):
-            self.etcdctl(*cmd)
-        arfd_pw = self.secret("arfd.pw", "arfdpw")
-        reader = ["--user", "reader", "--password-file", self.secret("reader.pw", "readerpw")]
+        pw = etcd_auth(self.etcd, self.tmp, CELL)
+        arfd_pw = pw["arfd"]
+        reader = ["--user", "reader", "--password-file", pw["reader"]]
 
         a = self.arfd("a", {"cell.user": "arfd", "cell.password_file": arfd_pw}).start()
         wait_until(lambda: "a" in {s["id"] for s in self.status(*reader)["servers"]}, 10,

@@ -3,8 +3,8 @@
  * The etcd client (cell/arf_etcd.h) and the cell's records (cell/cell.h)
  * against a real etcd, and against a peer that answers junk.  Run by
  * test_cell_client.py, which starts both and names them in
- * ARF_TEST_ETCD_URL and ARF_TEST_JUNK_URL; each test uses keys under a
- * prefix of its own.  The junk peer answers its Nth request with its Nth
+ * ARF_TEST_ETCD_URL and ARF_TEST_JUNK_URL, and an etcd with authentication
+ * in ARF_TEST_AUTH_ETCD_URL; each test uses keys under a prefix of its own.  The junk peer answers its Nth request with its Nth
  * kind of junk (JUNK_KINDS of them), so test_junk makes its calls in
  * that order.
  */
@@ -25,7 +25,7 @@
 #include "arf_etcd.h"
 #include "cell.h"
 
-static const char *etcd_url, *junk_url;
+static const char *etcd_url, *junk_url, *auth_url, *auth_pw;
 static char err[1024];
 
 static struct arf_etcd *open_etcd(void)
@@ -372,6 +372,51 @@ static void test_watch(void **state)
 	arf_etcd_close(e);
 }
 
+/* against the etcd with authentication (tokens of 1 s) that
+ * test_cell_client.py starts: user "arfd" may write /arf/t-auth/ only */
+static void test_auth(void **state)
+{
+	struct arf_etcd_security sec = { .user = "arfd", .password_file = auth_pw };
+	struct arf_etcd *e = NULL;
+	struct arf_etcd_watch *w = NULL;
+	struct seen s = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	(void)state;
+	if (!auth_url)
+		skip();
+	assert_int_equal(arf_etcd_open(&e, auth_url, 3000, &sec, err, sizeof(err)), 0);
+	put(e, "/arf/t-auth/a", "1");
+	assert_int_equal(arf_etcd_put(e, "/t-auth-outside", "x", 1, 0, NULL, err, sizeof(err)),
+			 -EPERM);
+	assert_non_null(strstr(err, "permission denied (gRPC code 7)"));
+	/* the token expires while unused: a call takes a new one */
+	sleep_ms(1500);
+	put(e, "/arf/t-auth/a", "2");
+	/* ... and so does a watch that starts with a stale one */
+	sleep_ms(1500);
+	assert_int_equal(arf_etcd_watch_start(e, "/arf/t-auth/", 1, 0, on_event, &s, &w, err,
+					      sizeof(err)), 0);
+	put(e, "/arf/t-auth/b", "3");
+	assert_int_equal(wait_events(&s, 1), 1);
+	arf_etcd_watch_stop(w);
+	assert_string_equal(s.log, "PUT /arf/t-auth/b=3;");
+	arf_etcd_close(e);
+	/* another's password: refused, named */
+	sec.user = "reader";
+	assert_int_equal(arf_etcd_open(&e, auth_url, 3000, &sec, err, sizeof(err)), 0);
+	struct arf_etcd_kvs kvs;
+	assert_int_equal(arf_etcd_get(e, "/arf/t-auth/a", 0, &kvs, err, sizeof(err)), -EACCES);
+	assert_non_null(strstr(err, "etcd user 'reader' could not authenticate: "));
+	assert_int_equal(arf_etcd_watch_start(e, "/arf/t-auth/", 1, 0, on_event, &s, &w, err,
+					      sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "could not authenticate"));
+	arf_etcd_close(e);
+	/* no user at all: etcd's refusal */
+	assert_int_equal(arf_etcd_open(&e, auth_url, 3000, NULL, err, sizeof(err)), 0);
+	assert_int_equal(arf_etcd_get(e, "/arf/t-auth/a", 0, &kvs, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "user name is empty"));
+	arf_etcd_close(e);
+}
+
 static void test_records(void **state)
 {
 	struct arf_etcd *e = open_etcd();
@@ -541,6 +586,8 @@ int main(void)
 {
 	etcd_url = getenv("ARF_TEST_ETCD_URL");
 	junk_url = getenv("ARF_TEST_JUNK_URL");
+	auth_url = getenv("ARF_TEST_AUTH_ETCD_URL");     /* with authentication on */
+	auth_pw = getenv("ARF_TEST_AUTH_PASSWORD_FILE"); /* user arfd's password */
 	if (!etcd_url) {
 		fprintf(stderr, "SKIP: ARF_TEST_ETCD_URL is not set (tests/cell/test_cell_client.py "
 			"starts etcd and sets it)\n");
@@ -553,6 +600,7 @@ int main(void)
 		cmocka_unit_test(test_txn_cas),
 		cmocka_unit_test(test_lease),
 		cmocka_unit_test(test_watch),
+		cmocka_unit_test(test_auth),
 		cmocka_unit_test(test_records),
 		cmocka_unit_test(test_member),
 		cmocka_unit_test(test_junk),
