@@ -2,7 +2,7 @@
 """The cell's security against a real etcd (tests/lib/arfproc.py's Etcd
 and Arfd on free loopback ports, stopped by pid even when a test fails):
 
-* authentication (--auth-token simple, tokens of 1 s): arfd's user holds a
+* authentication (--auth-token simple and jwt, tokens of 1 s): arfd's user holds a
   role with readwrite on /arf/t2/, arfctl's a read-only one.  arfd
   registers, and registers again after its lease is revoked behind its back
   once its token has long expired (the client authenticates again, nothing
@@ -73,21 +73,20 @@ class Secure(EtcdCase):
                    check=check)
         return json.loads(p.stdout) if p.returncode == 0 else p
 
-    def test_auth(self):
-        self.etcd = arfproc.Etcd(self.tmp, name="etcd-auth",
-                                 args=["--auth-token", "simple", "--auth-token-ttl", "1"])
+    def across_expiry(self, *args):
+        """etcd with args (its --auth-token, tokens of 1 s) and users; arfd
+        registers as "arfd", and again once its lease is revoked behind its
+        back after its token expired (a write: it authenticates again on
+        its own).  Returns the password files and arfctl's reader options."""
+        self.etcd = arfproc.Etcd(self.tmp, name="etcd-auth", args=args)
         self.addCleanup(self.etcd.stop)
         self.etcd.start()
         pw = etcd_auth(self.etcd, self.tmp, CELL)
-        arfd_pw = pw["arfd"]
         reader = ["--user", "reader", "--password-file", pw["reader"]]
-
-        a = self.arfd("a", {"cell.user": "arfd", "cell.password_file": arfd_pw}).start()
+        a = self.arfd("a", {"cell.user": "arfd", "cell.password_file": pw["arfd"]}).start()
         wait_until(lambda: "a" in {s["id"] for s in self.status(*reader)["servers"]}, 10,
                    "a registered")
         lease = self.status(*reader)["servers"][0]["lease"]
-        # its token expired long ago: the lease revoked behind arfd's back,
-        # it registers again (a write), authenticating again on its own
         time.sleep(2.5)
         self.etcdctl("--user", "root:rootpw", "lease", "revoke", lease)
         wait_until(lambda: [s["lease"] for s in self.status(*reader)["servers"]] not in ([], [lease]),
@@ -95,6 +94,20 @@ class Secure(EtcdCase):
         self.assertIn("registering again", a.log())
         self.assertNotIn("cannot register", a.log())
         self.assertIn("as etcd user arfd", a.log())
+        return pw, reader
+
+    def test_jwt(self):
+        key, pub = os.path.join(self.tmp, "jwt.key"), os.path.join(self.tmp, "jwt.pub")
+        arfproc.run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout",
+                     "-out", key])
+        arfproc.run(["openssl", "ec", "-in", key, "-pubout", "-out", pub])
+        self.across_expiry("--auth-token",
+                           "jwt,pub-key=%s,priv-key=%s,sign-method=ES256,ttl=1s" % (pub, key))
+
+    def test_auth(self):
+        # simple tokens of 1 s (etcd's default is 300 s after the last use)
+        pw, reader = self.across_expiry("--auth-token", "simple", "--auth-token-ttl", "1")
+        arfd_pw = pw["arfd"]
 
         # without a user, or with a wrong password: etcd's refusal, clearly
         p = self.status(check=False)
