@@ -341,8 +341,9 @@ static int call(struct arf_etcd *e, const char *path, struct json_object *req,
 	if (!body)
 		return -ENOMEM;
 	pthread_mutex_lock(&e->lock);
+	size_t first = e->cur;
 	for (size_t i = 0; i < e->nendpoints; i++) {
-		size_t k = (e->cur + i) % e->nendpoints;
+		size_t k = (first + i) % e->nendpoints;
 		long http;
 		if (e->user && !e->token && (rc = authenticate(e, k, &moved, err, errlen))) {
 			if (moved)
@@ -370,7 +371,7 @@ static int call(struct arf_etcd *e, const char *path, struct json_object *req,
 				free(e->token);
 				e->token = NULL;
 				renewed = 1;
-				i--;
+				i--; /* the same endpoint again */
 				continue;
 			}
 			rc = arf_etcd_reply_error(o, http, url, err, errlen);
