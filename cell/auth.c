@@ -116,9 +116,9 @@ int arf_etcd_security_load(struct arf_etcd *e, const struct arf_etcd_security *s
 			return -EINVAL;
 		}
 		if (e->user && !loopback(e->endpoint[i])) {
-			snprintf(err, errlen, "etcd endpoint %s: user '%s''s password would cross the "
-				 "network in clear; use https:// (http:// only to a loopback address)",
-				 e->endpoint[i], e->user);
+			snprintf(err, errlen, "etcd endpoint %s: the password of user '%s' would cross "
+				 "the network in clear; use https:// (http:// only to a loopback "
+				 "address)", e->endpoint[i], e->user);
 			return -EINVAL;
 		}
 	}

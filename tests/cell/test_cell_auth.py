@@ -148,7 +148,8 @@ class Secure(EtcdCase):
                              "cell.password_file": arfd_pw})
         p = arfproc.run(o.args() + ["--check-config"], check=False, timeout=30)
         self.assertEqual(p.returncode, 1)
-        self.assertIn(b"password would cross the network in clear; use https://", p.stderr)
+        self.assertIn(b"the password of user 'arfd' would cross the network in clear; "
+                      b"use https://", p.stderr)
 
     def certs(self):
         """ca.crt signed server.crt (for 127.0.0.1) and client.crt; other.crt
