@@ -14,10 +14,10 @@
  * PermissionDenied -EPERM, Unauthenticated -EACCES, Unavailable -EAGAIN,
  * others -EIO) with the HTTP status, -EACCES with the user's name when
  * etcd refuses the user's password (or has no authentication enabled),
- * -EACCES for a certificate of etcd's that ca_file does not verify, and -EPROTO for a reply that is not
- * what etcd sends (not JSON, a field of the wrong type, bad base64, over
- * ARF_ETCD_MAX_REPLY bytes) -- a peer that is not etcd gets a message, never
- * a crash.
+ * -EACCES for a certificate of etcd's that ca_file does not verify, and
+ * -EPROTO for a reply that is not what etcd sends (not JSON, a field of the
+ * wrong type, bad base64, over ARF_ETCD_MAX_REPLY bytes) -- a peer that is
+ * not etcd gets a message, never a crash.
  *
  * Security (struct arf_etcd_security): a user of etcd's authentication,
  * whose password is read from a file at open (refused when group or others

@@ -122,8 +122,8 @@ int arf_etcd_security_load(struct arf_etcd *e, const struct arf_etcd_security *s
 			return -EINVAL;
 		}
 	}
-	if (e->user && read_password && (rc = password_read(sec->password_file, &e->password, err, errlen)))
-		return rc;
+	if (e->user && read_password)
+		return password_read(sec->password_file, &e->password, err, errlen);
 	return 0;
 }
 

@@ -89,8 +89,8 @@ class Secure(EtcdCase):
         lease = self.status(*reader)["servers"][0]["lease"]
         time.sleep(2.5)
         self.etcdctl("--user", "root:rootpw", "lease", "revoke", lease)
-        wait_until(lambda: [s["lease"] for s in self.status(*reader)["servers"]] not in ([], [lease]),
-                   10, "a registered again under a new lease")
+        wait_until(lambda: [s["lease"] for s in self.status(*reader)["servers"]]
+                   not in ([], [lease]), 10, "a registered again under a new lease")
         self.assertIn("registering again", a.log())
         self.assertNotIn("cannot register", a.log())
         self.assertIn("as etcd user arfd", a.log())
