@@ -62,11 +62,14 @@ int arfd_cell_start(struct arfd *d, struct arf_cell_member **out, char *err, siz
 	s.port = d->cfg.listen[0] ? arf_net_server_port(d->net) : 0;
 	s.rdma_port = arf_net_server_rdma_port(d->net);
 	snprintf(s.software, sizeof(s.software), "%s", ARF_VERSION);
-	int rc = arf_cell_member_start(d->cfg.cell_etcd, d->cfg.cell_name, &s,
+	struct arf_etcd_security sec;
+	arfd_config_cell_security(&d->cfg, &sec);
+	int rc = arf_cell_member_start(d->cfg.cell_etcd, &sec, d->cfg.cell_name, &s,
 				       d->cfg.cell_lease_ttl_s, cell_log, NULL, out, err, errlen);
 	if (!rc)
-		arfd_log(ARFD_LOG_INFO, "cell '%s': joining as '%s' (%s port %u) through %s",
-			 d->cfg.cell_name, s.id, s.address, s.port, d->cfg.cell_etcd);
+		arfd_log(ARFD_LOG_INFO, "cell '%s': joining as '%s' (%s port %u) through %s%s%s",
+			 d->cfg.cell_name, s.id, s.address, s.port, d->cfg.cell_etcd,
+			 sec.user[0] ? " as etcd user " : "", sec.user);
 	return rc;
 }
 

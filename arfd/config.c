@@ -182,6 +182,20 @@ static const struct centry table[] = {
 	  "the host name when that is a wildcard)" },
 	{ "cell", "lease_ttl_s", C_INT, S(cell_lease_ttl_s), 1, 3600, "10",
 	  "seconds the registration outlives arfd's last renewal (renewed every third of it)" },
+	{ "cell", "user", C_STR, S(cell_user), 0, 0, "",
+	  "etcd user arfd authenticates as (a role with readwrite on /arf/NAME/); empty = "
+	  "etcd without authentication" },
+	{ "cell", "password_file", C_STR, S(cell_password_file), 0, 0, "",
+	  "file whose first line is user's password; refused if group or others may read it "
+	  "(chmod 600); a password goes over https:// only, or http:// to loopback" },
+	{ "cell", "ca_file", C_STR, S(cell_ca_file), 0, 0, "",
+	  "https:// endpoints: CA certificates (PEM) that etcd's certificate must chain to "
+	  "(empty = the system's)" },
+	{ "cell", "cert_file", C_STR, S(cell_cert_file), 0, 0, "",
+	  "https:// endpoints: client certificate (PEM) for an etcd run with "
+	  "--client-cert-auth (empty = none)" },
+	{ "cell", "key_file", C_STR, S(cell_key_file), 0, 0, "",
+	  "the client certificate's private key (PEM; empty = in cert_file)" },
 };
 
 #define NTABLE (sizeof(table) / sizeof(table[0]))
@@ -402,25 +416,37 @@ int arfd_config_check(const struct arfd_config *cfg, char *err, size_t errlen)
 	return arfd_config_check_cell(cfg, err, errlen);
 }
 
-/* [cell]: endpoints that parse and names etcd's keys can hold; both or neither. */
+/* [cell]: endpoints that parse and names etcd's keys can hold; both or neither;
+ * user, password and TLS files that fit the endpoints. */
 static int arfd_config_check_cell(const struct arfd_config *cfg, char *err, size_t errlen)
 {
-	struct arf_etcd *e = NULL;
 	if (!cfg->cell_etcd[0] != !cfg->cell_name[0]) {
 		snprintf(err, errlen, "[cell] needs both etcd and name (or neither: no cell)");
 		return -1;
 	}
 	if (!cfg->cell_etcd[0])
 		return 0;
-	if (arf_etcd_open(&e, cfg->cell_etcd, 0, err, errlen))
+	/* the rules of user, TLS files and endpoints; the password file is
+	 * read when arfd joins (arfctl loads this file without reading it) */
+	struct arf_etcd_security sec;
+	arfd_config_cell_security(cfg, &sec);
+	if (arf_etcd_check(cfg->cell_etcd, &sec, err, errlen))
 		return -1;
-	arf_etcd_close(e);
 	if (!arf_cell_name_ok(cfg->cell_name) ||
 	    (cfg->cell_server_id[0] && !arf_cell_name_ok(cfg->cell_server_id))) {
 		snprintf(err, errlen, "[cell] name and server_id are 1 to 63 of A-Z a-z 0-9 . _ -");
 		return -1;
 	}
 	return 0;
+}
+
+void arfd_config_cell_security(const struct arfd_config *cfg, struct arf_etcd_security *sec)
+{
+	sec->user = cfg->cell_user;
+	sec->password_file = cfg->cell_password_file;
+	sec->ca_file = cfg->cell_ca_file;
+	sec->cert_file = cfg->cell_cert_file;
+	sec->key_file = cfg->cell_key_file;
 }
 
 /* A help text as '#' lines of at most 78 columns: libinih reads lines of

@@ -88,6 +88,11 @@ struct arfd_config {
 	char cell_name[64];      /* the cell's name: its records are under /arf/<name>/ */
 	char cell_server_id[64]; /* this server's id in the cell ("" = the host name) */
 	char cell_address[256];  /* address clients reach it at ("" = from listen) */
+	char cell_user[64];      /* etcd user (readwrite on /arf/<name>/; "" = no auth) */
+	char cell_password_file[256]; /* its password (mode 0600 or stricter) */
+	char cell_ca_file[256];  /* https: CA etcd's certificate chains to ("" = system's) */
+	char cell_cert_file[256]; /* https: client certificate ("" = none) */
+	char cell_key_file[256]; /* https: its key ("" = in cert_file) */
 	int  cell_lease_ttl_s;   /* its record outlives its last renewal this long */
 };
 
@@ -108,6 +113,11 @@ int arfd_config_set(struct arfd_config *cfg, const char *section, const char *ke
 /* What no single key can say: combinations that contradict each other.
  * Returns 0 or -1 with the reason in err. */
 int arfd_config_check(const struct arfd_config *cfg, char *err, size_t errlen);
+
+/* [cell]'s user, password and TLS files as the etcd client takes them
+ * (pointers into cfg, valid while it is). */
+struct arf_etcd_security;
+void arfd_config_cell_security(const struct arfd_config *cfg, struct arf_etcd_security *sec);
 
 /* Write every key with its value as INI, with help comments. */
 void arfd_config_dump(const struct arfd_config *cfg, FILE *out);

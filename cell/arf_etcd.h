@@ -12,10 +12,26 @@
  * (-ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH), etcd's own message and gRPC
  * code for a refusal (mapped: NotFound -ENOENT, InvalidArgument -EINVAL,
  * PermissionDenied -EPERM, Unauthenticated -EACCES, Unavailable -EAGAIN,
- * others -EIO) with the HTTP status, and -EPROTO for a reply that is not
- * what etcd sends (not JSON, a field of the wrong type, bad base64, over
- * ARF_ETCD_MAX_REPLY bytes) -- a peer that is not etcd gets a message, never
- * a crash.
+ * others -EIO) with the HTTP status, -EACCES with the user's name when
+ * etcd refuses the user's password (or has no authentication enabled),
+ * -EACCES for a certificate of etcd's that ca_file does not verify, and
+ * -EPROTO for a reply that is not what etcd sends (not JSON, a field of the
+ * wrong type, bad base64, over ARF_ETCD_MAX_REPLY bytes) -- a peer that is
+ * not etcd gets a message, never a crash.
+ *
+ * Security (struct arf_etcd_security): a user of etcd's authentication,
+ * whose password is read from a file at open (refused when group or others
+ * may read it, as ssh refuses such keys); the client authenticates on its
+ * first call (POST /v3/auth/authenticate), sends the token in the
+ * Authorization header, and when etcd says the token is no longer valid
+ * (it expired: "simple" tokens live --auth-token-ttl, 300 s by default,
+ * after their last use) authenticates again once and repeats the call (a
+ * watch's stream likewise opens again at once with a new token).  A
+ * password goes only over https://, or over http:// to a loopback address
+ * (127.0.0.0/8, ::1, localhost).  With https://, etcd's certificate is
+ * verified against ca_file (else the system's CAs), and cert_file/key_file
+ * are sent where etcd asks for a client certificate (--client-cert-auth);
+ * these need https:// endpoints.
  *
  * Threads: one struct arf_etcd may be used from several threads (its calls
  * are serialised on one connection); a watch runs on a thread and a
@@ -30,15 +46,37 @@
 #define ARF_ETCD_MAX_REPLY (64u << 20) /* bytes of one reply (one watch line) */
 #define ARF_ETCD_MAX_ENDPOINTS 16
 
+#define ARF_ETCD_PASSWORD_MAX 256 /* bytes of a password (its file's first line) */
+
 struct arf_etcd;
+
+/* How to prove who we are and to check etcd's identity; every field may be
+ * NULL or "" (none).  The strings are copied at open. */
+struct arf_etcd_security {
+	const char *user;          /* etcd user to authenticate as (none: no token sent) */
+	const char *password_file; /* with user: its password, the file's first line */
+	const char *ca_file;       /* https: CA certificates (PEM) etcd's must chain to */
+	const char *cert_file;     /* https: client certificate (PEM) for --client-cert-auth */
+	const char *key_file;      /* https: its private key (none: in cert_file) */
+};
 
 /* Open a client for ENDPOINTS: "http://HOST:PORT" (or https://), several
  * separated by commas or blanks; each call tries them in turn, starting with
  * the last one that answered.  timeout_ms bounds each call (0 = 5000).
- * Connects to nothing yet.  Returns 0, -EINVAL (a malformed list) or
- * -ENOMEM.  The handle is freed by arf_etcd_close. */
-int arf_etcd_open(struct arf_etcd **out, const char *endpoints, unsigned timeout_ms, char *err,
-		  size_t errlen);
+ * sec (may be NULL): authentication and TLS, as above; the password file
+ * is read here.  Connects to nothing yet.  Returns 0, -EINVAL (a malformed
+ * list; a user without a password file or the reverse; a password or TLS
+ * files with a non-loopback http:// endpoint), -EPERM (a password file
+ * that group or others may read), -errno of reading the password file
+ * (-ENOENT, -EACCES), or -ENOMEM.  The handle is freed by arf_etcd_close
+ * (which wipes the password from memory). */
+int arf_etcd_open(struct arf_etcd **out, const char *endpoints, unsigned timeout_ms,
+		  const struct arf_etcd_security *sec, char *err, size_t errlen);
+/* arf_etcd_open's checks of endpoints and sec, without reading the
+ * password file or keeping a client: for a configuration read by a
+ * program that will not use its password. */
+int arf_etcd_check(const char *endpoints, const struct arf_etcd_security *sec, char *err,
+		   size_t errlen);
 void arf_etcd_close(struct arf_etcd *e); /* accepts NULL */
 /* The endpoint that answered last (or the first): valid until close. */
 const char *arf_etcd_endpoint(const struct arf_etcd *e);

@@ -107,11 +107,16 @@ int arf_cell_volumes_list(struct arf_etcd *e, const char *cell, struct arf_cell_
  * unreachable longer than the TTL, or lost its data); while etcd is
  * unreachable it retries every second.  It reports what happens through
  * log (level 0 error, 1 warning, 2 information, 3 debug; called from the
- * thread; may be NULL).  Returns at once, whether etcd answers or not:
- * -EINVAL (bad endpoints, names, TTL) or -ENOMEM only. */
+ * thread; may be NULL).  sec (may be NULL): arf_etcd_open's; a user who
+ * cannot authenticate or lacks the permission to write the cell's records
+ * is an error logged once per new reason (level 0), retried every second.
+ * Returns at once, whether etcd answers or not: -EINVAL (bad endpoints,
+ * names, TTL, security settings), arf_etcd_open's errors of the password
+ * file, or -ENOMEM only. */
 typedef void (*arf_cell_log_fn)(void *arg, int level, const char *msg);
 struct arf_cell_member;
-int arf_cell_member_start(const char *endpoints, const char *cell, const struct arf_cell_server *s,
+int arf_cell_member_start(const char *endpoints, const struct arf_etcd_security *sec,
+			  const char *cell, const struct arf_cell_server *s,
 			  int ttl_s, arf_cell_log_fn log, void *log_arg,
 			  struct arf_cell_member **out, char *err, size_t errlen);
 /* 1 while registered (the lease renewed within its TTL), else 0. */

@@ -54,15 +54,38 @@ static size_t on_data(char *data, size_t size, size_t n, void *arg)
 	return arf_etcd_buf_add(arg, data, size * n) ? 0 : size * n;
 }
 
-void arf_etcd_curl_setup(CURL *c, const char *url, const char *body, unsigned timeout_ms)
+int arf_etcd_curl_setup(CURL *c, const struct arf_etcd *e, const char *url, const char *body,
+			const char *token, struct curl_slist **hdr)
 {
+	*hdr = NULL;
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)e->timeout_ms);
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+	if (e->ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, e->ca_file);
+	if (e->cert_file)
+		curl_easy_setopt(c, CURLOPT_SSLCERT, e->cert_file);
+	if (e->key_file)
+		curl_easy_setopt(c, CURLOPT_SSLKEY, e->key_file);
+	if (!token)
+		return 0;
+	/* etcd's gateway hands the Authorization header to etcd as the token */
+	size_t n = strlen("Authorization: ") + strlen(token) + 1;
+	char *line = malloc(n);
+	if (!line)
+		return -ENOMEM;
+	snprintf(line, n, "Authorization: %s", token);
+	*hdr = curl_slist_append(NULL, line);
+	sodium_memzero(line, n);
+	free(line);
+	if (!*hdr)
+		return -ENOMEM;
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, *hdr);
+	return 0;
 }
 
 int arf_etcd_curl_error(CURLcode cc, const char *url, const char *detail, char *err,
@@ -75,11 +98,22 @@ int arf_etcd_curl_error(CURLcode cc, const char *url, const char *detail, char *
 	case CURLE_COULDNT_RESOLVE_HOST: rc = -EHOSTUNREACH; break;
 	case CURLE_OUT_OF_MEMORY: rc = -ENOMEM; break;
 	case CURLE_WRITE_ERROR: rc = -EPROTO; break; /* our limit on a reply */
+	case CURLE_PEER_FAILED_VERIFICATION: rc = -EACCES; break;
 	default: rc = -EIO; break;
 	}
+	const char *hint = "";
+	switch (cc) {
+	case CURLE_PEER_FAILED_VERIFICATION:
+		hint = " (etcd's certificate is not one the CA file vouches for, or not for "
+		       "this host name: check ca_file / --cacert)";
+		break;
+	case CURLE_SSL_CACERT_BADFILE: hint = " (check ca_file / --cacert)"; break;
+	case CURLE_SSL_CERTPROBLEM: hint = " (check cert_file / --cert)"; break;
+	default: break;
+	}
 	if (errlen)
-		snprintf(err, errlen, "etcd %s: %s", url,
-			 detail && detail[0] ? detail : curl_easy_strerror(cc));
+		snprintf(err, errlen, "etcd %s: %s%s", url,
+			 detail && detail[0] ? detail : curl_easy_strerror(cc), hint);
 	return rc;
 }
 
@@ -192,57 +226,154 @@ int arf_etcd_reply_error(struct json_object *o, long http, const char *url, char
 	return grpc_errno(code);
 }
 
+/* One request: POST body to url (with token, if any) on e's connection,
+ * under e->lock; the reply's bytes in b, its status in *http. */
+static CURLcode perform(struct arf_etcd *e, const char *url, const char *body, const char *token,
+			struct arf_etcd_buf *b, long *http, char *cerr)
+{
+	struct curl_slist *hdr = NULL;
+
+	b->len = 0;
+	b->overflow = 0;
+	cerr[0] = 0;
+	*http = 0;
+	curl_easy_reset(e->curl);
+	if (arf_etcd_curl_setup(e->curl, e, url, body, token, &hdr))
+		return CURLE_OUT_OF_MEMORY;
+	curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, b);
+	curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, cerr);
+	CURLcode cc = curl_easy_perform(e->curl);
+	curl_easy_setopt(e->curl, CURLOPT_HTTPHEADER, NULL);
+	curl_slist_free_all(hdr);
+	if (cc != CURLE_OK && b->overflow)
+		snprintf(cerr, CURL_ERROR_SIZE, "reply over %u bytes", ARF_ETCD_MAX_REPLY);
+	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, http);
+	return cc;
+}
+
+/* a reply of http that is not JSON, as a message */
+static void not_json(const struct arf_etcd_buf *b, long http, const char *url, char *err,
+		     size_t errlen)
+{
+	char ex[100];
+
+	if (http == 200 || !errlen)
+		return; /* arf_etcd_parse's message stands */
+	excerpt(b->p ? b->p : "", b->len, ex, sizeof(ex));
+	snprintf(err, errlen, "etcd %s: HTTP %ld: '%s'%s", url, http, ex,
+		 http == 404 ? " (is it etcd >= 3.4, serving its JSON gateway at /v3/?)" : "");
+}
+
+static int connect_failed(CURLcode cc)
+{
+	return cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+	       cc == CURLE_OPERATION_TIMEDOUT;
+}
+
+/* A token for e->user from endpoint k into e->token (under e->lock).
+ * 0, -errno with err; *moved when the endpoint did not answer (try the
+ * next). */
+static int authenticate(struct arf_etcd *e, size_t k, int *moved, char *err, size_t errlen)
+{
+	struct json_object *req = json_object_new_object(), *o = NULL, *t;
+	struct arf_etcd_buf b = { 0 };
+	char url[512], cerr[CURL_ERROR_SIZE];
+	long http;
+	int rc = -ENOMEM;
+
+	*moved = 0;
+	if (!req || json_object_object_add(req, "name", json_object_new_string(e->user)) ||
+	    json_object_object_add(req, "password", json_object_new_string(e->password)))
+		goto out;
+	const char *body = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
+	if (!body)
+		goto out;
+	snprintf(url, sizeof(url), "%s/v3/auth/authenticate", e->endpoint[k]);
+	CURLcode cc = perform(e, url, body, NULL, &b, &http, cerr);
+	sodium_memzero((char *)body, strlen(body)); /* the password */
+	if (cc != CURLE_OK) {
+		rc = arf_etcd_curl_error(cc, url, cerr, err, errlen);
+		*moved = connect_failed(cc);
+		goto out;
+	}
+	if ((rc = arf_etcd_parse(b.p, b.len, url, &o, err, errlen))) {
+		not_json(&b, http, url, err, errlen);
+		goto out;
+	}
+	if (http != 200) {
+		char why[512];
+		arf_etcd_reply_error(o, http, url, why, sizeof(why));
+		snprintf(err, errlen, "etcd user '%s' could not authenticate: %s", e->user, why);
+		rc = -EACCES; /* a wrong password, no such user, or no authentication enabled */
+		goto out;
+	}
+	if (!json_object_object_get_ex(o, "token", &t) || !json_object_is_type(t, json_type_string) ||
+	    !json_object_get_string_len(t) || strpbrk(json_object_get_string(t), "\r\n")) {
+		snprintf(err, errlen, "etcd %s: an authentication reply without a token", url);
+		rc = -EPROTO;
+		goto out;
+	}
+	free(e->token);
+	rc = (e->token = strdup(json_object_get_string(t))) ? 0 : -ENOMEM;
+out:
+	if (b.p)
+		sodium_memzero(b.p, b.len); /* the token */
+	free(b.p);
+	json_object_put(o);
+	json_object_put(req);
+	return rc;
+}
+
 /* One call: POST body to path on the endpoints in turn (a connection that
- * fails moves to the next), and the reply as an object, or -errno. */
+ * fails moves to the next), and the reply as an object, or -errno.  With a
+ * user, a token first; a stale token is replaced once and the call
+ * repeated. */
 static int call(struct arf_etcd *e, const char *path, struct json_object *req,
 		struct json_object **reply, char *err, size_t errlen)
 {
 	const char *body = json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN);
 	struct arf_etcd_buf b = { 0 };
 	char url[512], cerr[CURL_ERROR_SIZE];
-	int rc = -EIO;
+	int rc = -EIO, renewed = 0, moved;
 
 	if (!body)
 		return -ENOMEM;
 	pthread_mutex_lock(&e->lock);
+	size_t first = e->cur;
 	for (size_t i = 0; i < e->nendpoints; i++) {
-		size_t k = (e->cur + i) % e->nendpoints;
+		size_t k = (first + i) % e->nendpoints;
+		long http;
+		if (e->user && !e->token && (rc = authenticate(e, k, &moved, err, errlen))) {
+			if (moved)
+				continue;
+			break;
+		}
 		snprintf(url, sizeof(url), "%s%s", e->endpoint[k], path);
-		b.len = 0;
-		b.overflow = 0;
-		cerr[0] = 0;
-		curl_easy_reset(e->curl);
-		arf_etcd_curl_setup(e->curl, url, body, e->timeout_ms);
-		curl_easy_setopt(e->curl, CURLOPT_TIMEOUT_MS, (long)e->timeout_ms);
-		curl_easy_setopt(e->curl, CURLOPT_WRITEFUNCTION, on_data);
-		curl_easy_setopt(e->curl, CURLOPT_WRITEDATA, &b);
-		curl_easy_setopt(e->curl, CURLOPT_ERRORBUFFER, cerr);
-		CURLcode cc = curl_easy_perform(e->curl);
+		CURLcode cc = perform(e, url, body, e->token, &b, &http, cerr);
 		if (cc != CURLE_OK) {
-			if (b.overflow)
-				snprintf(cerr, sizeof(cerr), "reply over %u bytes", ARF_ETCD_MAX_REPLY);
 			rc = arf_etcd_curl_error(cc, url, cerr, err, errlen);
-			if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
-			    cc == CURLE_OPERATION_TIMEDOUT)
+			if (connect_failed(cc))
 				continue; /* the next endpoint */
 			break;
 		}
 		e->cur = k;
-		long http = 0;
-		curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &http);
 		struct json_object *o = NULL;
-		rc = arf_etcd_parse(b.p, b.len, url, &o, err, errlen);
-		if (rc) {
-			if (http != 200 && errlen) {
-				char ex[100];
-				excerpt(b.p ? b.p : "", b.len, ex, sizeof(ex));
-				snprintf(err, errlen, "etcd %s: HTTP %ld: '%s'%s", url, http, ex,
-					 http == 404 ? " (is it etcd >= 3.4, serving its JSON gateway "
-					 "at /v3/?)" : "");
-			}
+		if ((rc = arf_etcd_parse(b.p, b.len, url, &o, err, errlen))) {
+			not_json(&b, http, url, err, errlen);
 			break;
 		}
 		if (http != 200) {
+			if (e->user && !renewed && arf_etcd_token_stale(o)) {
+				/* expired (or auth changed): a new token, the call again */
+				json_object_put(o);
+				free(e->token);
+				e->token = NULL;
+				renewed = 1;
+				i--; /* the same endpoint again */
+				continue;
+			}
 			rc = arf_etcd_reply_error(o, http, url, err, errlen);
 			json_object_put(o);
 			break;
@@ -256,8 +387,35 @@ static int call(struct arf_etcd *e, const char *path, struct json_object *req,
 	return rc;
 }
 
-int arf_etcd_open(struct arf_etcd **out, const char *endpoints, unsigned timeout_ms, char *err,
-		  size_t errlen)
+int arf_etcd_token_get(struct arf_etcd *e, char **token, char *err, size_t errlen)
+{
+	int rc = 0, moved = 1;
+
+	*token = NULL;
+	if (!e->user)
+		return 0;
+	pthread_mutex_lock(&e->lock);
+	for (size_t i = 0; !e->token && moved && i < e->nendpoints; i++)
+		rc = authenticate(e, (e->cur + i) % e->nendpoints, &moved, err, errlen);
+	if (!rc && !(*token = strdup(e->token)))
+		rc = -ENOMEM;
+	pthread_mutex_unlock(&e->lock);
+	return rc;
+}
+
+void arf_etcd_token_drop(struct arf_etcd *e, const char *token)
+{
+	pthread_mutex_lock(&e->lock);
+	if (e->token && token && !strcmp(e->token, token)) {
+		free(e->token);
+		e->token = NULL;
+	}
+	pthread_mutex_unlock(&e->lock);
+}
+
+static int open_client(struct arf_etcd **out, const char *endpoints, unsigned timeout_ms,
+		       const struct arf_etcd_security *sec, int read_password, char *err,
+		       size_t errlen)
 {
 	struct arf_etcd *e = calloc(1, sizeof(*e));
 	int rc = -ENOMEM;
@@ -297,12 +455,31 @@ int arf_etcd_open(struct arf_etcd **out, const char *endpoints, unsigned timeout
 		rc = -EINVAL;
 		goto fail;
 	}
+	if ((rc = arf_etcd_security_load(e, sec, read_password, err, errlen)))
+		goto fail;
+	rc = -ENOMEM;
 	arf_etcd_global_init();
 	if (!(e->curl = curl_easy_init()))
 		goto fail;
 	*out = e;
 	return 0;
 fail:
+	arf_etcd_close(e);
+	return rc;
+}
+
+int arf_etcd_open(struct arf_etcd **out, const char *endpoints, unsigned timeout_ms,
+		  const struct arf_etcd_security *sec, char *err, size_t errlen)
+{
+	return open_client(out, endpoints, timeout_ms, sec, 1, err, errlen);
+}
+
+int arf_etcd_check(const char *endpoints, const struct arf_etcd_security *sec, char *err,
+		   size_t errlen)
+{
+	struct arf_etcd *e = NULL;
+	int rc = open_client(&e, endpoints, 0, sec, 0, err, errlen);
+
 	arf_etcd_close(e);
 	return rc;
 }
@@ -315,6 +492,7 @@ void arf_etcd_close(struct arf_etcd *e)
 		curl_easy_cleanup(e->curl);
 	for (size_t i = 0; i < e->nendpoints; i++)
 		free(e->endpoint[i]);
+	arf_etcd_security_free(e);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }

@@ -19,6 +19,10 @@ struct arf_etcd {
 	unsigned timeout_ms;
 	pthread_mutex_t lock;   /* serialises calls on curl */
 	CURL *curl;
+	char *user;             /* NULL: no authentication */
+	char *password;         /* user's, from its file; wiped at close */
+	char *token;            /* etcd's token for user (under lock; NULL: none yet) */
+	char *ca_file, *cert_file, *key_file; /* https (NULL: none) */
 };
 
 /* A reply's bytes as they arrive (at most ARF_ETCD_MAX_REPLY). */
@@ -31,8 +35,28 @@ int arf_etcd_buf_add(struct arf_etcd_buf *b, const char *data, size_t len);
 
 /* curl_global_init, once per process. */
 void arf_etcd_global_init(void);
-/* The options every request has: POST of body to url, timeouts. */
-void arf_etcd_curl_setup(CURL *c, const char *url, const char *body, unsigned timeout_ms);
+/* The options every request has: POST of body to url, timeouts, e's TLS
+ * files, and with token its Authorization header, in *hdr (freed by the
+ * caller with curl_slist_free_all after the transfer).  -ENOMEM. */
+int arf_etcd_curl_setup(CURL *c, const struct arf_etcd *e, const char *url, const char *body,
+			const char *token, struct curl_slist **hdr);
+
+/* Security (auth.c).  Copy sec into e, check its rules and (with
+ * read_password) read the password: 0, or -errno with err (see
+ * arf_etcd_open). */
+int arf_etcd_security_load(struct arf_etcd *e, const struct arf_etcd_security *sec,
+			   int read_password, char *err, size_t errlen);
+/* Free what arf_etcd_security_load set, wiping the password and token. */
+void arf_etcd_security_free(struct arf_etcd *e);
+/* 1 if etcd's error reply o says the token is no longer good (expired,
+ * or issued before an auth change): authenticate again. */
+int arf_etcd_token_stale(struct json_object *o);
+/* A copy of e's token (authenticating first when there is none yet) into
+ * *token (NULL without a user; freed by the caller): for a watch's stream.
+ * 0 or -errno with err. */
+int arf_etcd_token_get(struct arf_etcd *e, char **token, char *err, size_t errlen);
+/* Forget e's token if it is still token (a stream found it stale). */
+void arf_etcd_token_drop(struct arf_etcd *e, const char *token);
 /* curl's failure as -errno with the message "etcd URL: reason". */
 int arf_etcd_curl_error(CURLcode cc, const char *url, const char *detail, char *err,
 			size_t errlen);

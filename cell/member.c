@@ -119,7 +119,9 @@ static void *member_main(void *arg)
 				    (unsigned long long)lease, m->ttl_s, arf_etcd_endpoint(m->e));
 				last[0] = 0;
 			} else if (strcmp(err, last)) { /* each new reason once, not every second */
-				say(m, rc == -EEXIST ? 0 : 1, "cell '%s': cannot register '%s': %s; "
+				/* another holder of the id, a refused user: errors until fixed */
+				int fatal = rc == -EEXIST || rc == -EACCES || rc == -EPERM;
+				say(m, fatal ? 0 : 1, "cell '%s': cannot register '%s': %s; "
 				    "retrying every second (serving continues)", m->cell, m->self.id, err);
 				snprintf(last, sizeof(last), "%s", err);
 			}
@@ -162,7 +164,8 @@ static void *member_main(void *arg)
 	return NULL;
 }
 
-int arf_cell_member_start(const char *endpoints, const char *cell, const struct arf_cell_server *s,
+int arf_cell_member_start(const char *endpoints, const struct arf_etcd_security *sec,
+			  const char *cell, const struct arf_cell_server *s,
 			  int ttl_s, arf_cell_log_fn log, void *log_arg,
 			  struct arf_cell_member **out, char *err, size_t errlen)
 {
@@ -182,7 +185,7 @@ int arf_cell_member_start(const char *endpoints, const char *cell, const struct 
 		return -ENOMEM;
 	unsigned timeout = (unsigned)ttl_s * 500;
 	if ((rc = arf_etcd_open(&m->e, endpoints, timeout < 1000 ? 1000 : timeout > 5000 ? 5000 : timeout,
-				err, errlen))) {
+				sec, err, errlen))) {
 		free(m);
 		return rc;
 	}

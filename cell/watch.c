@@ -151,11 +151,13 @@ static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl
 	return __atomic_load_n(&w->stop, __ATOMIC_ACQUIRE);
 }
 
-/* one stream on endpoint k until it ends; the reason in msg */
-static void stream(struct arf_etcd_watch *w, CURL *c, size_t k, char *msg, size_t msglen)
+/* one stream on endpoint k until it ends; the reason in msg; 1 when etcd
+ * refused the token as stale (dropped: the next stream takes a new one) */
+static int stream_once(struct arf_etcd_watch *w, CURL *c, size_t k, char *msg, size_t msglen)
 {
 	struct json_object *req = json_object_new_object(), *cr = json_object_new_object();
-	char url[512], cerr[CURL_ERROR_SIZE] = "";
+	char url[512], cerr[CURL_ERROR_SIZE] = "", *token = NULL;
+	struct curl_slist *hdr = NULL;
 	struct stream s = { w, url };
 
 	snprintf(url, sizeof(url), "%s/v3/watch", w->e->endpoint[k]);
@@ -170,11 +172,20 @@ static void stream(struct arf_etcd_watch *w, CURL *c, size_t k, char *msg, size_
 			json_object_put(cr);
 		json_object_put(req);
 		snprintf(msg, msglen, "etcd watch: out of memory");
-		return;
+		return 0;
+	}
+	int stale = 0;
+	if (arf_etcd_token_get(w->e, &token, msg, msglen)) {
+		json_object_put(req);
+		return 0; /* the user cannot authenticate: msg says why */
 	}
 	curl_easy_reset(c);
-	arf_etcd_curl_setup(c, url, json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN),
-			    w->e->timeout_ms);
+	if (arf_etcd_curl_setup(c, w->e, url,
+				json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN), token,
+				&hdr)) {
+		snprintf(msg, msglen, "etcd watch: out of memory");
+		goto out;
+	}
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
@@ -192,7 +203,23 @@ static void stream(struct arf_etcd_watch *w, CURL *c, size_t k, char *msg, size_
 		arf_etcd_curl_error(cc, url, cerr, msg, msglen);
 	else
 		snprintf(msg, msglen, "etcd %s: the watch stream ended", url);
+	if (token && !w->created && strstr(msg, "invalid auth token")) {
+		arf_etcd_token_drop(w->e, token); /* expired since e's last call */
+		stale = 1;
+	}
+out:
+	curl_slist_free_all(hdr);
+	free(token);
 	json_object_put(req);
+	return stale;
+}
+
+/* a stream, again at once with a new token if etcd found the one it had
+ * stale (expired while only the watch used it) */
+static void stream(struct arf_etcd_watch *w, CURL *c, size_t k, char *msg, size_t msglen)
+{
+	if (stream_once(w, c, k, msg, msglen))
+		stream_once(w, c, k, msg, msglen);
 }
 
 static void *watch_main(void *arg)

@@ -2,7 +2,8 @@
 """What the cell's tests share: EtcdCase, a test case with an etcd of its
 own (tests/lib/arfproc.py's Etcd on free loopback ports, in a temporary
 directory, stopped by pid even when the test fails; started by the test),
-skipped with the reason where etcd is not installed; and JunkHttp, a peer
+skipped with the reason where etcd is not installed; wait_until, which
+polls a condition; etcd_auth, which sets up users and roles; and JunkHttp, a peer
 that is not etcd for the hostile-input tests: an HTTP server on a free
 loopback port, in a thread of the test's own, that answers the Nth POST
 with the Nth of its replies (the last one again once they run out)."""
@@ -11,10 +12,21 @@ import os
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 import arfproc  # noqa: E402
+
+
+def wait_until(cond, timeout, what):
+    """Polls cond every 0.1 s: the seconds it took, or AssertionError."""
+    start = time.time()
+    while time.time() - start < timeout:
+        if cond():
+            return time.time() - start
+        time.sleep(0.1)
+    raise AssertionError("%s: not within %.0f s" % (what, timeout))
 
 
 class EtcdCase(unittest.TestCase):
@@ -27,6 +39,29 @@ class EtcdCase(unittest.TestCase):
         self.tmp = tmp.name
         self.etcd = arfproc.Etcd(self.tmp)
         self.addCleanup(self.etcd.stop)
+
+
+def etcd_auth(etcd, workdir, cell):
+    """Users on etcd, then its authentication on: root, "arfd" with a role
+    of readwrite on /arf/CELL/, "reader" with one of read on it.  Returns
+    {user: its password file (mode 0600, in workdir)}."""
+    prefix = "/arf/%s/" % cell
+    env = dict(os.environ, ETCDCTL_API="3")
+    for cmd in (["user", "add", "root:rootpw"], ["role", "add", "arf-rw"],
+                ["role", "grant-permission", "arf-rw", "--prefix=true", "readwrite", prefix],
+                ["role", "add", "arf-ro"],
+                ["role", "grant-permission", "arf-ro", "--prefix=true", "read", prefix],
+                ["user", "add", "arfd:arfdpw"], ["user", "grant-role", "arfd", "arf-rw"],
+                ["user", "add", "reader:readerpw"], ["user", "grant-role", "reader", "arf-ro"],
+                ["auth", "enable"]):
+        arfproc.run(["etcdctl", "--endpoints", etcd.url] + cmd, env=env)
+    files = {}
+    for user in ("arfd", "reader"):
+        files[user] = os.path.join(workdir, user + ".pw")
+        with open(files[user], "w") as f:
+            f.write(user + "pw\n")
+        os.chmod(files[user], 0o600)
+    return files
 
 
 class JunkHttp:

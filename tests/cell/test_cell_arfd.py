@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import ARFCTL, Arfd, arfctl  # noqa: E402
 import arfproc  # noqa: E402
-from cellcase import EtcdCase, JunkHttp  # noqa: E402
+from cellcase import EtcdCase, JunkHttp, wait_until  # noqa: E402
 
 CELL = "t1"
 TTL = 2
@@ -34,15 +34,6 @@ def status(etcd, check=True):
 def servers(etcd):
     s = status(etcd, check=False)
     return {x["id"]: x for x in s["servers"]} if s else None
-
-
-def wait_until(cond, timeout, what):
-    start = time.time()
-    while time.time() - start < timeout:
-        if cond():
-            return time.time() - start
-        time.sleep(0.1)
-    raise AssertionError("%s: not within %.0f s" % (what, timeout))
 
 
 class Cell(EtcdCase):

@@ -3,15 +3,17 @@
 against a real etcd on loopback ports of its own (tests/lib/arfproc.py's
 Etcd, stopped by pid even when the test fails), and against a small HTTP
 server (cellcase.py) that answers junk: each request gets the next reply of JUNK,
-in the order test_etcd.c's test_junk makes its calls."""
+in the order test_etcd.c's test_junk makes its calls; and against an etcd
+with authentication on (tokens of 1 s)."""
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import arfproc  # noqa: E402
 import testmain  # noqa: E402
-from cellcase import EtcdCase, JunkHttp  # noqa: E402
+from cellcase import EtcdCase, JunkHttp, etcd_auth  # noqa: E402
 
 TEST_ETCD = os.path.join(arfproc.BUILD, "tests", "cell", "test-cell-etcd")
 
@@ -47,15 +49,26 @@ class CellClient(EtcdCase):
         self.etcd.start()
         self.junk = JunkHttp(JUNK)
         self.addCleanup(self.junk.stop)
+        self.auth = None
+        if shutil.which("etcdctl"):  # else test_etcd.c skips its test_auth
+            # tokens of 1 s, to expire between the test's calls
+            self.auth = arfproc.Etcd(self.tmp, name="etcd-auth",
+                                     args=["--auth-token", "simple", "--auth-token-ttl", "1"])
+            self.addCleanup(self.auth.stop)
+            self.auth.start()
+            self.passwords = etcd_auth(self.auth, self.tmp, "t-auth")
 
     def test_client(self):
         env = dict(os.environ, ARF_TEST_ETCD_URL=self.etcd.url,
                    ARF_TEST_JUNK_URL=self.junk.url)
+        if self.auth:
+            env.update(ARF_TEST_AUTH_ETCD_URL=self.auth.url,
+                       ARF_TEST_AUTH_PASSWORD_FILE=self.passwords["arfd"])
         p = arfproc.run([TEST_ETCD], check=False, timeout=120, env=env)
         out = p.stdout.decode(errors="replace") + p.stderr.decode(errors="replace")
         print(out)
         self.assertEqual(p.returncode, 0, "test-cell-etcd failed:\n" + out[-4000:])
-        self.assertIn("[  PASSED  ] 8 test(s).", out)
+        self.assertIn("[  PASSED  ] %d test(s)." % (10 if self.auth else 9), out)
         self.assertEqual(self.junk.count, len(JUNK), "every junk reply was asked for")
 
 

@@ -3,8 +3,8 @@
  * The etcd client (cell/arf_etcd.h) and the cell's records (cell/cell.h)
  * against a real etcd, and against a peer that answers junk.  Run by
  * test_cell_client.py, which starts both and names them in
- * ARF_TEST_ETCD_URL and ARF_TEST_JUNK_URL; each test uses keys under a
- * prefix of its own.  The junk peer answers its Nth request with its Nth
+ * ARF_TEST_ETCD_URL and ARF_TEST_JUNK_URL, and an etcd with authentication
+ * in ARF_TEST_AUTH_ETCD_URL; each test uses keys under a prefix of its own.  The junk peer answers its Nth request with its Nth
  * kind of junk (JUNK_KINDS of them), so test_junk makes its calls in
  * that order.
  */
@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -24,13 +25,13 @@
 #include "arf_etcd.h"
 #include "cell.h"
 
-static const char *etcd_url, *junk_url;
+static const char *etcd_url, *junk_url, *auth_url, *auth_pw;
 static char err[1024];
 
 static struct arf_etcd *open_etcd(void)
 {
 	struct arf_etcd *e = NULL;
-	assert_int_equal(arf_etcd_open(&e, etcd_url, 3000, err, sizeof(err)), 0);
+	assert_int_equal(arf_etcd_open(&e, etcd_url, 3000, NULL, err, sizeof(err)), 0);
 	return e;
 }
 
@@ -45,26 +46,88 @@ static void test_endpoints(void **state)
 {
 	struct arf_etcd *e = NULL;
 	(void)state;
-	assert_int_equal(arf_etcd_open(&e, "", 0, err, sizeof(err)), -EINVAL);
+	assert_int_equal(arf_etcd_open(&e, "", 0, NULL, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "none given"));
-	assert_int_equal(arf_etcd_open(&e, "127.0.0.1:2379", 0, err, sizeof(err)), -EINVAL);
+	assert_int_equal(arf_etcd_open(&e, "127.0.0.1:2379", 0, NULL, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "expected http://HOST:PORT"));
-	assert_int_equal(arf_etcd_open(&e, "ftp://x", 0, err, sizeof(err)), -EINVAL);
+	assert_int_equal(arf_etcd_open(&e, "ftp://x", 0, NULL, err, sizeof(err)), -EINVAL);
 	/* a dead endpoint first: the call moves on to the live one */
 	char list[512];
 	snprintf(list, sizeof(list), "http://127.0.0.1:1, %s/", etcd_url);
-	assert_int_equal(arf_etcd_open(&e, list, 2000, err, sizeof(err)), 0);
+	assert_int_equal(arf_etcd_open(&e, list, 2000, NULL, err, sizeof(err)), 0);
 	assert_int_equal(arf_etcd_put(e, "/t-ep/k", "v", 1, 0, NULL, err, sizeof(err)), 0);
 	assert_string_equal(arf_etcd_endpoint(e), etcd_url);
 	arf_etcd_close(e);
 	/* only dead ones: curl's reason, named */
-	assert_int_equal(arf_etcd_open(&e, "http://127.0.0.1:1", 2000, err, sizeof(err)), 0);
+	assert_int_equal(arf_etcd_open(&e, "http://127.0.0.1:1", 2000, NULL, err, sizeof(err)), 0);
 	struct arf_etcd_kvs kvs;
 	assert_int_equal(arf_etcd_get(e, "/t-ep/k", 0, &kvs, err, sizeof(err)), -ECONNREFUSED);
 	assert_non_null(strstr(err, "etcd http://127.0.0.1:1/v3/kv/range: "));
 	assert_non_null(strstr(err, "Could"));
 	arf_etcd_close(e);
 	arf_etcd_close(NULL);
+}
+
+/* a password file of mode mode holding text; its path in path */
+static void password_file(char *path, size_t len, const char *text, mode_t mode)
+{
+	snprintf(path, len, "/tmp/arf-test-etcd-pw.XXXXXX");
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+static void test_security_rules(void **state)
+{
+	struct arf_etcd *e = NULL;
+	char pw[64], open_pw[64], empty[64];
+	(void)state;
+	password_file(pw, sizeof(pw), "secret\nignored\n", 0600);
+	password_file(open_pw, sizeof(open_pw), "secret\n", 0640);
+	password_file(empty, sizeof(empty), "\n", 0400);
+	struct arf_etcd_security sec = { .user = "arfd", .password_file = pw };
+	/* loopback over http, or anything over https: the password may go */
+	const char *fine[] = { "http://127.0.0.1:2379", "http://localhost:2379",
+			       "http://[::1]:2379", "https://etcd1:2379, https://etcd2:2379" };
+	for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+		if (arf_etcd_open(&e, fine[i], 0, &sec, err, sizeof(err)))
+			fail_msg("%s: %s", fine[i], err);
+		arf_etcd_close(e);
+	}
+	/* not in clear to another host, even as one endpoint of several */
+	assert_int_equal(arf_etcd_open(&e, "https://a:1,http://127.0.0.2:1,http://localhostx:1", 0,
+				       &sec, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "http://localhostx:1: the password of user 'arfd' would cross"));
+	/* the file: private to its owner, a first line */
+	sec.password_file = open_pw;
+	assert_int_equal(arf_etcd_open(&e, "http://127.0.0.1:1", 0, &sec, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "(mode 0640)"));
+	assert_non_null(strstr(err, "chmod 600"));
+	/* ... which arf_etcd_check does not read */
+	assert_int_equal(arf_etcd_check("http://127.0.0.1:1", &sec, err, sizeof(err)), 0);
+	sec.password_file = empty;
+	assert_int_equal(arf_etcd_open(&e, "http://127.0.0.1:1", 0, &sec, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "empty first line"));
+	sec.password_file = "/nonexistent/pw";
+	assert_int_equal(arf_etcd_open(&e, "http://127.0.0.1:1", 0, &sec, err, sizeof(err)), -ENOENT);
+	sec.password_file = NULL;
+	assert_int_equal(arf_etcd_open(&e, "http://127.0.0.1:1", 0, &sec, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "a user needs a password file"));
+	/* TLS files need https:// */
+	struct arf_etcd_security tls = { .ca_file = "/etc/ssl/certs/ca-certificates.crt" };
+	assert_int_equal(arf_etcd_open(&e, "http://127.0.0.1:1", 0, &tls, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "needs https://"));
+	tls = (struct arf_etcd_security){ .key_file = "k.pem" };
+	assert_int_equal(arf_etcd_open(&e, "https://x:1", 0, &tls, err, sizeof(err)), -EINVAL);
+	/* nothing at all, or all empty: as without */
+	tls = (struct arf_etcd_security){ .user = "", .password_file = "" };
+	assert_int_equal(arf_etcd_open(&e, "http://x:1", 0, &tls, err, sizeof(err)), 0);
+	arf_etcd_close(e);
+	unlink(pw);
+	unlink(open_pw);
+	unlink(empty);
 }
 
 static void test_put_get_range_delete(void **state)
@@ -303,9 +366,54 @@ static void test_watch(void **state)
 	assert_string_equal(s.log, "PUT /t-watch/before=old;");
 	arf_etcd_close(e);
 	/* nobody there: the start fails with curl's reason */
-	assert_int_equal(arf_etcd_open(&e, "http://127.0.0.1:1", 1000, err, sizeof(err)), 0);
+	assert_int_equal(arf_etcd_open(&e, "http://127.0.0.1:1", 1000, NULL, err, sizeof(err)), 0);
 	assert_int_equal(arf_etcd_watch_start(e, "/k", 0, 0, on_event, &s, &w, err, sizeof(err)), -EIO);
 	assert_non_null(strstr(err, "etcd http://127.0.0.1:1/v3/watch: "));
+	arf_etcd_close(e);
+}
+
+/* against the etcd with authentication (tokens of 1 s) that
+ * test_cell_client.py starts: user "arfd" may write /arf/t-auth/ only */
+static void test_auth(void **state)
+{
+	struct arf_etcd_security sec = { .user = "arfd", .password_file = auth_pw };
+	struct arf_etcd *e = NULL;
+	struct arf_etcd_watch *w = NULL;
+	struct seen s = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	(void)state;
+	if (!auth_url)
+		skip();
+	assert_int_equal(arf_etcd_open(&e, auth_url, 3000, &sec, err, sizeof(err)), 0);
+	put(e, "/arf/t-auth/a", "1");
+	assert_int_equal(arf_etcd_put(e, "/t-auth-outside", "x", 1, 0, NULL, err, sizeof(err)),
+			 -EPERM);
+	assert_non_null(strstr(err, "permission denied (gRPC code 7)"));
+	/* the token expires while unused: a call takes a new one */
+	sleep_ms(1500);
+	put(e, "/arf/t-auth/a", "2");
+	/* ... and so does a watch that starts with a stale one */
+	sleep_ms(1500);
+	assert_int_equal(arf_etcd_watch_start(e, "/arf/t-auth/", 1, 0, on_event, &s, &w, err,
+					      sizeof(err)), 0);
+	put(e, "/arf/t-auth/b", "3");
+	assert_int_equal(wait_events(&s, 1), 1);
+	arf_etcd_watch_stop(w);
+	assert_string_equal(s.log, "PUT /arf/t-auth/b=3;");
+	arf_etcd_close(e);
+	/* another's password: refused, named */
+	sec.user = "reader";
+	assert_int_equal(arf_etcd_open(&e, auth_url, 3000, &sec, err, sizeof(err)), 0);
+	struct arf_etcd_kvs kvs;
+	assert_int_equal(arf_etcd_get(e, "/arf/t-auth/a", 0, &kvs, err, sizeof(err)), -EACCES);
+	assert_non_null(strstr(err, "etcd user 'reader' could not authenticate: "));
+	assert_int_equal(arf_etcd_watch_start(e, "/arf/t-auth/", 1, 0, on_event, &s, &w, err,
+					      sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "could not authenticate"));
+	arf_etcd_close(e);
+	/* no user at all: etcd's refusal */
+	assert_int_equal(arf_etcd_open(&e, auth_url, 3000, NULL, err, sizeof(err)), 0);
+	assert_int_equal(arf_etcd_get(e, "/arf/t-auth/a", 0, &kvs, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "user name is empty"));
 	arf_etcd_close(e);
 }
 
@@ -404,7 +512,7 @@ static void test_member(void **state)
 	size_t n = 0;
 	(void)state;
 
-	assert_int_equal(arf_cell_member_start(etcd_url, "t-mem", &s, 2, NULL, NULL, &m, err,
+	assert_int_equal(arf_cell_member_start(etcd_url, NULL, "t-mem", &s, 2, NULL, NULL, &m, err,
 					       sizeof(err)), 0);
 	for (int i = 0; i < 100 && !arf_cell_member_registered(m); i++)
 		sleep_ms(50);
@@ -416,7 +524,7 @@ static void test_member(void **state)
 	arf_cell_member_stop(m); /* revokes: gone at once */
 	assert_int_equal(arf_cell_servers_list(e, "t-mem", &list, &n, err, sizeof(err)), 0);
 	assert_int_equal(n, 0);
-	assert_int_equal(arf_cell_member_start(etcd_url, "bad/cell", &s, 2, NULL, NULL, &m, err,
+	assert_int_equal(arf_cell_member_start(etcd_url, NULL, "bad/cell", &s, 2, NULL, NULL, &m, err,
 					       sizeof(err)), -EINVAL);
 	arf_etcd_close(e);
 }
@@ -432,7 +540,7 @@ static void test_junk(void **state)
 
 	if (!junk_url)
 		skip();
-	assert_int_equal(arf_etcd_open(&e, junk_url, 3000, err, sizeof(err)), 0);
+	assert_int_equal(arf_etcd_open(&e, junk_url, 3000, NULL, err, sizeof(err)), 0);
 	static const struct {
 		int rc;
 		const char *says;
@@ -478,6 +586,8 @@ int main(void)
 {
 	etcd_url = getenv("ARF_TEST_ETCD_URL");
 	junk_url = getenv("ARF_TEST_JUNK_URL");
+	auth_url = getenv("ARF_TEST_AUTH_ETCD_URL");     /* with authentication on */
+	auth_pw = getenv("ARF_TEST_AUTH_PASSWORD_FILE"); /* user arfd's password */
 	if (!etcd_url) {
 		fprintf(stderr, "SKIP: ARF_TEST_ETCD_URL is not set (tests/cell/test_cell_client.py "
 			"starts etcd and sets it)\n");
@@ -485,10 +595,12 @@ int main(void)
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_endpoints),
+		cmocka_unit_test(test_security_rules),
 		cmocka_unit_test(test_put_get_range_delete),
 		cmocka_unit_test(test_txn_cas),
 		cmocka_unit_test(test_lease),
 		cmocka_unit_test(test_watch),
+		cmocka_unit_test(test_auth),
 		cmocka_unit_test(test_records),
 		cmocka_unit_test(test_member),
 		cmocka_unit_test(test_junk),

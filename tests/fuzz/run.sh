@@ -59,7 +59,7 @@ target_srcs() {
     frame) echo "net/frame.c" ;;
     handshake) echo "net/client.c net/frame.c net/shm.c net/tcp.c net/proto.c meta/super.c meta/hash.c" ;;
     mc | jit | asm | elf) echo "$MC_SRCS" ;;
-    config) echo "arfd/config.c arfd/access.c arfd/log.c cell/etcd.c cell/records.c" ;;
+    config) echo "arfd/config.c arfd/access.c arfd/log.c cell/etcd.c cell/auth.c cell/records.c" ;;
     *) return 1 ;;
   esac
 }

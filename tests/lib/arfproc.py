@@ -20,6 +20,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
@@ -605,11 +606,17 @@ class Etcd:
     """One etcd (a single member) on free loopback ports, with its data
     directory in workdir, stopped by pid.  restart(wipe=True) starts it
     again on the same client port with an empty data directory: an etcd
-    that lost everything."""
+    that lost everything.  args: more of etcd's flags (--auth-token-ttl 1);
+    tls: {"cert", "key", "ca"} files to serve https:// with (ca: the one
+    that signed cert, which the health check trusts), and "client_ca" to
+    ask clients for a certificate it signed (--client-cert-auth; the health
+    check then shows "client_cert" and "client_key")."""
 
-    def __init__(self, workdir, name="etcd"):
+    def __init__(self, workdir, name="etcd", args=(), tls=None):
         self.workdir = workdir
         self.name = name
+        self.extra_args = list(args)
+        self.tls = tls
         self.port = free_port()
         self.peer_port = free_port()
         self.data_dir = os.path.join(workdir, name + ".data")
@@ -619,24 +626,42 @@ class Etcd:
 
     @property
     def url(self):
-        return "http://127.0.0.1:%d" % self.port
+        return "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port)
 
     @property
     def pid(self):
         return self.proc.pid if self.proc else None
+
+    def _tls_args(self):
+        if not self.tls:
+            return []
+        args = ["--cert-file", self.tls["cert"], "--key-file", self.tls["key"]]
+        if self.tls.get("client_ca"):
+            args += ["--client-cert-auth", "--trusted-ca-file", self.tls["client_ca"]]
+        return args
+
+    def _context(self):
+        if not self.tls:
+            return None
+        ctx = ssl.create_default_context(cafile=self.tls["ca"])
+        if self.tls.get("client_ca"):
+            ctx.load_cert_chain(self.tls["client_cert"], self.tls["client_key"])
+        return ctx
 
     def start(self, timeout=30):
         peer = "http://127.0.0.1:%d" % self.peer_port
         args = [ETCD_BIN, "--name", self.name, "--data-dir", self.data_dir,
                 "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                "--initial-cluster", "%s=%s" % (self.name, peer)]
+                "--initial-cluster", "%s=%s" % (self.name, peer)] + self._tls_args() + \
+            self.extra_args
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT)
 
         def healthy():
             try:
-                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+                with urllib.request.urlopen(self.url + "/health", timeout=1,
+                                            context=self._context()) as r:
                     return json.loads(r.read()).get("health") == "true"
             except (OSError, ValueError):
                 return False

@@ -5,7 +5,11 @@
  * all of the cell's state.  Where etcd is and which cell: --etcd and
  * --cell, else arfd.conf's [cell] (--config FILE, default
  * /etc/arf/arfd.conf where it is readable), else http://127.0.0.1:2379 and
- * no cell (an error that says so).
+ * no cell (an error that says so).  arfctl authenticates as a user of its
+ * own (--user, --password-file: a role that may only read /arf/<cell>/
+ * will do) and with a client certificate of its own (--cert, --key); of
+ * arfd.conf it takes the CA file (ca_file) where --cacert is not given,
+ * never arfd's user, password or client certificate.
  */
 #include <errno.h>
 #include <json-c/json.h>
@@ -23,7 +27,8 @@
 static int usage_error(const char *why)
 {
 	fprintf(stderr, "arfctl: cell: %s (usage: arfctl cell status [--etcd URL] [--cell NAME] "
-		"[--config FILE])\n", why);
+		"[--config FILE] [--user NAME --password-file FILE] [--cacert FILE] [--cert FILE "
+		"[--key FILE]])\n", why);
 	return 2;
 }
 
@@ -96,6 +101,7 @@ static void print(const char *cell, const char *etcd, const struct arf_cell_serv
 int arfctl_cell(int argc, char **argv, int json)
 {
 	const char *etcd = NULL, *cell = NULL, *config = NULL;
+	struct arf_etcd_security sec = { 0 };
 	struct arfd_config cfg;
 	char err[1024];
 
@@ -104,7 +110,12 @@ int arfctl_cell(int argc, char **argv, int json)
 	for (int i = 1; i < argc; i++) {
 		const char **slot = !strcmp(argv[i], "--etcd") ? &etcd
 				  : !strcmp(argv[i], "--cell") ? &cell
-				  : !strcmp(argv[i], "--config") ? &config : NULL;
+				  : !strcmp(argv[i], "--config") ? &config
+				  : !strcmp(argv[i], "--user") ? &sec.user
+				  : !strcmp(argv[i], "--password-file") ? &sec.password_file
+				  : !strcmp(argv[i], "--cacert") ? &sec.ca_file
+				  : !strcmp(argv[i], "--cert") ? &sec.cert_file
+				  : !strcmp(argv[i], "--key") ? &sec.key_file : NULL;
 		if (!slot)
 			return usage_error("unexpected argument");
 		if (i + 1 >= argc)
@@ -123,6 +134,8 @@ int arfctl_cell(int argc, char **argv, int json)
 		etcd = cfg.cell_etcd[0] ? cfg.cell_etcd : DEFAULT_ETCD;
 	if (!cell)
 		cell = cfg.cell_name;
+	if (!sec.ca_file && !strncmp(etcd, "https://", 8))
+		sec.ca_file = cfg.cell_ca_file; /* etcd's CA is no secret; arfd's user is */
 	if (!cell[0]) {
 		fprintf(stderr, "arfctl: cell status: which cell? (--cell NAME, or [cell] name in %s)\n",
 			config ? config : ARFD_DEFAULT_CONFIG);
@@ -135,7 +148,7 @@ int arfctl_cell(int argc, char **argv, int json)
 	struct arf_cell_server *s = NULL;
 	struct arf_cell_volume *v = NULL;
 	size_t ns = 0, nv = 0;
-	int rc = arf_etcd_open(&e, etcd, 0, err, sizeof(err));
+	int rc = arf_etcd_open(&e, etcd, 0, &sec, err, sizeof(err));
 	if (!rc)
 		rc = arf_cell_servers_list(e, cell, &s, &ns, err, sizeof(err));
 	if (!rc)
@@ -147,5 +160,5 @@ int arfctl_cell(int argc, char **argv, int json)
 	free(s);
 	free(v);
 	arf_etcd_close(e);
-	return rc == -EINVAL ? 2 : rc ? 1 : 0; /* -EINVAL: endpoints that do not parse */
+	return rc == -EINVAL && !e ? 2 : rc ? 1 : 0; /* endpoints or options that do not fit */
 }
