@@ -11,8 +11,9 @@
  * client does not need to see one by one -- one link, no error, no -a --
  * are summed on the server; everything else comes back as a record.
  *
- * sum: the digests of a batch of regular files (ARF_PH_FILE_DIGEST), one
- * 80-byte answer per file, so that at most ~100 bytes a file cross.
+ * sum: the digests of a batch of regular files (ARF_PH_FILE_DIGEST), named
+ * by handle or by path (resolved with ARF_PH_LOOKUP), one 80-byte answer
+ * per file, so that ~100 bytes and a path a file cross.
  */
 #ifndef ARF_PROG_DUSUM_H
 #define ARF_PROG_DUSUM_H
@@ -73,31 +74,43 @@ struct arf_du_end {               /* a directory's (part of a) listing ends */
 
 #define ARF_SUM_MAX_FILES 1024u
 
-/* Context: this, then n struct arf_sum_ref. */
+/* Context: this, then n files, each a struct arf_sum_ref followed by its
+ * pathlen bytes of path padded to a multiple of 8. */
 struct arf_sum_arg {
 	uint32_t n;                   /* 1 .. ARF_SUM_MAX_FILES */
 	uint32_t alg;                 /* ARF_PROG_DG_* */
 	uint32_t tries;               /* file_digest calls per file while it says -EAGAIN (>= 1) */
 	uint32_t pad0;
+	uint64_t max_bytes;           /* stop before a file named by path whose size would take
+				       * the bytes hashed past this, unless it is the first
+				       * (0 = no limit) */
 };
 struct arf_sum_ref {
-	uint64_t ino;
-	uint32_t gen, pad0;
+	uint64_t ino;                 /* the file; with a path, the directory it starts from */
+	uint32_t gen;
+	uint32_t pathlen;             /* 0: (ino, gen) is the file; else 1 .. 4096 bytes of path
+				       * follow, resolved with the run's credentials */
 };
-/* Output: one per file, in order.  r0: the files answered, or -EINVAL. */
+/* Output: one per file answered, in order.  r0: the files answered (the
+ * first r0 of the argument: fewer than n when max_bytes stopped the run;
+ * the client runs again from the next), or -EINVAL. */
 struct arf_sum_out {
-	int32_t  err;                 /* 0, or file_digest's -errno (the last try's) */
+	int32_t  err;                 /* 0, file_digest's or the path's lookup's -errno (the
+				       * last try's), or ARF_SUM_HERE */
 	uint32_t dlen;                /* digest bytes */
 	uint64_t size;                /* the size hashed */
 	uint8_t  digest[64];
 };
+/* err: the path goes through a symbolic link or "..": the client resolves
+ * it (arf_resolve) and asks again by (ino, gen). */
+#define ARF_SUM_HERE 1
 
 #ifndef __bpf__
 _Static_assert(sizeof(struct arf_du_arg) == 32, "arf_du_arg");
 _Static_assert(sizeof(struct arf_du_dir_ref) == 16, "arf_du_dir_ref");
 _Static_assert(sizeof(struct arf_du_rec) == 40, "arf_du_rec");
 _Static_assert(sizeof(struct arf_du_end) == 40, "arf_du_end");
-_Static_assert(sizeof(struct arf_sum_arg) == 16, "arf_sum_arg");
+_Static_assert(sizeof(struct arf_sum_arg) == 24, "arf_sum_arg");
 _Static_assert(sizeof(struct arf_sum_ref) == 16, "arf_sum_ref");
 _Static_assert(sizeof(struct arf_sum_out) == 80, "arf_sum_out");
 #endif

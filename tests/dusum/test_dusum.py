@@ -15,7 +15,8 @@ arf-du's and arf-sum's output is mapped back to the mount's path.
 
 ServerDoesTheWork: --stats shows the walk and the digests ran on arfd
 (executions, no one-sided reads of file data), with at most 1 KiB crossing
-per file hashed.  ChangingFile: a writer rewrites a 3 MiB file (its first
+per file hashed, by path and by URL (test_url_bytes_per_file), where the run
+resolves the paths too.  ChangingFile: a writer rewrites a 3 MiB file (its first
 and last 8 bytes, a counter, each write synced) while arf-sum hashes it by
 path and by URL: every digest is that of a state the file had, else the
 run reports an error; never one of a mix.  Skips, with the reason, without
@@ -280,7 +281,10 @@ class DuSumOnArf(FuseTestCase):
             if r:
                 bad.append(r)
         for t in SUMS:
-            names = ["top/a.txt", "top/big", "top/new\nline", "top/nope", "top/empty"]
+            # the run resolves the paths; through a symbolic link or ".."
+            # arf-sum resolves them itself
+            names = ["top/a.txt", "top/big", "top/new\nline", "top/nope", "top/empty",
+                     "top/links/dirsym/d0/f0", "top/deep/../a.txt", "top/a.txt/x", "top//hl/./h1"]
             urls = [self.arfd.url("/" + x) for x in names]
             g = run([t] + names, self.mnt.path, False)
             a = run([self.arf_sum(t)] + urls, self.mnt.path, False)
@@ -323,6 +327,35 @@ class DuSumOnArf(FuseTestCase):
                 "65534" if user else "root", len(files), crossed, s["execs"], e.decode().strip()))
             self.assertLessEqual(crossed, 1024 * len(files) + 16384 + 8192, e)
 
+    def test_url_bytes_per_file(self):
+        """By URL the run resolves the paths too: at most 1 KiB crosses a file,
+        the handshake and the program's load included, for files one to a
+        directory (where resolving each path here read a directory entry
+        and an inode more a file: 1,249 bytes a file here)."""
+        spread = os.path.join(self.top, "spread")
+        os.makedirs(spread)
+        names = []
+        for i in range(300):
+            d = os.path.join(spread, "d%03d" % i)
+            os.makedirs(d)
+            w(os.path.join(d, "f"), b"s" * (i * 53))
+            names.append("top/spread/d%03d/f" % i)
+        g = run(["sha256sum"] + names, self.mnt.path, False)
+        a = run([ARF_SUM, "--stats"] + [self.arfd.url("/" + x) for x in names], self.mnt.path,
+                False)
+        self.assertEqual(a[2], 0, a[1])
+        self.assertEqual(a[0].replace(self.arfd.url("/").encode(), b""), g[0])
+        got = {}
+        for k in ("execs", "rounds", "requests", "bytes_sent", "bytes_received"):
+            m = re.search(rb" " + k.encode() + rb" (\d+)", a[1])
+            self.assertIsNotNone(m, a[1])
+            got[k] = int(m.group(1))
+        crossed = got["bytes_sent"] + got["bytes_received"]
+        print("by URL: arf-sum of %d files: %d bytes crossed (%.0f a file), %d rounds, %d runs" % (
+            len(names), crossed, crossed / len(names),
+            got["rounds"] + got["requests"] + got["execs"], got["execs"]))
+        self.assertLessEqual(crossed, 1024 * len(names), a[1])
+
 
 class LocalDir:
     """A directory standing in for a mount (no FUSE): .path and .p()."""
@@ -339,6 +372,7 @@ class LocalTree(DuSumOnArf):
     and read through the kernel: the GNU-compatibility half of the tools
     (options, output, messages, -c), checked also where there is no FUSE."""
     test_server_does_the_work = None
+    test_url_bytes_per_file = None
     test_urls = None
     stride = 3
 
@@ -374,6 +408,7 @@ class TightBudget(DuSumOnArf):
     extra = {"programs.max_insns": "20000"}
     test_du_and_sum = None
     test_server_does_the_work = None
+    test_url_bytes_per_file = None
     test_urls = None
 
     def test_resumed(self):
@@ -399,6 +434,19 @@ class TightBudget(DuSumOnArf):
                 n += 1
                 if (g[0], g[1], g[2]) != (a[0], ae, a[2]) or b"execs" not in a[1]:
                     bad.append("%s as %s:\n gnu %r\n arf %r" % (tool, user, g, a))
+            # by URL (root): runs that resolve the paths, stopped and split
+            names = ["top/a.txt", "top/big", "top/sp ace.txt", "top/nope", "top/empty",
+                     "top/hl/h1", "top/wide/w299", "top/deep/d0/f0", "top/deep/../a.txt",
+                     "top/sparse"]
+            prefix = self.arfd.url("/")
+            g = run([tool] + names, self.mnt.path, False)
+            a = run([self.arf_sum(tool), "--stats"] + [prefix + x for x in names],
+                    self.mnt.path, False)
+            ae = re.sub(rb"(?m)^\S+: stats .*\n", b"", a[1])
+            ao, ae = a[0].replace(prefix.encode(), b""), ae.replace(prefix.encode(), b"")
+            n += 1
+            if (g[0], g[1], g[2]) != (ao, ae.replace(b"'", b""), a[2]) or b"execs" not in a[1]:
+                bad.append("%s by URL:\n gnu %r\n arf %r" % (tool, g, a))
         print("tight budget: %d cases, %d identical" % (n, n - len(bad)))
         self.assertFalse(bad, "\n".join(bad[:6]))
 

@@ -7,7 +7,13 @@
  * run, so that only the digests cross; the run hashes with the caller's
  * rights, and a file written while it is hashed is hashed again (in the
  * run, then once more alone here) and else reported, never answered with
- * a digest of a mix.  A run the server stops for its budget is split in
+ * a digest of a mix.  A URL's path goes to the run as it is, which
+ * resolves it with the same rights (a lookup per component on the
+ * server, no round trip here); one through a symbolic link or ".." comes
+ * back, is resolved here (arf_resolve) and asked again by handle.  A run
+ * stops before it would hash more than run_bytes of files named by path
+ * (their sizes are known only there), and the next goes on from the file
+ * it stopped at.  A run the server stops for its budget is split in
  * two (one file alone: hashed here); a file over the server's limit
  * (-EFBIG), a file not on ARF, standard input, and every file of a server
  * that cannot run the program are hashed here with libcrypto, from the
@@ -34,16 +40,26 @@
 
 #define SUM_RUN_BYTES0 (64ull << 20) /* bytes hashed per run before a run ran out */
 #define SUM_TRIES      3u            /* file_digest calls per file in a run on -EAGAIN */
+#define SUM_ARG_MAX    (64u << 10)   /* a run's argument at most (arf_exec's limit) */
+
+#define PAD8(n) (((n) + 7u) & ~(size_t)7u)
 
 struct sum_conn {
 	struct arf_tool_conn k;        /* first: the cache's entry (url, c) */
 	int broken;
 	uint64_t run_bytes;
+	size_t run_files;              /* files sent in a run at most: about twice what a run
+				        * stopped by run_bytes answered, so that paths are not
+				        * sent again and again */
+	uint64_t root_ino;             /* where paths start: the export's root */
+	uint32_t root_gen;
+	int have_root;
 };
 
 static void conn_init(struct arf_tool_conn *base)
 {
 	((struct sum_conn *)base)->run_bytes = SUM_RUN_BYTES0;
+	((struct sum_conn *)base)->run_files = ARF_SUM_MAX_FILES;
 }
 
 static const struct arf_tool_conn_type conn_type = {
@@ -76,6 +92,40 @@ static const EVP_MD *evp_md(unsigned alg)
 	}
 }
 
+/* Resolves by-URL job j's path here, as arf-sum did before its runs
+ * resolved paths: 0 with j's handle and size (path freed), or -errno in
+ * j->err (j->missing for -ENOENT).  A final symbolic link to an absolute
+ * path is followed once; to a relative one it gives -ENOENT. */
+static int resolve_here(struct sum_job *j)
+{
+	arf_client *c = j->conn->k.c;
+	struct arf_stat as;
+	int r = arf_resolve(c, j->path, &as);
+
+	if (r == 0 && S_ISLNK(as.mode)) {
+		char target[4096];
+
+		r = arf_readlink(c, as.ino, as.gen, target, sizeof(target));
+		if (r >= 0 && target[0] == '/')
+			r = arf_resolve(c, target, &as);
+		else if (r >= 0)
+			r = -ENOENT;
+	}
+	if (r == 0 && S_ISDIR(as.mode))
+		r = -EISDIR;
+	if (r < 0) {
+		j->err = r;
+		j->missing = r == -ENOENT;
+		return r;
+	}
+	free(j->path);
+	j->path = NULL;
+	j->ino = as.ino;
+	j->gen = as.gen;
+	j->size = as.size;
+	return 0;
+}
+
 /* Hashes j here: from j->fd, or by arf_read from its server.  BLAKE2b
  * of another length than 512 bits (b2sum -l, or a line of b2sum -c) is
  * libsodium's generichash, which is BLAKE2b with the output length as a
@@ -90,6 +140,8 @@ static void hash_local(const struct sum_opts *o, struct sum_job *j)
 	uint64_t off = 0;
 	unsigned dl = 0;
 
+	if (j->path && resolve_here(j) < 0)
+		goto out;
 	if (b2 && sodium_init() < 0)
 		b2 = -1;
 	if (!buf || b2 < 0 || (b2 ? crypto_generichash_init(&b2s, NULL, 0, j->bytes) != 0
@@ -128,40 +180,72 @@ out:
 	free(buf);
 }
 
-/* One run for jobs b[0..nb) on k: 0 (each job answered or sent back to
- * the local path), or ARF_EBUDGET / another failure of the run. */
-static int run_once(const struct sum_opts *o, struct sum_conn *k, struct sum_job **b, size_t nb)
+/* The bytes job j takes in a run's argument. */
+static size_t ref_len(const struct sum_job *j)
+{
+	return sizeof(struct arf_sum_ref) + (j->path ? PAD8(strlen(j->path)) : 0);
+}
+
+static int run_once(const struct sum_opts *o, struct sum_conn *k, struct sum_job **b, size_t nb,
+		    size_t *done);
+
+/* Job j, whose path the run sent back (a symbolic link or ".." on it):
+ * resolved here, then hashed by handle in a run of its own (here when the
+ * run fails). */
+static void run_resolved(const struct sum_opts *o, struct sum_conn *k, struct sum_job *j)
+{
+	size_t done;
+
+	if (resolve_here(j) == 0 && run_once(o, k, &j, 1, &done) < 0)
+		hash_local(o, j);
+}
+
+/* One run for jobs b[0..nb) on k: 0 with the first *done of them answered
+ * (or sent back to the local path), or ARF_EBUDGET / another failure of
+ * the run (*done 0). */
+static int run_once(const struct sum_opts *o, struct sum_conn *k, struct sum_job **b, size_t nb,
+		    size_t *done)
 {
 	const struct arf_std_prog_image *img = &arf_std_progs[ARF_STD_PROG_SUM];
-	size_t alen = sizeof(struct arf_sum_arg) + nb * sizeof(struct arf_sum_ref);
-	uint8_t *arg = calloc(1, alen);
+	size_t alen = sizeof(struct arf_sum_arg), at = sizeof(struct arf_sum_arg), m = 0;
+	uint8_t *arg = NULL;
 	struct arf_sum_out *out = calloc(nb, sizeof(*out));
 	struct arf_exec_result res;
-	struct arf_sum_arg a = { (uint32_t)nb, o->alg, SUM_TRIES, 0 };
+	struct arf_sum_arg a = { (uint32_t)nb, o->alg, SUM_TRIES, 0, k->run_bytes };
 	int r;
 
+	*done = 0;
+	for (size_t i = 0; i < nb; i++)
+		alen += ref_len(b[i]);
 	if (!img->len) {
 		r = -ENOSYS;
 		goto done;
 	}
-	if (!arg || !out) {
+	if (!out || !(arg = calloc(1, alen))) {
 		r = -ENOMEM;
 		goto done;
 	}
 	memcpy(arg, &a, sizeof(a));
 	for (size_t i = 0; i < nb; i++) {
-		struct arf_sum_ref f = { b[i]->ino, b[i]->gen, 0 };
+		size_t pl = b[i]->path ? strlen(b[i]->path) : 0;
+		struct arf_sum_ref f = { b[i]->ino, b[i]->gen, (uint32_t)pl };
 
-		memcpy(arg + sizeof(a) + i * sizeof(f), &f, sizeof(f));
+		if (pl)
+			f.ino = k->root_ino, f.gen = k->root_gen;
+		memcpy(arg + at, &f, sizeof(f));
+		memcpy(arg + at + sizeof(f), b[i]->path ? b[i]->path : "", pl);
+		at += ref_len(b[i]);
 	}
 	r = arf_exec(k->k.c, img->elf, img->len, arg, alen, out, nb * sizeof(*out), &res);
 	if (r == 0 && res.r0 < 0)
 		r = (int)res.r0;
-	if (r == 0 && res.out_len != nb * sizeof(*out))
+	if (r == 0 && (res.r0 == 0 || (uint64_t)res.r0 > nb ||
+		       res.out_len != (size_t)res.r0 * sizeof(*out)))
 		r = -EPROTO;
 	if (r < 0)
 		goto done;
-	for (size_t i = 0; i < nb; i++) {
+	m = (size_t)res.r0;
+	for (size_t i = 0; i < m; i++) {
 		struct sum_job *j = b[i];
 
 		if (out[i].err == 0 && out[i].dlen == o->bytes) {
@@ -169,47 +253,65 @@ static int run_once(const struct sum_opts *o, struct sum_conn *k, struct sum_job
 			j->err = 0;
 		} else if (out[i].err == 0) {
 			j->err = -EPROTO;
+		} else if (out[i].err == ARF_SUM_HERE && j->path) {
+			run_resolved(o, k, j);
 		} else if (out[i].err == -EFBIG) {
 			hash_local(o, j);
 		} else {
-			j->err = out[i].err;
+			j->err = out[i].err < 0 ? out[i].err : -EPROTO;
+			j->missing = j->path && j->err == -ENOENT;
 		}
 	}
+	*done = m;
 done:
 	free(arg);
 	free(out);
 	return r;
 }
 
-/* Jobs b[0..nb) of one server, split until each run fits its budget. */
+/* Jobs b[0..nb) of one server, split until each run fits its budget and
+ * its argument arf_exec's limit. */
 static void run_jobs(const struct sum_opts *o, struct sum_conn *k, struct sum_job **b, size_t nb)
 {
 	size_t i = 0;
 
 	while (i < nb) {
-		size_t n = 0;
+		size_t n = 0, done = 0, alen = sizeof(struct arf_sum_arg);
 		uint64_t bytes = 0;
 
-		while (i + n < nb && n < ARF_SUM_MAX_FILES &&
-		       (n == 0 || bytes + b[i + n]->size <= k->run_bytes))
+		while (i + n < nb && n < k->run_files && alen + ref_len(b[i + n]) <= SUM_ARG_MAX &&
+		       (n == 0 || bytes + b[i + n]->size <= k->run_bytes)) {
+			alen += ref_len(b[i + n]);
 			bytes += b[i + n++]->size;
-		int r = k->broken ? -ENOSYS : run_once(o, k, b + i, n);
+		}
+		int r = k->broken ? -ENOSYS : run_once(o, k, b + i, n, &done);
 
 		if (r == ARF_EBUDGET && n > 1) {
-			k->run_bytes = bytes / 2 > 4096 ? bytes / 2 : 4096;
+			/* files by path have no size here: fewer files as well */
+			uint64_t base = bytes && bytes < k->run_bytes ? bytes : k->run_bytes;
+
+			k->run_bytes = base / 2 > 4096 ? base / 2 : 4096;
+			k->run_files = n / 2;
 			continue;
 		}
+		if (r == 0 && done < n)
+			k->run_files = 2 * done;
+		else if (r == 0 && n == k->run_files)
+			k->run_files = 2 * n < ARF_SUM_MAX_FILES ? 2 * n : ARF_SUM_MAX_FILES;
 		if (r < 0 && r != ARF_EBUDGET)
 			k->broken = 1; /* the server cannot run it: everything here */
-		for (size_t m = 0; m < n; m++) {
+		if (r < 0)
+			done = n;
+		for (size_t m = 0; m < done; m++) {
 			struct sum_job *j = b[i + m];
+			size_t one;
 
 			if (r < 0)
 				hash_local(o, j);
-			else if (j->err == -EAGAIN && run_once(o, k, &b[i + m], 1) < 0)
+			else if (j->err == -EAGAIN && run_once(o, k, &b[i + m], 1, &one) < 0)
 				j->err = -EAGAIN;
 		}
-		i += n;
+		i += done;
 	}
 }
 
@@ -221,9 +323,9 @@ static void place(const struct sum_opts *o, struct sum_job *j)
 
 	j->fd = -1;
 	j->conn = NULL;
+	j->path = NULL;
 	if (!strncmp(name, "arf://", 6) || !strncmp(name, "arf+", 4)) {
 		struct arf_url u;
-		struct arf_stat as;
 		char err[256];
 		int r;
 
@@ -236,28 +338,26 @@ static void place(const struct sum_opts *o, struct sum_job *j)
 			j->err = -ECONNREFUSED;
 			return;
 		}
-		r = arf_resolve(j->conn->k.c, u.path, &as);
-		if (r == 0 && S_ISLNK(as.mode)) {
-			char target[4096];
+		if (!j->conn->have_root) {
+			struct arf_stat root;
 
-			r = arf_readlink(j->conn->k.c, as.ino, as.gen, target, sizeof(target));
-			if (r >= 0 && target[0] == '/')
-				r = arf_resolve(j->conn->k.c, target, &as);
-			else if (r >= 0)
-				r = -ENOENT;
+			if ((r = arf_root(j->conn->k.c, &root)) < 0) {
+				j->err = r;
+				j->conn = NULL;
+				return;
+			}
+			j->conn->root_ino = root.ino;
+			j->conn->root_gen = root.gen;
+			j->conn->have_root = 1;
 		}
-		if (r == 0 && S_ISDIR(as.mode))
-			r = -EISDIR;
-		if (r < 0) {
-			j->err = r;
-			j->missing = r == -ENOENT;
+		/* the run resolves it (run_once), or hash_local here */
+		if (!(j->path = strdup(u.path))) {
+			j->err = -ENOMEM;
 			j->conn = NULL;
 			return;
 		}
 		j->by_url = 1;
-		j->ino = as.ino;
-		j->gen = as.gen;
-		j->size = as.size;
+		j->size = 0;
 		return;
 	}
 	j->fd = strcmp(name, "-") ? open(name, O_RDONLY | O_CLOEXEC | O_NOCTTY) : dup(0);
@@ -320,11 +420,14 @@ void sum_hash(const struct sum_opts *o, struct sum_job *jobs, size_t n)
 			b[m]->done = 1;
 		}
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		if (jobs[i].fd >= 0) {
 			close(jobs[i].fd);
 			jobs[i].fd = -1;
 		}
+		free(jobs[i].path);
+		jobs[i].path = NULL;
+	}
 	free(b);
 }
 

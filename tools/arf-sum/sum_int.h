@@ -26,7 +26,9 @@ struct sum_job {
 	/* hash.c's */
 	int fd;                      /* open file here, or -1 */
 	struct sum_conn *conn;       /* on an ARF server, or NULL */
-	uint64_t ino, size;
+	char *path;                  /* by URL, until resolved here: the path inside the
+				      * export, which the sum program resolves (owned) */
+	uint64_t ino, size;          /* size: 0 while path is set (not known yet) */
 	uint32_t gen;
 	int by_url;
 	int done;
