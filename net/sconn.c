@@ -406,6 +406,8 @@ static int conn_stalled(struct arf_net_sconn *c, int *closed)
  * stalls.  Frames already buffered go first: after a stall they are next. */
 static void conn_read_frames(struct arf_net_server *s, struct arf_net_sconn *c)
 {
+	int drained = 0;
+
 	for (;;) {
 		struct arf_net_hdr h;
 		const uint8_t *body;
@@ -437,6 +439,8 @@ static void conn_read_frames(struct arf_net_server *s, struct arf_net_sconn *c)
 			arf_net_srv_conn_close(s, c);
 			return;
 		}
+		if (drained)
+			return; /* epoll (level-triggered) says when more comes */
 		ssize_t n = arf_net_rbuf_fill(&c->rb, c->fd);
 		if (n < 0) {
 			arf_net_srv_conn_close(s, c);
@@ -445,6 +449,10 @@ static void conn_read_frames(struct arf_net_server *s, struct arf_net_sconn *c)
 		if (n == 0)
 			return;
 		CCTR(c, bytes_received, n);
+		/* less than there was room for: the socket had no more, so after
+		 * these frames go back to epoll rather than ask recv() again
+		 * for an EAGAIN (one system call a request saved) */
+		drained = c->rb.end < c->rb.cap;
 	}
 }
 
