@@ -7,7 +7,9 @@
  * of ten instructions per byte walks it.  A row entry is the byte offset of
  * the next row, or a special value (>= SP_BASE): the line matched, a line
  * ended with or without a match, a NUL byte.  Context assertions, -w, -x
- * and -i are all inside the table already.  Registers and slots as
+ * and -i are all inside the table already.  Where the walk is back in its
+ * first row, the start-state skip (start_set()) runs ahead a word at a
+ * time to the next byte that can leave it.  Registers and slots as
  * codegen.c says; r8 holds the current row.
  */
 #include <errno.h>
@@ -149,6 +151,39 @@ static int one_test(const uint8_t set[256], uint8_t *byte, uint8_t *fold)
 	return -1;
 }
 
+/* A byte frequent in text (a space, or one of the twenty commonest
+ * letters of English, either case): a pair of two such stops the skip
+ * often enough that a third byte pays for its test. */
+static int common(uint8_t c)
+{
+	return c == ' ' || (c >= 'A' && strchr("etaoinshrdlcumwfgypb", c | 32));
+}
+
+/*
+ * A pair's third byte: after c1 (from the first row to row r1) and a c2 of
+ * the pair's (set c2[]), the walk is in a row a where c2 alone leads to a
+ * row b; a c3 after them that leads from a where it leads from b changes
+ * nothing either.  0 with the test for the c3 that do not (a byte, or a
+ * letter in either case), or -1 (a or b special, or more bytes).
+ */
+static int third_test(const struct grep_prog *p, uint32_t r1, const uint8_t c2[256],
+		      uint8_t *byte, uint8_t *fold)
+{
+	uint8_t c3[256] = { 0 };
+
+	for (int d = 0; d < 256; d++) {
+		uint32_t a = entry(p, r1, d), b = entry(p, 0, d);
+
+		if (!c2[d])
+			continue;
+		if (a >= SP_BASE || b >= SP_BASE)
+			return -1;
+		for (int c = 0; c < 256; c++)
+			c3[c] |= entry(p, a, c) != entry(p, b, c);
+	}
+	return one_test(c3, byte, fold);
+}
+
 /*
  * The start-state skip's tests (into *s): in the first row (the state at a
  * line start, and wherever the table walker's entry is SP_START), a byte
@@ -158,7 +193,8 @@ static int one_test(const uint8_t set[256], uint8_t *byte, uint8_t *fold)
  * there.  So the skip stops only where c1 leaves the first row for
  * something special (a match, a line end, a NUL) or is followed by a c2 of
  * the few (a test per c1, a pair when they are one byte or a letter in
- * either case).  Under lazy (the newline leaves the first row for "a line
+ * either case; a triple when a third byte settles it the same way, see
+ * third_test()).  Under lazy (the newline leaves the first row for "a line
  * ended without a match", no -v) the newline is not looked for: the lines
  * the skip ran past are counted where it stops.  0, or -1 when more tests
  * would be needed than the loop has (the table then has 0 for SP_START,
@@ -178,13 +214,15 @@ static int start_set(struct grep_prog *p, const struct grep_gen_opts *o, int *la
 
 		if (e == 0 || (c == '\n' && *lazy))
 			continue;
-		x[nx] = (struct scan_test){ (uint8_t)c, 0, 0, 0, 0 };
+		x[nx] = (struct scan_test){ .byte = (uint8_t)c };
 		if (e < SP_BASE) {
 			for (int d = 0; d < 256; d++)
 				n += c2[d] = entry(p, e, d) != entry(p, 0, d);
 			if (!n)
 				continue;
 			x[nx].pair = one_test(c2, &x[nx].byte2, &x[nx].fold2) == 0;
+			x[nx].triple = x[nx].pair && common(x[nx].byte) && common(x[nx].byte2) &&
+				       third_test(p, e, c2, &x[nx].byte3, &x[nx].fold3) == 0;
 		}
 		nx++;
 	}
@@ -240,6 +278,31 @@ static void lazy_lines(struct cg *g, int lineno)
 	cg_lddw(g, R5, ARF_MC_ADDR(ARF_MC_REGION_RODATA, 0));
 }
 
+/* Where the skip stopped at a byte of its own (not a pair's) that is a
+ * match from the first row, the line matched: straight on to matched
+ * with the byte consumed, as the table would go.  Clobbers r0. */
+static void direct_match(struct cg *g, const struct grep_prog *p, const struct scan_set *s,
+			 int matched)
+{
+	int hit = cg_label(g), n = 0;
+
+	for (int i = 0; i < s->n; i++)
+		if (!s->t[i].pair && !s->t[i].fold && entry(p, 0, s->t[i].byte) == SP_MATCH) {
+			if (!n++)
+				cg_put(g, LDXB, R0, R6, 0, 0);
+			cg_jmp(g, JEQ_K, R0, 0, s->t[i].byte, hit);
+		}
+	if (!n)
+		return;
+	int miss = cg_label(g);
+
+	cg_jmp(g, JA, 0, 0, 0, miss);
+	cg_here(g, hit);
+	cg_put(g, ADD_K, R6, 0, 0, 1);
+	cg_jmp(g, JA, 0, 0, 0, matched);
+	cg_here(g, miss);
+}
+
 /* Under lazy, lazy_lines() for the line around r6 + adj (r6 as it was
  * after): the shared copy at blk, which comes back to back (call k). */
 static void lazy_call(struct cg *g, int lazy, int k, int adj, int back, int blk)
@@ -271,9 +334,9 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	lazy = lazy && skip_ok;
 	out->skip_tests = skip_ok ? st.n : -1;
 	/* a matched line's end: the next terminator (or NUL that stops) */
-	cg_scan_add(&et, (struct scan_test){ '\n', 0, 0, 0, 0 });
+	cg_scan_add(&et, (struct scan_test){ .byte = '\n' });
 	if (o->nul_mode != GREP_NUL_BYTE)
-		cg_scan_add(&et, (struct scan_test){ 0, 0, 0, 0, 0 });
+		cg_scan_add(&et, (struct scan_test){ .byte = 0 });
 
 	/* the code */
 	int loop = cg_label(&g), special = cg_label(&g), matched = cg_label(&g), skip = cg_label(&g),
@@ -341,7 +404,7 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	cg_put(&g, ADD_K, R1, 0, 0, -1);
 	cg_emit_record(&g, R1, -1, -1);
 	cg_here(&g, unsel_eol);
-	cg_next_line(&g, skip_ok ? advanced : loop);
+	cg_next_line(&g, skip_ok ? advanced : loop, o->lineno);
 
 	if (skip_ok) {
 		/* in the first row: on to the next place that leaves it, the
@@ -356,6 +419,7 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 		cg_here(&g, start);
 		cg_scan_set(&g, &st, cand, slice_end);
 		cg_here(&g, cand);
+		direct_match(&g, out, &st, matched);
 		cg_jmp(&g, JA, 0, 0, 0, loop);
 	}
 	/* every way out saves the context: the line brought up first */
@@ -396,7 +460,7 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	cg_here(&g, fin_sel);
 	cg_emit_record(&g, R6, -1, -1);
 	cg_here(&g, fin);
-	cg_line_advance(&g);
+	cg_line_advance(&g, o->lineno);
 	cg_here(&g, done);
 	cg_return_done(&g);
 
