@@ -203,9 +203,7 @@ void cg_back_to_nl(struct cg *g, int ptr, int lo, int nul_eol, int at_lo, int at
 int cg_scan_add(struct scan_set *s, struct scan_test x)
 {
 	if (!x.pair)
-		x.byte2 = x.fold2 = x.triple = 0;
-	if (!x.triple)
-		x.byte3 = x.fold3 = 0;
+		x.byte2 = x.fold2 = 0;
 	for (int i = 0; i < s->n; i++)
 		if (!memcmp(&s->t[i], &x, sizeof(x)))
 			return 0;
@@ -219,31 +217,17 @@ int cg_scan_add(struct scan_set *s, struct scan_test x)
 
 /* r2 = y, the complement of x: the word in r0 (r4 when fold) XOR the
  * test's byte in every byte, OR for a pair the same of the word one byte
- * on (r8), OR for a triple the same of that word shifted one more byte
- * (its last byte 0: a triple may hold there wrongly).  x is 0 where the
- * test holds; y is made as the AND of the complements, each word XOR
- * the complemented byte.  Clobbers r1. */
+ * on (r8).  x is 0 where the test holds; y is made as the AND of the
+ * complements, each word XOR the complemented byte.  Clobbers r1. */
 static void scan_xor(struct cg *g, const struct scan_test *x)
 {
-	int more = x->pair; /* r2 holds the later bytes' part */
-
-	if (x->triple) {
-		cg_lddw(g, R2, ONES * x->byte3);
-		cg_put(g, XOR_X, R2, R8, 0, 0);
-		cg_put(g, RSH_K, R2, 0, 0, 8);
-		cg_put(g, XOR_K, R2, 0, 0, -1); /* the last byte all ones: holds */
-		cg_lddw(g, R1, ~(ONES * x->byte2));
-		cg_put(g, XOR_X, R1, R8, 0, 0);
-		cg_put(g, AND_X, R2, R1, 0, 0);
-	} else if (x->pair) {
+	if (x->pair) {
 		cg_lddw(g, R2, ~(ONES * x->byte2));
 		cg_put(g, XOR_X, R2, R8, 0, 0);
-	}
-	if (x->fold2 || x->fold3) { /* either case: the bit that tells them apart on */
-		cg_lddw(g, R1, ONES * 0x20);
-		cg_put(g, OR_X, R2, R1, 0, 0);
-	}
-	if (more) {
+		if (x->fold2) { /* either case: the bit that tells them apart on */
+			cg_lddw(g, R1, ONES * 0x20);
+			cg_put(g, OR_X, R2, R1, 0, 0);
+		}
 		cg_lddw(g, R1, ~(ONES * x->byte));
 		cg_put(g, XOR_X, R1, x->fold ? R4 : R0, 0, 0);
 		cg_put(g, AND_X, R2, R1, 0, 0);

@@ -151,14 +151,6 @@ static int one_test(const uint8_t set[256], uint8_t *byte, uint8_t *fold)
 	return -1;
 }
 
-/* A byte frequent in text (a space, or one of the twenty commonest
- * letters of English, either case): a pair of two such stops the skip
- * often enough that a third byte pays for its test. */
-static int common(uint8_t c)
-{
-	return c == ' ' || (c >= 'A' && strchr("etaoinshrdlcumwfgypb", c | 32));
-}
-
 /*
  * A pair's third byte: after c1 (from the first row to row r1) and a c2 of
  * the pair's (set c2[]), the walk is in a row a where c2 alone leads to a
@@ -193,12 +185,12 @@ static int third_test(const struct grep_prog *p, uint32_t r1, const uint8_t c2[2
  * there.  So the skip stops only where c1 leaves the first row for
  * something special (a match, a line end, a NUL) or is followed by a c2 of
  * the few (a test per c1, a pair when they are one byte or a letter in
- * either case; a triple when a third byte settles it the same way, see
- * third_test()).  Under lazy (the newline leaves the first row for "a line
- * ended without a match", no -v) the newline is not looked for: the lines
- * the skip ran past are counted where it stops.  0, or -1 when more tests
- * would be needed than the loop has (the table then has 0 for SP_START,
- * and there is no skip).
+ * either case; where it stopped at a pair, a third byte may still say
+ * the same, see third_checks()).  Under lazy (the newline leaves the first
+ * row for "a line ended without a match", no -v) the newline is not looked
+ * for: the lines the skip ran past are counted where it stops.  0, or -1
+ * when more tests would be needed than the loop has (the table then has 0
+ * for SP_START, and there is no skip).
  */
 static int start_set(struct grep_prog *p, const struct grep_gen_opts *o, int *lazy,
 		     struct scan_set *s)
@@ -221,8 +213,6 @@ static int start_set(struct grep_prog *p, const struct grep_gen_opts *o, int *la
 			if (!n)
 				continue;
 			x[nx].pair = one_test(c2, &x[nx].byte2, &x[nx].fold2) == 0;
-			x[nx].triple = x[nx].pair && common(x[nx].byte) && common(x[nx].byte2) &&
-				       third_test(p, e, c2, &x[nx].byte3, &x[nx].fold3) == 0;
 		}
 		nx++;
 	}
@@ -276,6 +266,80 @@ static void lazy_lines(struct cg *g, int lineno)
 	cg_stctx(g, CTX(line_start), R1);
 	cg_here(g, same);
 	cg_lddw(g, R5, ARF_MC_ADDR(ARF_MC_REGION_RODATA, 0));
+}
+
+/* The third byte of test t's pair (third_test()), for c1 in either case
+ * when it folds: 0, or -1 when there is none (or the cases differ). */
+static int third_of(const struct grep_prog *p, const struct scan_test *t, uint8_t *b3,
+		    uint8_t *f3)
+{
+	uint8_t c2[256];
+
+	for (int k = 0; k <= t->fold; k++) {
+		uint32_t e = entry(p, 0, k ? t->byte ^ 32 : t->byte);
+		uint8_t b, f;
+
+		if (e == 0 || e >= SP_BASE)
+			return -1;
+		for (int d = 0; d < 256; d++)
+			c2[d] = entry(p, e, d) != entry(p, 0, d);
+		if (third_test(p, e, c2, &b, &f) || (k && (b != *b3 || f != *f3)))
+			return -1;
+		*b3 = b;
+		*f3 = f;
+	}
+	return 0;
+}
+
+/* reg == c (either case with fold), else on to l.  Clobbers r1. */
+static void byte_is(struct cg *g, int reg, uint8_t c, int fold, int l)
+{
+	if (fold) {
+		cg_put(g, MOV_X, R1, reg, 0, 0);
+		cg_put(g, OR_K, R1, 0, 0, 0x20);
+		reg = R1;
+	}
+	cg_jmp(g, JNE_K, reg, 0, c, l);
+}
+
+/*
+ * Where the skip stopped at a pair whose third byte (third_of()) is not
+ * there, the place changes nothing after all: on past it (to skip) without
+ * walking the table; else on.  The third byte is looked at here, where the
+ * skip stops, not in its loop (a test there costs every word).  Clobbers
+ * r0-r2.
+ */
+static void third_checks(struct cg *g, const struct grep_prog *p, const struct scan_set *s,
+			 int skip)
+{
+	int walk = cg_label(g), n = 0;
+
+	for (int i = 0; i < s->n; i++) {
+		const struct scan_test *t = &s->t[i];
+		uint8_t b3, f3;
+
+		if (!t->pair || third_of(p, t, &b3, &f3))
+			continue;
+		int next = cg_label(g);
+
+		if (!n++) { /* the three bytes inside the slice */
+			cg_put(g, MOV_X, R1, R6, 0, 0);
+			cg_put(g, ADD_K, R1, 0, 0, 2);
+			cg_jmp(g, JGE_X, R1, R7, 0, walk);
+			cg_put(g, LDXB, R0, R6, 0, 0);
+		}
+		byte_is(g, R0, t->byte, t->fold, next);
+		cg_put(g, LDXB, R2, R6, 1, 0);
+		byte_is(g, R2, t->byte2, t->fold2, next);
+		cg_put(g, LDXB, R2, R6, 2, 0);
+		if (f3)
+			cg_put(g, OR_K, R2, 0, 0, 0x20);
+		cg_jmp(g, JEQ_K, R2, 0, b3, walk);
+		cg_put(g, ADD_K, R6, 0, 0, 1);
+		cg_jmp(g, JA, 0, 0, 0, skip);
+		cg_here(g, next);
+	}
+	cg_here(g, walk);
 }
 
 /* Where the skip stopped at a byte of its own (not a pair's) that is a
@@ -419,6 +483,7 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 		cg_here(&g, start);
 		cg_scan_set(&g, &st, cand, slice_end);
 		cg_here(&g, cand);
+		third_checks(&g, out, &st, start);
 		direct_match(&g, out, &st, matched);
 		cg_jmp(&g, JA, 0, 0, 0, loop);
 	}

@@ -115,9 +115,7 @@ void cg_back_to_nl(struct cg *g, int ptr, int lo, int nul_eol, int at_lo, int at
  * What the scan loop of cg_scan_set() looks for: up to SCAN_MAX_TESTS
  * tests, each a byte, or a letter in either case (the byte OR 0x20 equal
  * to the lower case one), optionally followed by a second such byte (a
- * pair: both must be there, side by side) and a pair by a third (a
- * triple; the loop may then also stop where the second or third byte
- * differs from its letter only in case).
+ * pair: both must be there, side by side).
  */
 #define SCAN_MAX_TESTS 4
 struct scan_set {
@@ -126,8 +124,6 @@ struct scan_set {
 		uint8_t byte, fold;   /* the byte (lower case when fold: either case) */
 		uint8_t pair;         /* 1: byte2 must follow */
 		uint8_t byte2, fold2; /* the byte after it, as byte and fold */
-		uint8_t triple;       /* 1: byte3 must follow byte2 (a pair's only) */
-		uint8_t byte3, fold3; /* the byte after byte2, as byte and fold */
 	} t[SCAN_MAX_TESTS];
 };
 
