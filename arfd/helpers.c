@@ -252,9 +252,9 @@ static int h_file_view(struct arf_mc_call *c, uint64_t *ret)
 	struct arf_prog_file_view *v = c->ptr[0];
 	struct arf_ops_attr a;
 	struct view_buf *b;
-	size_t len, got = 0;
+	size_t len, got = 0, stale = 0;
 	uint8_t *at;
-	int rc, stop = 0;
+	int rc, stop = 0, first = !ex->views;
 
 	if (c->arg[1] < sizeof(*v)) {
 		*ret = (uint64_t)(int64_t)-EINVAL;
@@ -267,11 +267,14 @@ static int h_file_view(struct arf_mc_call *c, uint64_t *ret)
 		*ret = (uint64_t)(int64_t)-ENOMEM;
 		return 0;
 	}
-	if (!ex->views) {
+	if (first) {
 		/* the run's first view: the region is lent once, with no
-		 * byte of an earlier run's views left in it */
-		memset(b->p, 0, b->dirty);
-		b->dirty = b->used = 0;
+		 * byte of an earlier run's views left in it; the copy below
+		 * overwrites them, and the ones past it are zeroed once it is
+		 * in (the program waits in this call meanwhile): one pass over
+		 * the bytes, not two */
+		stale = b->dirty;
+		b->used = 0;
 		rc = arf_mc_vm_add_region(c->vm, b->p, ARF_PROG_VIEW_MAX, 0, &b->addr);
 		if (rc) {
 			*ret = (uint64_t)(int64_t)rc;
@@ -302,8 +305,13 @@ static int h_file_view(struct arf_mc_call *c, uint64_t *ret)
 		} while (got < len);
 	}
 	arfd_fs_rdunlock(d);
-	if (b->used + got > b->dirty)
+	if (first) {
+		if (stale > got)
+			memset(b->p + got, 0, stale - got);
+		b->dirty = got;
+	} else if (b->used + got > b->dirty) {
 		b->dirty = b->used + got;
+	}
 	if (stop)
 		return stop;
 	if (rc) {

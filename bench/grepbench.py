@@ -35,7 +35,7 @@ words (and the same under -i, -v, -n), -v and -n of a literal, and an -i
 regex with required bytes, each by URL, three runs: the median of arfd's
 CPU seconds (its getrusage times, from /proc), the output checked against
 GNU grep's on the local copy.  --baseline names a second arf-grep (an
-earlier build) timed beside it on the same arfd.  Writes grep_dfa.csv and
+earlier build) timed beside it on the same arfd, run for run.  Writes grep_dfa.csv and
 grep_dfa.md.
 
   bench/grepbench.py --build build-bench --work DIR --out DIR [--size-mib N] [--check]
@@ -148,7 +148,9 @@ def main():
                     help="only the arf-grep against GNU grep rows (grep_vs.*)")
     ap.add_argument("--dfa", action="store_true",
                     help="only the DFA shapes' arfd scan rates (grep_dfa.*)")
-    ap.add_argument("--baseline", help="with --dfa: an earlier arf-grep timed beside it")
+    ap.add_argument("--baseline", help="with --dfa: an earlier arf-grep timed beside it, "
+                    "run for run (after, before, after, before...)")
+    ap.add_argument("--runs", type=int, default=RUNS, help="with --dfa: runs of each case")
     ap.add_argument("--check", action="store_true",
                     help="exit 1 unless every row is there, finite and positive")
     a = ap.parse_args()
@@ -264,27 +266,28 @@ def dfa_rows(a, arf_grep, d, local, env):
     for label, args in DFA_CASES:
         want = subprocess.run(["grep"] + args + [local], capture_output=True, env=env)
         r = {"case": label, "args": shlex.join(args)}
-        for tag, prog in tools:
-            cpu = []
-            for _ in range(RUNS):
+        cpus = {tag: [] for tag, _ in tools}
+        for _ in range(a.runs):  # interleaved: after, before, after, before...
+            for tag, prog in tools:
                 c0 = cpu_seconds(d.pid)
                 secs, p = timed([prog] + args + [d.url("/big.txt", "tcp")], env)
-                cpu.append(cpu_seconds(d.pid) - c0)
+                cpus[tag].append(cpu_seconds(d.pid) - c0)
                 if p.returncode != want.returncode or p.stdout != want.stdout:
                     raise RuntimeError("%s %s: exit %d, output differs from GNU grep's: %s" % (
                         prog, args, p.returncode, p.stderr.decode()[-500:]))
-            cpu.sort()
+        for tag, _ in tools:
+            cpu = sorted(cpus[tag])
             r[tag + "_cpu_s"] = cpu[len(cpu) // 2]
             r[tag + "_cpu_range"] = "%.2f-%.2f" % (cpu[0], cpu[-1])
             r[tag + "_gb_s"] = size / 1e9 / r[tag + "_cpu_s"]
             log("grep --dfa: %-46s %-6s arfd CPU median %.2f s (%s), %.2f GB/s" % (
                 label, tag, r[tag + "_cpu_s"], r[tag + "_cpu_range"], r[tag + "_gb_s"]))
         rows.append(r)
-    write_dfa(a.out, a.size_mib, rows, [tag for tag, _ in tools])
+    write_dfa(a.out, a.size_mib, rows, [tag for tag, _ in tools], a.runs)
     return 0
 
 
-def write_dfa(out, size_mib, rows, tags):
+def write_dfa(out, size_mib, rows, tags, runs):
     """grep_dfa.csv and grep_dfa.md in out from dfa_rows()'s rows."""
     cols = list(rows[0].keys())
     with open(os.path.join(out, "grep_dfa.csv"), "w", newline="") as f:
@@ -293,7 +296,7 @@ def write_dfa(out, size_mib, rows, tags):
         w.writerows(rows)
     with open(os.path.join(out, "grep_dfa.md"), "w") as f:
         f.write("## arf-grep by URL, %d MiB file, one match per %d MiB: arfd CPU (median of %d, "
-                "min-max) and scan rate (LC_ALL=C, JIT)\n\n" % (size_mib, MATCH_EVERY_MIB, RUNS))
+                "min-max) and scan rate (LC_ALL=C, JIT)\n\n" % (size_mib, MATCH_EVERY_MIB, runs))
         if len(tags) > 1:
             f.write("| case | arguments | before: arfd CPU s | before: GB/s | "
                     "after: arfd CPU s | after: GB/s |\n|---|---|---|---|---|---|\n")

@@ -135,6 +135,11 @@ SKIP_PATTERNS = [
     (["-E"], ["o$|ne"]), (["-E"], ["fo[ox]|ba[rz]"]), (["-E"], ["here|NUL"]),
     (["-E"], ["[a-m]x|[n-z]y"]), (["-E"], ["line 0000[0-9]|text"]), (["-i", "-E"], ["X|lINE 01"]),
     (["-E"], ["a^b"]),  # nothing leaves the start state: nothing to look for
+    # pairs of common bytes take a third (triples): near misses, either
+    # case, word and line bounds, a newline third, overlapping words
+    (["-E"], ["foo1|bax"]), (["-i", "-E"], ["tHe l|oRd"]), (["-w", "-E"], ["the|line"]),
+    (["-E"], ["le$|ome t"]), (["-x", "-E"], ["foo|ab"]), (["-E"], ["abab|bab"]),
+    (["-E"], ["a b|b a| aa"]), (["-E"], ["foo|bar| "]),  # a blank: straight to matched
 ]
 SKIP_FILES = ["big.txt", "long.txt", "binlate.txt", "bin.txt", "noeol.txt", "crlf.txt"]
 SKIP_OPTSETS = [[], ["-n"], ["-c"], ["-v", "-c"], ["-v", "-n", "-m", "3"], ["-n", "-a"]]

@@ -114,13 +114,16 @@ void cg_emit_record(struct cg *g, int end_reg, int start_reg, int extra_reg)
 	cg_here(g, no_full);
 }
 
-/* After a line ended at r6 - 1: count it, the next one starts at r6 in
- * the DFA's first row. */
-void cg_line_advance(struct cg *g)
+/* After a line ended at r6 - 1: count it (with count; the context's
+ * lineno is only looked at with line numbers), the next one starts at r6
+ * in the DFA's first row. */
+void cg_line_advance(struct cg *g, int count)
 {
-	cg_ldctx(g, R1, CTX(lineno));
-	cg_put(g, ADD_K, R1, 0, 0, 1);
-	cg_stctx(g, CTX(lineno), R1);
+	if (count) {
+		cg_ldctx(g, R1, CTX(lineno));
+		cg_put(g, ADD_K, R1, 0, 0, 1);
+		cg_stctx(g, CTX(lineno), R1);
+	}
 	cg_put(g, LDXDW, R2, R10, SLOT_DELTA, 0);
 	cg_put(g, ADD_X, R2, R6, 0, 0);
 	cg_stctx(g, CTX(line_start), R2);
@@ -128,11 +131,11 @@ void cg_line_advance(struct cg *g)
 }
 
 /* After a line ended at r6 - 1: the next line starts at r6. */
-void cg_next_line(struct cg *g, int loop)
+void cg_next_line(struct cg *g, int loop, int count)
 {
 	int go = cg_label(g);
 
-	cg_line_advance(g);
+	cg_line_advance(g, count);
 	cg_put(g, LDXDW, R0, R10, SLOT_STOP, 0);
 	cg_jmp(g, JEQ_K, R0, 0, 0, go);
 	/* stop: save the cursor and return the code in r0 */
@@ -210,27 +213,31 @@ int cg_scan_add(struct scan_set *s, struct scan_test x)
 	return 0;
 }
 
-/* r2 = the word in r0 (r4 when fold) XOR the test's byte in every byte,
- * OR for a pair the same of the word one byte on (r8): 0 where the test
- * holds.  Clobbers r1. */
+#define ONES UINT64_C(0x0101010101010101)
+
+/* r2 = y, the complement of x: the word in r0 (r4 when fold) XOR the
+ * test's byte in every byte, OR for a pair the same of the word one byte
+ * on (r8).  x is 0 where the test holds; y is made as the AND of the
+ * complements, each word XOR the complemented byte.  Clobbers r1. */
 static void scan_xor(struct cg *g, const struct scan_test *x)
 {
 	if (x->pair) {
-		cg_lddw(g, R1, UINT64_C(0x0101010101010101) * x->byte2);
-		cg_put(g, XOR_X, R1, R8, 0, 0);
-		if (x->fold2) { /* either case: the bit that tells them apart off */
-			cg_lddw(g, R2, UINT64_C(0xdfdfdfdfdfdfdfdf));
-			cg_put(g, AND_X, R1, R2, 0, 0);
+		cg_lddw(g, R2, ~(ONES * x->byte2));
+		cg_put(g, XOR_X, R2, R8, 0, 0);
+		if (x->fold2) { /* either case: the bit that tells them apart on */
+			cg_lddw(g, R1, ONES * 0x20);
+			cg_put(g, OR_X, R2, R1, 0, 0);
 		}
-	}
-	if (x->byte || x->fold) {
-		cg_lddw(g, R2, UINT64_C(0x0101010101010101) * x->byte);
+		cg_lddw(g, R1, ~(ONES * x->byte));
+		cg_put(g, XOR_X, R1, x->fold ? R4 : R0, 0, 0);
+		cg_put(g, AND_X, R2, R1, 0, 0);
+	} else if (x->byte || x->fold) {
+		cg_lddw(g, R2, ~(ONES * x->byte));
 		cg_put(g, XOR_X, R2, x->fold ? R4 : R0, 0, 0);
-	} else {
+	} else { /* the NUL */
 		cg_put(g, MOV_X, R2, R0, 0, 0);
+		cg_put(g, XOR_K, R2, 0, 0, -1);
 	}
-	if (x->pair)
-		cg_put(g, OR_X, R2, R1, 0, 0);
 }
 
 /* r3 = 0x80 in each byte of the word at r6 + off where a test of s holds
@@ -241,22 +248,22 @@ static void scan_word(struct cg *g, const struct scan_set *s, int16_t off, int f
 	if (pairs)
 		cg_put(g, LDXDW, R8, R6, (int16_t)(off + 1), 0);
 	if (fold) {
-		cg_lddw(g, R4, UINT64_C(0x2020202020202020));
+		cg_lddw(g, R4, ONES * 0x20);
 		cg_put(g, OR_X, R4, R0, 0, 0);
 	}
 	if (!s->n) /* nothing to look for (a pattern that cannot match) */
 		cg_put(g, MOV_K, R3, 0, 0, 0);
 	for (int i = 0; i < s->n; i++) {
-		/* (r2 - 0x01..) & ~r2 has 0x80 set where r2 has a zero byte */
+		/* (x - 0x01..) & ~x has 0x80 set where x has a zero byte: with
+		 * y = ~x, (0xfe.. - y) & y, r5 = 0xfe.. */
 		scan_xor(g, &s->t[i]);
-		cg_put(g, MOV_X, R1, R2, 0, 0);
-		cg_put(g, SUB_X, R1, R5, 0, 0);
-		cg_put(g, XOR_K, R2, 0, 0, -1);
+		cg_put(g, MOV_X, R1, R5, 0, 0);
+		cg_put(g, SUB_X, R1, R2, 0, 0);
 		cg_put(g, AND_X, R1, R2, 0, 0);
 		cg_put(g, i ? OR_X : MOV_X, R3, R1, 0, 0);
 	}
 	if (fold) {
-		cg_lddw(g, R1, UINT64_C(0x8080808080808080));
+		cg_lddw(g, R1, ONES * 0x80);
 		cg_put(g, AND_X, R3, R1, 0, 0);
 	} else {
 		cg_put(g, AND_X, R3, R4, 0, 0); /* r4 = 0x80.. without fold */
@@ -272,21 +279,20 @@ void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end)
 		pairs |= s->t[i].pair;
 	}
 	/* r0 the word, r4 the word OR 0x20.. (else 0x80..), r8 the word a
-	 * byte on (pairs), r5 0x01.., r3 the flags, r1 and r2 scratch */
-	cg_lddw(g, R5, UINT64_C(0x0101010101010101));
+	 * byte on (pairs), r5 0xfe.., r3 the flags, r1 and r2 scratch; r7
+	 * lowered by a turn's bytes meanwhile (an address is never that
+	 * small), so the bound is one compare */
+	cg_lddw(g, R5, ONES * 0xfe);
 	if (!fold)
-		cg_lddw(g, R4, UINT64_C(0x8080808080808080));
+		cg_lddw(g, R4, ONES * 0x80);
+	cg_put(g, ADD_K, R7, 0, 0, -(8 + pairs));
+	cg_jmp(g, JGT_X, R6, R7, 0, out);
 	/* the bound checked at the bottom: two blocks a turn */
-	cg_put(g, MOV_X, R1, R6, 0, 0);
-	cg_put(g, ADD_K, R1, 0, 0, 8 + pairs);
-	cg_jmp(g, JGT_X, R1, R7, 0, out);
 	cg_here(g, loop);
 	scan_word(g, s, 0, fold, pairs);
 	cg_jmp(g, JNE_K, R3, 0, 0, group);
 	cg_put(g, ADD_K, R6, 0, 0, 8);
-	cg_put(g, MOV_X, R1, R6, 0, 0);
-	cg_put(g, ADD_K, R1, 0, 0, 8 + pairs);
-	cg_jmp(g, JLE_X, R1, R7, 0, loop);
+	cg_jmp(g, JLE_X, R6, R7, 0, loop);
 	cg_jmp(g, JA, 0, 0, 0, out);
 	/* the lowest flag is a test that holds (a wrong one is only ever
 	 * above a right one, where the borrow went): r6 += its byte's index,
@@ -303,6 +309,7 @@ void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end)
 	/* found, or the last bytes (fewer than a word needs: the caller
 	 * looks at each), or the end */
 	cg_here(g, out);
+	cg_put(g, ADD_K, R7, 0, 0, 8 + pairs);
 	if (pairs)
 		cg_put(g, MOV_K, R8, 0, 0, 0);
 	cg_lddw(g, R5, ARF_MC_ADDR(ARF_MC_REGION_RODATA, 0));

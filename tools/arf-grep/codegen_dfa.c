@@ -7,7 +7,9 @@
  * of ten instructions per byte walks it.  A row entry is the byte offset of
  * the next row, or a special value (>= SP_BASE): the line matched, a line
  * ended with or without a match, a NUL byte.  Context assertions, -w, -x
- * and -i are all inside the table already.  Registers and slots as
+ * and -i are all inside the table already.  Where the walk is back in its
+ * first row, the start-state skip (start_set()) runs ahead a word at a
+ * time to the next byte that can leave it.  Registers and slots as
  * codegen.c says; r8 holds the current row.
  */
 #include <errno.h>
@@ -150,6 +152,31 @@ static int one_test(const uint8_t set[256], uint8_t *byte, uint8_t *fold)
 }
 
 /*
+ * A pair's third byte: after c1 (from the first row to row r1) and a c2 of
+ * the pair's (set c2[]), the walk is in a row a where c2 alone leads to a
+ * row b; a c3 after them that leads from a where it leads from b changes
+ * nothing either.  0 with the test for the c3 that do not (a byte, or a
+ * letter in either case), or -1 (a or b special, or more bytes).
+ */
+static int third_test(const struct grep_prog *p, uint32_t r1, const uint8_t c2[256],
+		      uint8_t *byte, uint8_t *fold)
+{
+	uint8_t c3[256] = { 0 };
+
+	for (int d = 0; d < 256; d++) {
+		uint32_t a = entry(p, r1, d), b = entry(p, 0, d);
+
+		if (!c2[d])
+			continue;
+		if (a >= SP_BASE || b >= SP_BASE)
+			return -1;
+		for (int c = 0; c < 256; c++)
+			c3[c] |= entry(p, a, c) != entry(p, b, c);
+	}
+	return one_test(c3, byte, fold);
+}
+
+/*
  * The start-state skip's tests (into *s): in the first row (the state at a
  * line start, and wherever the table walker's entry is SP_START), a byte
  * c1 whose entry is SP_START changes nothing, and neither does one whose
@@ -158,11 +185,12 @@ static int one_test(const uint8_t set[256], uint8_t *byte, uint8_t *fold)
  * there.  So the skip stops only where c1 leaves the first row for
  * something special (a match, a line end, a NUL) or is followed by a c2 of
  * the few (a test per c1, a pair when they are one byte or a letter in
- * either case).  Under lazy (the newline leaves the first row for "a line
- * ended without a match", no -v) the newline is not looked for: the lines
- * the skip ran past are counted where it stops.  0, or -1 when more tests
- * would be needed than the loop has (the table then has 0 for SP_START,
- * and there is no skip).
+ * either case; where it stopped at a pair, a third byte may still say
+ * the same, see third_checks()).  Under lazy (the newline leaves the first
+ * row for "a line ended without a match", no -v) the newline is not looked
+ * for: the lines the skip ran past are counted where it stops.  0, or -1
+ * when more tests would be needed than the loop has (the table then has 0
+ * for SP_START, and there is no skip).
  */
 static int start_set(struct grep_prog *p, const struct grep_gen_opts *o, int *lazy,
 		     struct scan_set *s)
@@ -178,7 +206,7 @@ static int start_set(struct grep_prog *p, const struct grep_gen_opts *o, int *la
 
 		if (e == 0 || (c == '\n' && *lazy))
 			continue;
-		x[nx] = (struct scan_test){ (uint8_t)c, 0, 0, 0, 0 };
+		x[nx] = (struct scan_test){ .byte = (uint8_t)c };
 		if (e < SP_BASE) {
 			for (int d = 0; d < 256; d++)
 				n += c2[d] = entry(p, e, d) != entry(p, 0, d);
@@ -240,6 +268,105 @@ static void lazy_lines(struct cg *g, int lineno)
 	cg_lddw(g, R5, ARF_MC_ADDR(ARF_MC_REGION_RODATA, 0));
 }
 
+/* The third byte of test t's pair (third_test()), for c1 in either case
+ * when it folds: 0, or -1 when there is none (or the cases differ). */
+static int third_of(const struct grep_prog *p, const struct scan_test *t, uint8_t *b3,
+		    uint8_t *f3)
+{
+	uint8_t c2[256];
+
+	for (int k = 0; k <= t->fold; k++) {
+		uint32_t e = entry(p, 0, k ? t->byte ^ 32 : t->byte);
+		uint8_t b, f;
+
+		if (e == 0 || e >= SP_BASE)
+			return -1;
+		for (int d = 0; d < 256; d++)
+			c2[d] = entry(p, e, d) != entry(p, 0, d);
+		if (third_test(p, e, c2, &b, &f) || (k && (b != *b3 || f != *f3)))
+			return -1;
+		*b3 = b;
+		*f3 = f;
+	}
+	return 0;
+}
+
+/* reg == c (either case with fold), else on to l.  Clobbers r1. */
+static void byte_is(struct cg *g, int reg, uint8_t c, int fold, int l)
+{
+	if (fold) {
+		cg_put(g, MOV_X, R1, reg, 0, 0);
+		cg_put(g, OR_K, R1, 0, 0, 0x20);
+		reg = R1;
+	}
+	cg_jmp(g, JNE_K, reg, 0, c, l);
+}
+
+/*
+ * Where the skip stopped at a pair whose third byte (third_of()) is not
+ * there, the place changes nothing after all: on past it (to skip) without
+ * walking the table; else on.  The third byte is looked at here, where the
+ * skip stops, not in its loop (a test there costs every word).  Clobbers
+ * r0-r2.
+ */
+static void third_checks(struct cg *g, const struct grep_prog *p, const struct scan_set *s,
+			 int skip)
+{
+	int walk = cg_label(g), n = 0;
+
+	for (int i = 0; i < s->n; i++) {
+		const struct scan_test *t = &s->t[i];
+		uint8_t b3, f3;
+
+		if (!t->pair || third_of(p, t, &b3, &f3))
+			continue;
+		int next = cg_label(g);
+
+		if (!n++) { /* the three bytes inside the slice */
+			cg_put(g, MOV_X, R1, R6, 0, 0);
+			cg_put(g, ADD_K, R1, 0, 0, 2);
+			cg_jmp(g, JGE_X, R1, R7, 0, walk);
+			cg_put(g, LDXB, R0, R6, 0, 0);
+		}
+		byte_is(g, R0, t->byte, t->fold, next);
+		cg_put(g, LDXB, R2, R6, 1, 0);
+		byte_is(g, R2, t->byte2, t->fold2, next);
+		cg_put(g, LDXB, R2, R6, 2, 0);
+		if (f3)
+			cg_put(g, OR_K, R2, 0, 0, 0x20);
+		cg_jmp(g, JEQ_K, R2, 0, b3, walk);
+		cg_put(g, ADD_K, R6, 0, 0, 1);
+		cg_jmp(g, JA, 0, 0, 0, skip);
+		cg_here(g, next);
+	}
+	cg_here(g, walk);
+}
+
+/* Where the skip stopped at a byte of its own (not a pair's) that is a
+ * match from the first row, the line matched: straight on to matched
+ * with the byte consumed, as the table would go.  Clobbers r0. */
+static void direct_match(struct cg *g, const struct grep_prog *p, const struct scan_set *s,
+			 int matched)
+{
+	int hit = cg_label(g), n = 0;
+
+	for (int i = 0; i < s->n; i++)
+		if (!s->t[i].pair && !s->t[i].fold && entry(p, 0, s->t[i].byte) == SP_MATCH) {
+			if (!n++)
+				cg_put(g, LDXB, R0, R6, 0, 0);
+			cg_jmp(g, JEQ_K, R0, 0, s->t[i].byte, hit);
+		}
+	if (!n)
+		return;
+	int miss = cg_label(g);
+
+	cg_jmp(g, JA, 0, 0, 0, miss);
+	cg_here(g, hit);
+	cg_put(g, ADD_K, R6, 0, 0, 1);
+	cg_jmp(g, JA, 0, 0, 0, matched);
+	cg_here(g, miss);
+}
+
 /* Under lazy, lazy_lines() for the line around r6 + adj (r6 as it was
  * after): the shared copy at blk, which comes back to back (call k). */
 static void lazy_call(struct cg *g, int lazy, int k, int adj, int back, int blk)
@@ -271,9 +398,9 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	lazy = lazy && skip_ok;
 	out->skip_tests = skip_ok ? st.n : -1;
 	/* a matched line's end: the next terminator (or NUL that stops) */
-	cg_scan_add(&et, (struct scan_test){ '\n', 0, 0, 0, 0 });
+	cg_scan_add(&et, (struct scan_test){ .byte = '\n' });
 	if (o->nul_mode != GREP_NUL_BYTE)
-		cg_scan_add(&et, (struct scan_test){ 0, 0, 0, 0, 0 });
+		cg_scan_add(&et, (struct scan_test){ .byte = 0 });
 
 	/* the code */
 	int loop = cg_label(&g), special = cg_label(&g), matched = cg_label(&g), skip = cg_label(&g),
@@ -341,7 +468,7 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	cg_put(&g, ADD_K, R1, 0, 0, -1);
 	cg_emit_record(&g, R1, -1, -1);
 	cg_here(&g, unsel_eol);
-	cg_next_line(&g, skip_ok ? advanced : loop);
+	cg_next_line(&g, skip_ok ? advanced : loop, o->lineno);
 
 	if (skip_ok) {
 		/* in the first row: on to the next place that leaves it, the
@@ -356,6 +483,8 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 		cg_here(&g, start);
 		cg_scan_set(&g, &st, cand, slice_end);
 		cg_here(&g, cand);
+		third_checks(&g, out, &st, start);
+		direct_match(&g, out, &st, matched);
 		cg_jmp(&g, JA, 0, 0, 0, loop);
 	}
 	/* every way out saves the context: the line brought up first */
@@ -396,7 +525,7 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	cg_here(&g, fin_sel);
 	cg_emit_record(&g, R6, -1, -1);
 	cg_here(&g, fin);
-	cg_line_advance(&g);
+	cg_line_advance(&g, o->lineno);
 	cg_here(&g, done);
 	cg_return_done(&g);
 

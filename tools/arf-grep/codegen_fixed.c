@@ -235,7 +235,7 @@ int cg_gen_fixed(struct matcher *m, const struct grep_lit *l, int dfa,
 	cg_jmp(&g, JLE_X, R6, R1, 0, after);
 	cg_put(&g, MOV_X, R6, R1, 0, 0); /* the unterminated last line */
 	cg_here(&g, after);
-	cg_next_line(&g, loop);
+	cg_next_line(&g, loop, 1);
 
 	cg_slice_exits(&g, nul, slice_end, consumed);
 	cg_return_done(&g);

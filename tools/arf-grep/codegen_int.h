@@ -92,10 +92,11 @@ void cg_prologue(struct cg *g);
 void cg_save_and_return(struct cg *g, int code);
 /* The record of the line ending at end_reg (see codegen.c). */
 void cg_emit_record(struct cg *g, int end_reg, int start_reg, int extra_reg);
-/* After a line ended at r6 - 1: count it, the next starts at r6 in row 0. */
-void cg_line_advance(struct cg *g);
+/* After a line ended at r6 - 1: count it (with count: line numbers are
+ * kept), the next starts at r6 in row 0. */
+void cg_line_advance(struct cg *g, int count);
 /* cg_line_advance(), then return if a stop is set, else on to loop. */
-void cg_next_line(struct cg *g, int loop);
+void cg_next_line(struct cg *g, int loop, int count);
 /* The buffer is done: GREP_RET_MAX if max_sel was reached, else _DONE. */
 void cg_return_done(struct cg *g);
 /* A NUL at r6 - 1 stopped the scan. */
@@ -130,11 +131,12 @@ struct scan_set {
 int cg_scan_add(struct scan_set *s, struct scan_test x);
 /* The loop that moves r6 to the next place a test of s holds before r7:
  * eight bytes a turn (the "has a zero byte" test: the lowest byte it
- * flags is the place); in the last bytes, fewer than a turn needs, every
- * byte is such a place (the caller looks at it).
+ * flags is the place; a place may be one where no test holds, never past
+ * the first where one does); in the last bytes, fewer than a turn needs,
+ * every byte is such a place (the caller looks at it).
  * Jumps to found with r6 at the place (not consumed), to end with r6 ==
- * r7.  Clobbers r0-r5 (r5 reloaded
- * before either jump); with pairs, r8 too (0 at either jump). */
+ * r7.  Clobbers r0-r5 (r5 reloaded before either jump); with pairs, r8
+ * too (0 at either jump); r7 as it was at either jump. */
 void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end);
 /* Adds the newlines in [r0, r4) to r3: sixteen bytes at a time (the exact
  * zero-byte test, then a multiply sums the flags), the last few one at a
