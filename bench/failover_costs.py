@@ -52,7 +52,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 sys.path.insert(0, HERE)
 import arfproc  # noqa: E402
-from writecost import Stat, libarf  # noqa: E402
+from writecost import Stat, libarf, release_build  # noqa: E402
 
 MIB = 1 << 20
 
@@ -479,13 +479,7 @@ def main():
     p.add_argument("--dir", default="/var/tmp")
     p.add_argument("--out", default=None)
     args = p.parse_args()
-    if not args.build:
-        for b in ("build-bench", "build-rel"):
-            if os.path.exists(os.path.join(ROOT, b, "arfd", "arfd")):
-                args.build = os.path.join(ROOT, b)
-                break
-    if not args.build:
-        sys.exit("no release build: meson setup build-rel --buildtype=release -Dtests=false")
+    args.build = release_build(args.build)
     if arfproc.etcd_skip_reason():
         sys.exit(arfproc.etcd_skip_reason())
     lib = libarf(args.build)

@@ -168,6 +168,16 @@ def markdown(rows, args):
     return "\n".join(out) + "\n"
 
 
+def release_build(given):
+    """The release build to measure: given, else build-bench, else build-rel."""
+    if given:
+        return given
+    for b in ("build-bench", "build-rel"):
+        if os.path.exists(os.path.join(ROOT, b, "arfd", "arfd")):
+            return os.path.join(ROOT, b)
+    sys.exit("no release build: meson setup build-rel --buildtype=release -Dtests=false")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--build", default=None)
@@ -177,13 +187,7 @@ def main():
     p.add_argument("--stores", default="log,blob")
     p.add_argument("--out", default=None)
     args = p.parse_args()
-    if not args.build:
-        for b in ("build-bench", "build-rel"):
-            if os.path.exists(os.path.join(ROOT, b, "arfd", "arfd")):
-                args.build = os.path.join(ROOT, b)
-                break
-    if not args.build:
-        sys.exit("no release build: meson setup build-rel --buildtype=release -Dtests=false")
+    args.build = release_build(args.build)
     lib = libarf(args.build)
     rows = []
     for store in args.stores.split(","):
