@@ -211,11 +211,12 @@ int arfd_store_open(const char *dir, unsigned flags, struct arfd_store **out, ch
 	 * stays small, each insert a short search, and it fills, flushes and
 	 * compacts far less often.  (Its search was ~16% of arfd's CPU for a
 	 * 4 KiB write while the format's 262,144 hash-chain heads sat in the
-	 * memtable; format 3 no longer stores them, see put_format.)  The price, no point-in-time iterator while writes go on, is
-	 * none here: arfd iterates only at start and under the filesystem
-	 * lock (fsck), and RocksDB's flushes read memtables no longer written.
-	 * In-place updates need writes to the memtable one at a time, as
-	 * arfd's are anyway (one transaction at a time). */
+	 * memtable; format 3 no longer stores them, see put_format.)  The
+	 * price, no point-in-time iterator while writes go on, is none here:
+	 * arfd iterates only at start and under the filesystem lock (fsck),
+	 * and RocksDB's flushes read memtables no longer written.  In-place
+	 * updates need writes to the memtable one at a time, as arfd's are
+	 * anyway (one transaction at a time). */
 	rocksdb_options_set_allow_concurrent_memtable_write(st->opts, 0);
 	rocksdb_options_set_inplace_update_support(st->opts, 1);
 	if (flags & ARFD_STORE_POWER_LOSS)
@@ -510,17 +511,14 @@ int arfd_store_load(struct arfd_store *st, uint8_t *meta, uint64_t meta_size, ui
 	if (rc)
 		return rc;
 	if (meta_size < sizeof(*sb) || (uint64_t)sb->n_blocks * ARF_BLOCK_SIZE > data_size ||
-	    arf_meta_tag_off(sb, sb->n_blocks) > meta_size) {
+	    arf_meta_tag_off(sb, sb->n_blocks) > meta_size ||
+	    !arf_range_ok(sb->off_entries, (uint64_t)sb->n_buckets * sizeof(struct arf_meta_dirent),
+			  meta_size)) {
 		snprintf(err, errlen, "stored superblock does not fit the regions");
 		return -EIO;
 	}
 	/* the empty hash-chain heads a format-3 store leaves out: a head never
 	 * stored is still all zero here (a stored object never is) */
-	if (!arf_range_ok(sb->off_entries, (uint64_t)sb->n_buckets * sizeof(struct arf_meta_dirent),
-			  meta_size)) {
-		snprintf(err, errlen, "stored superblock does not fit the regions");
-		return -EIO;
-	}
 	for (uint32_t b = 0; b < sb->n_buckets; b++) {
 		struct arf_meta_dirent *e = (void *)(meta + arf_meta_entry_off(sb, b));
 		if (e->h.ver)
