@@ -26,7 +26,10 @@
  *                                       regions are mapped read-only
  *   arf+unix:///PATH[?socket=SOCK]      the same as arf+shm
  * PATH is a path inside the export.  HOST may be a name, an IPv4 address
- * or a bracketed IPv6 address.
+ * or a bracketed IPv6 address.  A volume=NAME query parameter
+ * (arf://HOST/PATH?volume=NAME, arf+shm:///PATH?socket=SOCK&volume=NAME)
+ * connects to that volume of the server's (arfd.conf's [volume NAME]); the
+ * root volume without one (see arf_url_volume).
  *
  * Threads: one arf_client may be used by any number of threads at once.
  * Credentials: requests carry the process's effective uid, gid and groups,
@@ -212,8 +215,17 @@ struct arf_url {
 	char path[4096];     /**< path inside the export, "/" at least */
 };
 
-/** Parse a URL.  Returns 0 or -EINVAL with the reason in err. */
+/** Parse a URL.  Returns 0 or -EINVAL with the reason in err.  A volume=NAME
+ * query parameter (see arf_url_volume) is not part of out->path. */
 int arf_url_parse(const char *url, struct arf_url *out, char *err, size_t errlen);
+
+/** The volume a URL names, as arf_connect() asks arfd for it: NAME of a
+ * volume=NAME query parameter (arf://HOST/PATH?volume=NAME,
+ * arf+shm:///PATH?socket=SOCK&volume=NAME), "" for none (the server's root
+ * volume; "root" names it too).  A volume is one of the filesystems one
+ * arfd serves (a [volume NAME] section of its arfd.conf).  Returns 0 or
+ * -EINVAL with the reason in err (a name is 1-63 of [A-Za-z0-9._-]). */
+int arf_url_volume(const char *url, char *vol, size_t vollen, char *err, size_t errlen);
 
 /**
  * Connect to the server a URL names (its PATH is not resolved here).

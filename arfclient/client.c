@@ -148,7 +148,10 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 		c->opts = *opts;
 	else
 		arf_client_opts_init(&c->opts);
-	if ((rc = arf_url_parse(url, &c->url, err, errlen)))
+	rc = arf_url_volume(url, c->volume, sizeof(c->volume), err, errlen);
+	if (!rc)
+		rc = arf_url_parse(url, &c->url, err, errlen); /* without the volume */
+	if (rc)
 		goto fail;
 	policy_resolve(&c->opts, c->url.transport, &c->pol);
 	if ((rc = arf_cache_init(c)) || (rc = arf_wlog_init(c)) || (rc = arf_locks_init(c)) ||
@@ -188,6 +191,10 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 	randombytes_buf(c->client_id, sizeof(c->client_id));
 	hello.flags |= ARF_PROTO_HELLO_CLIENT;
 	memcpy(hello.client, c->client_id, sizeof(hello.client));
+	if (c->volume[0]) {
+		hello.flags |= ARF_PROTO_HELLO_VOLUME;
+		memcpy(hello.volume, c->volume, sizeof(hello.volume));
+	}
 	arf_proto_wr_init(&w);
 	arf_proto_put_hello(&w, &hello);
 	if (w.err) {

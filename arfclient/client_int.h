@@ -61,6 +61,7 @@ struct arf_client {
 	struct arf_net_conn *conn;
 	uint64_t conn_gen;            /* bumped at every reconnect */
 	struct arf_url url;           /* where to reconnect */
+	char volume[ARF_PROTO_VOLUME_MAX]; /* the URL's ?volume=, "" for the root one */
 	uint8_t *hello;               /* the handshake bytes */
 	size_t hello_len;
 	uint8_t auth_key[32];         /* from secret_file */
@@ -108,6 +109,11 @@ struct arf_client {
 /* util.c: the monotonic clock in milliseconds, and the embedder's log sink
  * (nothing when none was set). */
 uint64_t arf_now_ms(void);
+/* Take a URL's volume=NAME query parameter out of url: rest gets the URL
+ * without it (for arf_url_parse), vol its name ("" when none).  0, or
+ * -EINVAL with the reason in err (a name as arfd's: 1-63 of [A-Za-z0-9._-]). */
+int arf_url_split_volume(const char *url, char *rest, size_t restlen, char *vol, size_t vollen,
+			 char *err, size_t errlen);
 void arf_log_msg(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* attr.c: each form attributes arrive in, to the API's struct arf_stat. */

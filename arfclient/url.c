@@ -67,12 +67,32 @@ static int url_host(const char *url, const char *rest, uint16_t defport, struct 
 	return 0;
 }
 
+static int parse_bare(const char *url, struct arf_url *u, char *err, size_t errlen);
+
 int arf_url_parse(const char *url, struct arf_url *u, char *err, size_t errlen)
+{
+	size_t n = strlen(url) + 1;
+	char *bare = malloc(n), vol[ARF_PROTO_VOLUME_MAX];
+	int rc;
+
+	memset(u, 0, sizeof(*u));
+	if (!bare) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	/* the volume is arf_connect's (arf_url_split_volume), not the path's */
+	rc = arf_url_split_volume(url, bare, n, vol, sizeof(vol), err, errlen);
+	if (!rc)
+		rc = parse_bare(bare, u, err, errlen);
+	free(bare);
+	return rc;
+}
+
+static int parse_bare(const char *url, struct arf_url *u, char *err, size_t errlen)
 {
 	const char *rest;
 	int rc;
 
-	memset(u, 0, sizeof(*u));
 	if (!strncmp(url, "arf://", 6) || !strncmp(url, "arf+tcp://", 10)) {
 		strcpy(u->transport, "tcp");
 		rest = url + (url[3] == '+' ? 10 : 6);
@@ -118,4 +138,60 @@ int arf_url_parse(const char *url, struct arf_url *u, char *err, size_t errlen)
 	if (!u->path[0])
 		strcpy(u->path, "/");
 	return 0;
+}
+
+int arf_url_split_volume(const char *url, char *rest, size_t restlen, char *vol, size_t vollen,
+			 char *err, size_t errlen)
+{
+	size_t n = strlen(url);
+	const char *p = NULL;
+
+	vol[0] = 0;
+	if (n >= restlen) {
+		snprintf(err, errlen, "URL too long");
+		return -EINVAL;
+	}
+	for (const char *q = strstr(url, "volume="); q; q = strstr(q + 1, "volume="))
+		if (q > url && (q[-1] == '?' || q[-1] == '&') && strchr(url, '?') < q)
+			p = q;
+	if (!p) {
+		memcpy(rest, url, n + 1);
+		return 0;
+	}
+	const char *val = p + 7, *end = strchr(val, '&');
+	size_t vl = end ? (size_t)(end - val) : strlen(val);
+	if (!vl || vl >= vollen || vl >= 64 ||
+	    strspn(val, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") < vl ||
+	    (vl == 1 && val[0] == '.') || (vl == 2 && !strncmp(val, "..", 2))) {
+		snprintf(err, errlen, "%s: volume=NAME: a volume's name is 1-63 letters, digits, "
+			 "'.', '_' or '-'", url);
+		return -EINVAL;
+	}
+	memcpy(vol, val, vl);
+	vol[vl] = 0;
+	/* "?volume=V&x" -> "?x", "&volume=V" -> "", "?volume=V" -> "" */
+	size_t cut_from = (size_t)(p - url), cut_to = (size_t)(val + vl - url);
+	if (end)
+		cut_to++; /* its '&' */
+	else
+		cut_from--; /* its '?' or '&' */
+	memcpy(rest, url, cut_from);
+	memcpy(rest + cut_from, url + cut_to, n - cut_to + 1);
+	if (!strcmp(vol, "root"))
+		vol[0] = 0;
+	return 0;
+}
+
+int arf_url_volume(const char *url, char *vol, size_t vollen, char *err, size_t errlen)
+{
+	size_t n = strlen(url) + 1;
+	char *bare = malloc(n);
+
+	if (!bare) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	int rc = arf_url_split_volume(url, bare, n, vol, vollen, err, errlen);
+	free(bare);
+	return rc;
 }

@@ -66,6 +66,15 @@ struct arfd_counters {
 };
 
 struct arfd {
+	/* A volume (issue 18): the root one is this struct itself, which also
+	 * holds what the server shares (the transport, the control socket, the
+	 * pid file); each [volume NAME] is one more struct arfd, with its own
+	 * regions, store, locks, workers and committer, that shares net. */
+	struct arfd *host;                   /* the root volume's; NULL in the root itself */
+	char volume[ARFD_VOLUME_NAME_MAX];   /* "root" or the [volume NAME] */
+	uint32_t view;                       /* its regions' net view (0 for the root) */
+	struct arfd *vols[ARFD_MAX_VOLUMES]; /* in the root: the others, nvols of them */
+	int nvols;
 	struct arfd_config cfg;
 	struct arfd_store *store;
 	struct arf_meta_fs fs;
@@ -120,6 +129,8 @@ struct arfd {
 int arfd_start(struct arfd *d, char *err, size_t errlen);
 /* Stop serving, drain, sync and free everything.  Safe after a failed start. */
 void arfd_stop(struct arfd *d);
+/* The volume named name on root's server ("" and "root": root itself), or NULL. */
+struct arfd *arfd_volume_find(struct arfd *root, const char *name);
 
 /*
  * Request procedures (procs.c): one entry per request kind, as nfsd's
@@ -356,6 +367,10 @@ void arfd_status_json(struct arfd *d, struct arf_proto_wr *w);
  * owns it (json_object_put).  Caller holds fs_lock (status.c). */
 struct json_object;
 struct json_object *arfd_status_object(struct arfd *d);
+/* {"volumes": [...]}: each volume's status object (root first) with its
+ * data_dir, each under its own lock; only one when only is not NULL (an
+ * {"error": ...} object when it names none).  NULL when out of memory. */
+struct json_object *arfd_volumes_object(struct arfd *root, const char *only);
 
 /* The management socket (control.c): start after the transport, stop
  * first.  Returns 0 or -errno with the reason in err. */

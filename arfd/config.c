@@ -4,6 +4,7 @@
  * and keys, values of the wrong type and values out of bounds are errors
  * naming the file and line.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <stddef.h>
@@ -357,12 +358,124 @@ struct load_ctx {
 	int failed;
 };
 
+int arfd_volume_name_ok(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (!len || len >= ARFD_VOLUME_NAME_MAX || !strcmp(name, ".") || !strcmp(name, "..") ||
+	    !strcmp(name, "root"))
+		return 0;
+	return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
+	       len;
+}
+
+/* Make the volume of a [volume NAME] header: 1, or 0 with lc->msg. */
+static int add_volume(struct load_ctx *lc, const char *vname)
+{
+	struct arfd_config *cfg = lc->cfg;
+
+	if (!arfd_volume_name_ok(vname)) {
+		snprintf(lc->msg, sizeof(lc->msg), "[volume %.80s]: a volume's name is 1-63 "
+			 "letters, digits, '.', '_' or '-', and not root, . or ..", vname);
+		lc->failed = 1;
+		return 0;
+	}
+	for (int i = 0; i < cfg->nvolumes; i++)
+		if (!strcmp(cfg->volumes[i].name, vname)) {
+			snprintf(lc->msg, sizeof(lc->msg), "[volume %s] appears twice", vname);
+			lc->failed = 1;
+			return 0;
+		}
+	if (cfg->nvolumes == ARFD_MAX_VOLUMES) {
+		snprintf(lc->msg, sizeof(lc->msg), "[volume %s]: at most %d volumes besides the "
+			 "root one", vname, ARFD_MAX_VOLUMES);
+		lc->failed = 1;
+		return 0;
+	}
+	snprintf(cfg->volumes[cfg->nvolumes++].name, ARFD_VOLUME_NAME_MAX, "%s", vname);
+	return 1;
+}
+
+/* A [volume NAME] section: its header makes the volume (scan_volumes, or
+ * here for one that scan did not see as inih does), its keys are
+ * [regions] keys, checked now against a scratch configuration. */
+static int on_volume(struct load_ctx *lc, const char *vname, const char *name, const char *value)
+{
+	struct arfd_config *cfg = lc->cfg;
+	int i;
+
+	if (!name) /* an inih that calls for headers: scan_volumes made them */
+		return 1;
+	for (i = 0; i < cfg->nvolumes; i++)
+		if (!strcmp(cfg->volumes[i].name, vname))
+			break;
+	if (i == cfg->nvolumes && !add_volume(lc, vname))
+		return 0;
+	struct arfd_config *scratch = malloc(sizeof(*scratch));
+	if (!scratch) {
+		snprintf(lc->msg, sizeof(lc->msg), "out of memory");
+		lc->failed = 1;
+		return 0;
+	}
+	arfd_config_defaults(scratch);
+	int bad = arfd_config_set(scratch, "regions", name, value, lc->msg, sizeof(lc->msg));
+	free(scratch);
+	struct arfd_volume_cfg *v = &cfg->volumes[i];
+	size_t used = strlen(v->set);
+	if (!bad && (strchr(value, '\n') ||
+		     (size_t)snprintf(v->set + used, sizeof(v->set) - used, "%s=%s\n", name,
+				      value) >= sizeof(v->set) - used)) {
+		v->set[used] = 0;
+		snprintf(lc->msg, sizeof(lc->msg), "[volume %s]: too many settings", vname);
+		bad = 1;
+	}
+	if (bad) {
+		size_t ml = strlen(lc->msg);
+		snprintf(lc->msg + ml, sizeof(lc->msg) - ml, " (in [volume %s], which takes [regions] "
+			 "keys)", vname);
+		lc->failed = 1;
+		return 0;
+	}
+	return 1;
+}
+
+int arfd_config_volume(const struct arfd_config *base, int i, struct arfd_config *out,
+		       char *err, size_t errlen)
+{
+	const struct arfd_volume_cfg *v = &base->volumes[i];
+
+	*out = *base;
+	out->nvolumes = 0;
+	if ((size_t)snprintf(out->data_dir, sizeof(out->data_dir), "%s/volumes/%s",
+			     base->data_dir, v->name) >= sizeof(out->data_dir)) {
+		snprintf(err, errlen, "[volume %s]: its data directory's path is too long", v->name);
+		return -1;
+	}
+	char line[sizeof(v->set)];
+	for (const char *p = v->set; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		memcpy(line, p, n);
+		line[n] = 0;
+		p += n + (nl != NULL);
+		char *eq = strchr(line, '=');
+		if (!eq)
+			continue;
+		*eq = 0;
+		if (arfd_config_set(out, "regions", line, eq + 1, err, errlen))
+			return -1;
+	}
+	return 0;
+}
+
 static int on_ini(void *user, const char *section, const char *name, const char *value)
 {
 	struct load_ctx *lc = user;
 
 	if (lc->failed)
 		return 0;
+	if (!strncasecmp(section, "volume ", 7))
+		return on_volume(lc, section + 7, name, value);
 	if (!name) /* a bare section header (inih INI_CALL_HANDLER_ON_NEW_SECTION) */
 		return 1;
 	int known_section = 0;
@@ -381,6 +494,28 @@ static int on_ini(void *user, const char *section, const char *name, const char 
 	return 1;
 }
 
+/* The [volume NAME] headers first: inih (as Debian builds it) calls the
+ * handler for keys only, and a volume section may have none.  0, or the
+ * line of a bad one (lc->msg says why). */
+static int scan_volumes(FILE *f, struct load_ctx *lc)
+{
+	char buf[1024];
+	int line = 0;
+
+	while (fgets(buf, sizeof(buf), f)) {
+		line++;
+		char *p = buf, *end;
+		while (isspace((unsigned char)*p)) /* as inih skips it */
+			p++;
+		if (*p != '[' || !(end = strchr(p, ']')) || strncasecmp(p + 1, "volume ", 7))
+			continue;
+		*end = 0;
+		if (!add_volume(lc, p + 8))
+			return line;
+	}
+	return 0;
+}
+
 int arfd_config_load(struct arfd_config *cfg, const char *path, char *err, size_t errlen)
 {
 	struct load_ctx lc = { .cfg = cfg };
@@ -389,7 +524,11 @@ int arfd_config_load(struct arfd_config *cfg, const char *path, char *err, size_
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	int line = ini_parse_file(f, on_ini, &lc);
+	int line = scan_volumes(f, &lc);
+	if (!line) {
+		rewind(f);
+		line = ini_parse_file(f, on_ini, &lc);
+	}
 	fclose(f);
 	if (line == 0)
 		return 0;
@@ -503,6 +642,18 @@ void arfd_config_dump(const struct arfd_config *cfg, FILE *out)
 			else
 				fprintf(out, "%s = %lld\n", e->key, (long long)*(const int64_t *)base);
 			break;
+		}
+	}
+	for (int v = 0; v < cfg->nvolumes; v++) {
+		fprintf(out, "\n[volume %s]\n", cfg->volumes[v].name);
+		for (const char *p = cfg->volumes[v].set; *p;) {
+			const char *nl = strchr(p, '\n');
+			size_t n = nl ? (size_t)(nl - p) : strlen(p);
+			const char *eq = memchr(p, '=', n);
+			if (eq)
+				fprintf(out, "%.*s = %.*s\n", (int)(eq - p), p, (int)(n - (size_t)(eq - p) - 1),
+					eq + 1);
+			p += n + (nl != NULL);
 		}
 	}
 }

@@ -18,6 +18,20 @@
 #define ARFD_DEFAULT_LISTEN   "127.0.0.1:20490"
 #define ARFD_DEFAULT_CONTROL  "/run/arf/arfd.ctl"
 
+/*
+ * Volumes besides the root one (issue 18): each [volume NAME] section makes
+ * one, served by the same arfd from DATA_DIR/volumes/NAME with its own
+ * regions and store; its keys are [regions] keys, its own limits (every
+ * other setting is the server's).  A client names it when it connects
+ * (libarf's URL ?volume=NAME, mount.arf -o volume=NAME).
+ */
+#define ARFD_MAX_VOLUMES 15      /* besides the root volume */
+#define ARFD_VOLUME_NAME_MAX 64
+struct arfd_volume_cfg {
+	char name[ARFD_VOLUME_NAME_MAX];
+	char set[512];           /* its [regions] settings, "key=value\n" each */
+};
+
 struct arfd_config {
 	/* [server] */
 	char listen[128];        /* tcp ADDR:PORT ("" = no tcp; port 0 = any free port) */
@@ -94,7 +108,19 @@ struct arfd_config {
 	char cell_cert_file[256]; /* https: client certificate ("" = none) */
 	char cell_key_file[256]; /* https: its key ("" = in cert_file) */
 	int  cell_lease_ttl_s;   /* its record outlives its last renewal this long */
+	/* [volume NAME] sections, in file order */
+	struct arfd_volume_cfg volumes[ARFD_MAX_VOLUMES];
+	int  nvolumes;
 };
+
+/* Is name a volume's name: 1-63 of [A-Za-z0-9._-], not "." or "..", not
+ * "root" (the root volume's)? */
+int arfd_volume_name_ok(const char *name);
+/* The configuration of volume i of base (0 <= i < base->nvolumes): base's,
+ * with the volume's data directory and [regions] settings.  0, or -1 with
+ * the reason in err. */
+int arfd_config_volume(const struct arfd_config *base, int i, struct arfd_config *out,
+		       char *err, size_t errlen);
 
 /* Fill with the built-in defaults. */
 void arfd_config_defaults(struct arfd_config *cfg);

@@ -372,7 +372,22 @@ static json_object *stats_json(const struct stat_snap *s)
 
 /* The Prometheus text format (version 0.0.4), malloc'd; NULL when out of
  * memory. */
-static char *stats_prometheus(const struct stat_snap *s)
+/* Is m one volume's, a line for each volume (labelled, where there are
+ * several)?  Not the server's own: its uptime, its CPU and the transport. */
+static int per_volume(const struct metric *m)
+{
+	size_t nc = offsetof(struct stat_snap, nc);
+
+	if (m->kind != METRIC_U64)
+		return m->kind == METRIC_BY_KIND;
+	return !(m->off >= nc && m->off < nc + sizeof(struct arf_net_server_counters)) &&
+	       m->off != offsetof(struct stat_snap, cpu_us);
+}
+
+/* The Prometheus text of n volumes' snapshots (s[0] the root's, which
+ * alone gives the server's own metrics): with one volume no labels but
+ * requests' kind, with several a volume label on each volume's line. */
+static char *stats_prometheus(const struct stat_snap *s, const char *const *names, int n)
 {
 	char *text = NULL;
 	size_t len = 0;
@@ -385,15 +400,23 @@ static char *stats_prometheus(const struct stat_snap *s)
 		if (!m->prom)
 			continue;
 		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m->prom, m->help, m->prom, m->type);
-		if (m->kind == METRIC_SECONDS)
-			fprintf(f, "%s %.3f\n", m->prom, s->uptime);
-		else if (m->kind == METRIC_U64)
-			fprintf(f, "%s %llu\n", m->prom, (unsigned long long)metric_u64(m, s));
-		else
-			for (int k = 0; k < ARF_PROTO_NKINDS; k++)
-				if (kind_name(k))
-					fprintf(f, "%s{kind=\"%s\"} %llu\n", m->prom, kind_name(k),
-						(unsigned long long)s->ctr.requests[k]);
+		int nv = per_volume(m) ? n : 1;
+		for (int v = 0; v < nv; v++) {
+			char lab[96] = "";
+			if (nv > 1)
+				snprintf(lab, sizeof(lab), "volume=\"%s\"", names[v]);
+			if (m->kind == METRIC_SECONDS)
+				fprintf(f, "%s %.3f\n", m->prom, s[v].uptime);
+			else if (m->kind == METRIC_U64)
+				fprintf(f, "%s%s%s%s %llu\n", m->prom, lab[0] ? "{" : "", lab,
+					lab[0] ? "}" : "", (unsigned long long)metric_u64(m, &s[v]));
+			else
+				for (int k = 0; k < ARF_PROTO_NKINDS; k++)
+					if (kind_name(k))
+						fprintf(f, "%s{%s%skind=\"%s\"} %llu\n", m->prom, lab,
+							lab[0] ? "," : "", kind_name(k),
+							(unsigned long long)s[v].ctr.requests[k]);
+		}
 	}
 	if (ferror(f) | fclose(f)) {
 		free(text);
@@ -662,23 +685,38 @@ static char *answer(struct arfd *d, char *line, char *args)
 
 	reply_oom = 0;
 	if (!strcmp(line, "stats")) {
-		struct stat_snap s;
-		snap(d, &s);
+		struct stat_snap s[1 + ARFD_MAX_VOLUMES];
+		const char *names[1 + ARFD_MAX_VOLUMES];
+		int n = !strcmp(args, "prometheus") ? 1 + d->nvols : 1;
+		for (int v = 0; v < n; v++) {
+			struct arfd *x = v ? d->vols[v - 1] : d;
+			snap(x, &s[v]);
+			names[v] = x->volume;
+		}
 		if (!strcmp(args, "prometheus"))
-			return stats_prometheus(&s);
-		r = stats_json(&s);
+			return stats_prometheus(s, names, n);
+		r = stats_json(&s[0]);
 	} else if (!strcmp(line, "status")) {
 		r = cmd_status(d);
 	} else if (!strcmp(line, "clients")) {
 		r = cmd_clients(d);
+	} else if (!strcmp(line, "volumes")) {
+		r = arfd_volumes_object(d, args[0] ? args : NULL);
+		reply_oom |= !r;
 	} else if (!strcmp(line, "exports")) {
 		r = cmd_exports(d);
 	} else if (!strcmp(line, "progs")) {
 		r = cmd_progs(d, args);
-	} else if (!strcmp(line, "fsck")) {
-		r = cmd_fsck(d);
-	} else if (!strcmp(line, "checkpoint")) {
-		r = cmd_checkpoint(d);
+	} else if (!strcmp(line, "fsck") || !strcmp(line, "checkpoint")) {
+		/* the root volume, or the one args names */
+		struct arfd *v = arfd_volume_find(d, args);
+		if (!v) {
+			char msg[128];
+			snprintf(msg, sizeof(msg), "no volume '%.63s' on this server", args);
+			r = error_reply(msg);
+		} else {
+			r = line[0] == 'f' ? cmd_fsck(v) : cmd_checkpoint(v);
+		}
 	} else if (!strcmp(line, "scribble")) {
 		r = cmd_scribble(d, args);
 	} else {

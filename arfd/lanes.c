@@ -182,7 +182,8 @@ static uint32_t flow_uid(const struct arfd_conn *ac, const uint8_t *body, size_t
 void arfd_on_request(void *ctx, struct arf_net_sconn *c, const struct arf_net_hdr *h,
 		     const uint8_t *body, size_t len)
 {
-	struct arfd *d = ctx;
+	struct arfd_conn *ac = arf_net_sconn_udata(c);
+	struct arfd *d = ac ? ac->d : ctx; /* the volume the connection chose (server.c) */
 	struct arfd_lane *l = d->lanes[arfd_proc_find(h->op)->lane];
 	struct arfd_job *j = malloc(sizeof(*j) + len);
 	uint32_t uid = 0;

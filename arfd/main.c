@@ -80,18 +80,27 @@ static void reload(struct arfd *d, const char *config, const struct override *ov
 		arfd_log(ARFD_LOG_ERROR, "reload: %s (keeping the running configuration)", err);
 		goto out;
 	}
-	arfd_fs_lock(d);
-	d->cfg.read_only = nc.read_only;
-	d->cfg.insecure = nc.insecure;
-	d->cfg.root_squash = nc.root_squash;
-	d->cfg.anon_uid = nc.anon_uid;
-	d->cfg.anon_gid = nc.anon_gid;
-	memcpy(d->cfg.clients, nc.clients, sizeof(nc.clients));
-	arfd_access_parse(d->cfg.clients, &d->nets, err, sizeof(err)); /* checked at load */
-	memcpy(d->cfg.one_sided, nc.one_sided, sizeof(nc.one_sided));
-	d->cfg.log_level = nc.log_level;
+	for (int i = -1; i < d->nvols; i++) { /* the root volume, then the others */
+		struct arfd *v = i < 0 ? d : d->vols[i];
+		arfd_fs_lock(v);
+		v->cfg.read_only = nc.read_only;
+		v->cfg.insecure = nc.insecure;
+		v->cfg.root_squash = nc.root_squash;
+		v->cfg.anon_uid = nc.anon_uid;
+		v->cfg.anon_gid = nc.anon_gid;
+		memcpy(v->cfg.clients, nc.clients, sizeof(nc.clients));
+		arfd_access_parse(v->cfg.clients, &v->nets, err, sizeof(err)); /* checked at load */
+		memcpy(v->cfg.one_sided, nc.one_sided, sizeof(nc.one_sided));
+		v->cfg.log_level = nc.log_level;
+		arfd_fs_unlock(v);
+	}
 	arfd_log_level = nc.log_level;
-	arfd_fs_unlock(d);
+	int vols_changed = nc.nvolumes != d->cfg.nvolumes;
+	for (int i = 0; !vols_changed && i < nc.nvolumes; i++)
+		vols_changed = strcmp(nc.volumes[i].name, d->cfg.volumes[i].name) ||
+			       strcmp(nc.volumes[i].set, d->cfg.volumes[i].set);
+	if (vols_changed)
+		arfd_log(ARFD_LOG_WARN, "reload: [volume] sections take effect at the next start");
 	if (strcmp(nc.listen, d->cfg.listen) || strcmp(nc.socket, d->cfg.socket) ||
 	    strcmp(nc.rdma_listen, d->cfg.rdma_listen) ||
 	    strcmp(nc.data_dir, d->cfg.data_dir) || nc.sync != d->cfg.sync ||

@@ -71,7 +71,7 @@ static int make_dirs(const char *path)
 static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_peer *peer,
 		    const void *hello, size_t hello_len, char *msg, size_t msglen)
 {
-	struct arfd *d = ctx;
+	struct arfd *d;
 	struct arf_proto_rd r;
 	struct arf_proto_hello h;
 
@@ -85,6 +85,11 @@ static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_pee
 		snprintf(msg, msglen, "client speaks request protocol %u, arfd speaks %u", h.version,
 			 ARF_PROTO_INFO_VERSION);
 		return ARF_EVERSION;
+	}
+	d = arfd_volume_find(ctx, h.volume);
+	if (!d) {
+		snprintf(msg, msglen, "no volume '%s' on this server", h.volume);
+		return -ENOENT;
 	}
 	arfd_fs_lock(d); /* SIGHUP may change the lists */
 	int allowed = arfd_access_allowed(&d->nets, peer);
@@ -118,18 +123,19 @@ static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_pee
 		ac->has_client_id = 1;
 	}
 	arf_net_sconn_set_grant(c, ac->grant);
+	arf_net_sconn_set_view(c, d->view);
 	__atomic_add_fetch(&d->clients, 1, __ATOMIC_RELAXED);
 	arf_net_sconn_set_udata(c, ac, free); /* freed with c: queued requests still read it */
-	arfd_log(ARFD_LOG_DEBUG, "client %s connected over %s as %s%s%s", peer->addr,
-		 peer->transport, arfd_identity_trust_name(ac->trust),
+	arfd_log(ARFD_LOG_DEBUG, "client %s connected over %s to volume %s as %s%s%s", peer->addr,
+		 peer->transport, d->volume, arfd_identity_trust_name(ac->trust),
 		 ac->grant ? "" : " (requests only)", peer->authenticated ? ", secret proven" : "");
 	return 0;
 }
 
 static void on_close(void *ctx, struct arf_net_sconn *c)
 {
-	struct arfd *d = ctx;
 	struct arfd_conn *ac = arf_net_sconn_udata(c);
+	struct arfd *d = ac ? ac->d : ctx; /* the volume it was connected to */
 	arfd_locks_conn_closed(d, c); /* its waiting lock requests go; its locks stay */
 	if (ac) /* ac itself goes with c's last reference (set_udata) */
 		__atomic_sub_fetch(&d->clients, 1, __ATOMIC_RELAXED);
@@ -190,7 +196,7 @@ static int set_info(struct arfd *d)
 	memcpy(info.super, d->meta, sizeof(info.super));
 	arf_proto_wr_init(&w);
 	arf_proto_put_info(&w, &info);
-	rc = w.err ? w.err : arf_net_server_set_info(d->net, w.buf, w.len);
+	rc = w.err ? w.err : arf_net_server_set_view_info(d->net, d->view, w.buf, w.len);
 	arf_proto_wr_free(&w);
 	return rc;
 }
@@ -410,11 +416,11 @@ static int write_file(const char *path, const char *text)
 	return rename(tmp, path) ? -errno : 0;
 }
 
-int arfd_start(struct arfd *d, char *err, size_t errlen)
+/* What every volume has of its own, up to its regions' registration:
+ * the filesystem lock, the store and the rebuilt regions, the reply
+ * cache, extended attributes and locks. */
+static int volume_open(struct arfd *d, char *err, size_t errlen)
 {
-	struct arf_net_server_opts so;
-	char addr[128];
-	uint16_t port = 0;
 	int rc;
 
 	d->meta_fd = d->data_fd = d->scratch_fd = -1;
@@ -429,6 +435,109 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	if ((rc = make_dirs(d->cfg.data_dir))) {
+		snprintf(err, errlen, "data directory %s: %s", d->cfg.data_dir, strerror(-rc));
+		return rc;
+	}
+	if ((rc = arfd_access_parse(d->cfg.clients, &d->nets, err, errlen)))
+		return rc;
+	if ((rc = arfd_identity_start(d))) {
+		snprintf(err, errlen, "identity keys: %s", strerror(-rc));
+		return rc;
+	}
+	if ((rc = open_store(d, err, errlen)))
+		return rc;
+	if ((rc = open_fs(d, err, errlen)))
+		return rc;
+	if ((rc = arfd_replies_start(d, err, errlen)) || (rc = arfd_xattr_start(d, err, errlen)) ||
+	    (rc = arfd_locks_start(d, err, errlen)))
+		return rc;
+	/* test only: RocksDB failing from here on (commit.c's fail-stop) */
+	arfd_store_inject_faults(d->store, (uint64_t)d->cfg.test_fail_write,
+				 (uint64_t)d->cfg.test_fail_sync);
+	return 0;
+}
+
+/* A volume's regions in its view of net, its info, and its threads. */
+static int volume_serve(struct arfd *d, char *err, size_t errlen)
+{
+	int rc;
+
+	if ((rc = arf_net_server_add_region_in(d->net, d->view, ARF_REGION_META, d->meta,
+					       d->meta_size, d->meta_fd, 0)) ||
+	    (rc = arf_net_server_add_region_in(d->net, d->view, ARF_REGION_DATA, d->data,
+					       d->data_size, d->data_fd, 0)) ||
+	    (rc = arf_net_server_add_region_in(d->net, d->view, ARF_REGION_SCRATCH, d->scratch,
+					       d->scratch_size, d->scratch_fd,
+					       ARF_NET_REGION_WRITABLE))) {
+		snprintf(err, errlen, "register regions: %s", strerror(-rc));
+		return rc;
+	}
+	if ((rc = set_info(d))) {
+		snprintf(err, errlen, "server info: %s", strerror(-rc));
+		return rc;
+	}
+	if ((rc = arfd_progs_start(d, err, errlen)))
+		return rc;
+	if ((rc = arfd_lanes_start(d, err, errlen)))
+		return rc;
+	if ((rc = pthread_create(&d->committer, NULL, arfd_committer_main, d))) {
+		snprintf(err, errlen, "committer thread: %s", strerror(rc));
+		return -rc;
+	}
+	d->committer_started = 1;
+	return 0;
+}
+
+/* The [volume NAME] sections, each one more struct arfd on d's server. */
+static int volumes_start(struct arfd *d, char *err, size_t errlen)
+{
+	for (int i = 0; i < d->cfg.nvolumes; i++) {
+		struct arfd *v = calloc(1, sizeof(*v));
+		char why[400];
+		int rc;
+
+		if (!v) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		v->meta_fd = v->data_fd = v->scratch_fd = -1;
+		d->vols[d->nvols++] = v;
+		v->host = d;
+		v->view = (uint32_t)d->nvols;
+		v->net = d->net;
+		snprintf(v->volume, sizeof(v->volume), "%s", d->cfg.volumes[i].name);
+		if (arfd_config_volume(&d->cfg, i, &v->cfg, err, errlen))
+			return -EINVAL;
+		if ((rc = volume_open(v, why, sizeof(why))) || (rc = volume_serve(v, why, sizeof(why)))) {
+			snprintf(err, errlen, "volume %s: %s", v->volume, why);
+			return rc;
+		}
+		arfd_log(ARFD_LOG_INFO, "volume %s from %s, incarnation %llu", v->volume,
+			 v->cfg.data_dir, (unsigned long long)v->incarnation);
+	}
+	return 0;
+}
+
+struct arfd *arfd_volume_find(struct arfd *root, const char *name)
+{
+	if (!name[0] || !strcmp(name, "root"))
+		return root;
+	for (int i = 0; i < root->nvols; i++)
+		if (!strcmp(root->vols[i]->volume, name))
+			return root->vols[i];
+	return NULL;
+}
+
+int arfd_start(struct arfd *d, char *err, size_t errlen)
+{
+	struct arf_net_server_opts so;
+	char addr[128];
+	uint16_t port = 0;
+	int rc;
+
+	d->meta_fd = d->data_fd = d->scratch_fd = -1; /* for arfd_stop, whatever fails */
+	snprintf(d->volume, sizeof(d->volume), "root");
 	if (d->cfg.listen[0] && split_listen(d->cfg.listen, addr, sizeof(addr), &port)) {
 		snprintf(err, errlen, "listen = '%s': expected ADDR:PORT", d->cfg.listen);
 		return -EINVAL;
@@ -483,24 +592,10 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 	}
 	if (d->cfg.pid_file[0] && (rc = pid_file_check(d->cfg.pid_file, err, errlen)))
 		return rc;
-	if ((rc = arfd_access_parse(d->cfg.clients, &d->nets, err, errlen)))
-		return rc;
 	if (d->cfg.secret_file[0] && (rc = load_secret(d, err, errlen)))
 		return rc;
-	if ((rc = arfd_identity_start(d))) {
-		snprintf(err, errlen, "identity keys: %s", strerror(-rc));
+	if ((rc = volume_open(d, err, errlen)))
 		return rc;
-	}
-	if ((rc = open_store(d, err, errlen)))
-		return rc;
-	if ((rc = open_fs(d, err, errlen)))
-		return rc;
-	if ((rc = arfd_replies_start(d, err, errlen)) || (rc = arfd_xattr_start(d, err, errlen)) ||
-	    (rc = arfd_locks_start(d, err, errlen)))
-		return rc;
-	/* test only: RocksDB failing from here on (commit.c's fail-stop) */
-	arfd_store_inject_faults(d->store, (uint64_t)d->cfg.test_fail_write,
-				 (uint64_t)d->cfg.test_fail_sync);
 
 	memset(&so, 0, sizeof(so));
 	so.listen_addr = d->cfg.listen[0] ? addr : NULL;
@@ -523,26 +618,8 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 	so.on_close = on_close;
 	if ((rc = arf_net_server_create(&so, &d->net, err, errlen)))
 		return rc;
-	if ((rc = arf_net_server_add_region(d->net, ARF_REGION_META, d->meta, d->meta_size, d->meta_fd, 0)) ||
-	    (rc = arf_net_server_add_region(d->net, ARF_REGION_DATA, d->data, d->data_size, d->data_fd, 0)) ||
-	    (rc = arf_net_server_add_region(d->net, ARF_REGION_SCRATCH, d->scratch, d->scratch_size,
-					    d->scratch_fd, ARF_NET_REGION_WRITABLE))) {
-		snprintf(err, errlen, "register regions: %s", strerror(-rc));
+	if ((rc = volume_serve(d, err, errlen)) || (rc = volumes_start(d, err, errlen)))
 		return rc;
-	}
-	if ((rc = set_info(d))) {
-		snprintf(err, errlen, "server info: %s", strerror(-rc));
-		return rc;
-	}
-	if ((rc = arfd_progs_start(d, err, errlen)))
-		return rc;
-	if ((rc = arfd_lanes_start(d, err, errlen)))
-		return rc;
-	if ((rc = pthread_create(&d->committer, NULL, arfd_committer_main, d))) {
-		snprintf(err, errlen, "committer thread: %s", strerror(rc));
-		return -rc;
-	}
-	d->committer_started = 1;
 	if ((rc = arf_net_server_start(d->net, err, errlen)))
 		return rc;
 	if ((rc = arfd_control_start(d, err, errlen)))
@@ -587,13 +664,10 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 	return 0;
 }
 
-void arfd_stop(struct arfd *d)
+/* Drain a volume's workers and committer (which syncs what is still
+ * waiting), then close its store and free its regions: once net is gone. */
+static void volume_close(struct arfd *d)
 {
-	/* Stop taking requests first, then drain the workers and the committer
-	 * (which syncs what is still waiting), then close the store. */
-	__atomic_store_n(&d->prog_abort, 1, __ATOMIC_RELEASE); /* runs stop at their next clock check */
-	arfd_control_stop(d);
-	arf_net_server_destroy(d->net);
 	d->net = NULL;
 	__atomic_store_n(&d->stopping, 1, __ATOMIC_RELEASE);
 	arfd_lanes_stop(d);
@@ -602,6 +676,7 @@ void arfd_stop(struct arfd *d)
 		pthread_cond_signal(&d->commit_cond);
 		arfd_fs_unlock(d);
 		pthread_join(d->committer, NULL);
+		d->committer_started = 0;
 	}
 	if (d->store) {
 		char err[256];
@@ -628,6 +703,23 @@ void arfd_stop(struct arfd *d)
 		close(d->data_fd);
 	if (d->scratch_fd >= 0)
 		close(d->scratch_fd);
+}
+
+void arfd_stop(struct arfd *d)
+{
+	/* Stop taking requests first, then drain every volume. */
+	__atomic_store_n(&d->prog_abort, 1, __ATOMIC_RELEASE); /* runs stop at their next clock check */
+	for (int i = 0; i < d->nvols; i++)
+		__atomic_store_n(&d->vols[i]->prog_abort, 1, __ATOMIC_RELEASE);
+	arfd_control_stop(d);
+	arf_net_server_destroy(d->net);
+	for (int i = 0; i < d->nvols; i++) {
+		volume_close(d->vols[i]);
+		free(d->vols[i]);
+		d->vols[i] = NULL;
+	}
+	d->nvols = 0;
+	volume_close(d);
 	/* Only what this process made: a start that failed because another
 	 * arfd holds the socket, the port or the data directory must leave
 	 * that daemon's files alone.  The UNIX socket is net/'s, removed by

@@ -6,6 +6,7 @@
  * the same schema.  The caller holds fs_lock.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -24,7 +25,7 @@ json_object *arfd_status_object(struct arfd *d)
 {
 	struct timespec now;
 	struct arf_ops_statfs sf;
-	struct arf_net_server_counters nc;
+	uint64_t one_reads, one_bytes;
 	json_object *o = json_object_new_object(), *x;
 	uint64_t reqs = 0;
 
@@ -32,10 +33,11 @@ json_object *arfd_status_object(struct arfd *d)
 		return NULL;
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	arf_ops_statfs(&d->fs, &sf);
-	arf_net_server_counters(d->net, &nc);
+	arf_net_server_view_reads(d->net, d->view, &one_reads, &one_bytes); /* this volume's */
 	for (int i = 0; i < ARF_PROTO_NKINDS; i++)
 		reqs += d->ctr.requests[i];
 	json_object_object_add(o, "version", json_object_new_string(ARF_VERSION));
+	json_object_object_add(o, "volume", json_object_new_string(d->volume));
 	put_u64(o, "incarnation", d->incarnation);
 	json_object_object_add(o, "uptime_s",
 			       json_object_new_int64((int64_t)(now.tv_sec - d->started.tv_sec)));
@@ -66,10 +68,47 @@ json_object *arfd_status_object(struct arfd *d)
 	put_u64(o, "requests", reqs);
 	put_u64(o, "mutations", d->ctr.mutations);
 	put_u64(o, "syncs", d->ctr.syncs);
-	put_u64(o, "one_sided_reads", nc.one_sided_reads);
-	put_u64(o, "one_sided_bytes", nc.one_sided_bytes);
+	put_u64(o, "one_sided_reads", one_reads);
+	put_u64(o, "one_sided_bytes", one_bytes);
 	arfd_locks_status(d, o);
 	return o;
+}
+
+json_object *arfd_volumes_object(struct arfd *root, const char *only)
+{
+	json_object *r = json_object_new_object(), *list = json_object_new_array();
+	int found = 0;
+
+	if (!r || !list || json_object_object_add(r, "volumes", list)) {
+		json_object_put(r);
+		json_object_put(list);
+		return NULL;
+	}
+	for (int i = -1; i < root->nvols; i++) {
+		struct arfd *v = i < 0 ? root : root->vols[i];
+		if (only && strcmp(only, v->volume))
+			continue;
+		arfd_lock_for_control(v);
+		json_object *o = arfd_status_object(v);
+		arfd_fs_unlock(v);
+		if (!o || json_object_array_add(list, o)) {
+			json_object_put(o);
+			json_object_put(r);
+			return NULL;
+		}
+		json_object_object_add(o, "data_dir", json_object_new_string(v->cfg.data_dir));
+		found = 1;
+	}
+	if (only && !found) {
+		json_object_put(r);
+		r = json_object_new_object();
+		if (r) {
+			char msg[128];
+			snprintf(msg, sizeof(msg), "no volume '%.63s' on this server", only);
+			json_object_object_add(r, "error", json_object_new_string(msg));
+		}
+	}
+	return r;
 }
 
 void arfd_status_json(struct arfd *d, struct arf_proto_wr *w)

@@ -58,6 +58,7 @@ struct arf_fuse_opts {
 	uint32_t port;           /* port= (0 = from the URL) */
 	char transport[8];       /* transport= ("" = from the URL) */
 	char socket[256];        /* socket= (shm) */
+	char volume[64];         /* volume= ("" = from the URL, else the root volume) */
 	char secret[256];        /* secret=: file holding the export's shared secret ("" = none) */
 	int allow_other;         /* allow_other (default when mounted by root) */
 	int sloppy;              /* mount.arf -s: ignore unknown options */

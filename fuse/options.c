@@ -47,6 +47,9 @@ static const struct opt_def opt_table[] = {
 	  "tcp|shm", "tcp (default) or shm (same host, through arfd's UNIX socket)" },
 	{ "socket", OPT_STR, F(socket), 0, sizeof(((struct arf_fuse_opts *)0)->socket), -1, "PATH",
 	  "arfd's UNIX socket for shm (default " ARF_DEFAULT_SOCKET "); implies transport=shm" },
+	{ "volume", OPT_STR, F(volume), 0, sizeof(((struct arf_fuse_opts *)0)->volume), -1, "NAME",
+	  "the volume of arfd's to mount (a [volume NAME] of its arfd.conf; default: the URL's "
+	  "?volume=, else the root volume)" },
 	{ "secret", OPT_STR, F(secret), 0, sizeof(((struct arf_fuse_opts *)0)->secret), -1, "FILE",
 	  "file holding the export's shared secret (arfd.conf secret_file): proved by "
 	  "challenge-response, never sent" },
@@ -268,8 +271,8 @@ int arf_fuse_opts_parse(struct arf_fuse_opts *o, const char *optstr, char *err, 
 	return rc;
 }
 
-/* Put a parsed URL back together. */
-static int url_format(const struct arf_url *u, char *out, size_t cap)
+/* Put a parsed URL back together, with its volume (vol "": none). */
+static int url_format(const struct arf_url *u, const char *vol, char *out, size_t cap)
 {
 	int n;
 	/* keep arf+rdma:// as it is: never a silent fall back to tcp */
@@ -280,6 +283,9 @@ static int url_format(const struct arf_url *u, char *out, size_t cap)
 		n = snprintf(out, cap, "%s://[%s]:%u%s", scheme, u->host, u->port, u->path);
 	else
 		n = snprintf(out, cap, "%s://%s:%u%s", scheme, u->host, u->port, u->path);
+	if (n >= 0 && (size_t)n < cap && vol[0])
+		n += snprintf(out + n, cap - (size_t)n, "%svolume=%s",
+			      !strcmp(u->transport, "shm") ? "&" : "?", vol);
 	return n < 0 || (size_t)n >= cap ? -EINVAL : 0;
 }
 
@@ -293,7 +299,9 @@ int arf_fuse_opts_finish(struct arf_fuse_opts *o, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	if (arf_url_parse(o->url, u, why, sizeof(why))) {
+	char vol[64] = "";
+	if (arf_url_parse(o->url, u, why, sizeof(why)) ||
+	    (!o->volume[0] && arf_url_volume(o->url, vol, sizeof(vol), why, sizeof(why)))) {
 		snprintf(err, errlen, "bad server URL '%s': %s", o->url, why);
 		goto out;
 	}
@@ -317,7 +325,16 @@ int arf_fuse_opts_finish(struct arf_fuse_opts *o, char *err, size_t errlen)
 	}
 	if (o->port)
 		u->port = (uint16_t)o->port;
-	if (url_format(u, o->url, sizeof(o->url))) {
+	if (o->volume[0]) { /* volume= wins over the URL's */
+		char probe[128];
+		snprintf(probe, sizeof(probe), "arf://h/?volume=%s", o->volume);
+		if (arf_url_volume(probe, vol, sizeof(vol), why, sizeof(why))) {
+			snprintf(err, errlen, "volume=%s: a volume's name is 1-63 letters, digits, "
+				 "'.', '_' or '-'", o->volume);
+			goto out;
+		}
+	}
+	if (url_format(u, vol, o->url, sizeof(o->url))) {
 		snprintf(err, errlen, "server URL too long");
 		goto out;
 	}

@@ -40,7 +40,8 @@
 #define ARF_NET_MAX_PREAUTH_FRAME 4096u      /* largest frame a server accepts before the
 					      * handshake (a HELLO, its token and proof) */
 #define ARF_NET_MAX_BATCH     4096u          /* most reads in one batched READ */
-#define ARF_NET_MAX_REGIONS   16u
+#define ARF_NET_MAX_REGIONS   48u
+#define ARF_NET_MAX_VIEWS     16u /* arf_net_server_add_region_in */
 
 /* Frame header: explicit little-endian fields, 24 bytes. */
 struct arf_net_hdr {
@@ -379,6 +380,24 @@ int arf_net_server_add_region(struct arf_net_server *s, uint32_t id, void *base,
 			      int memfd, uint32_t flags);
 /* Replace the info blob sent in the handshake (copied). */
 int arf_net_server_set_info(struct arf_net_server *s, const void *info, size_t len);
+/*
+ * Views: one server, several sets of regions (arfd's volumes).  A region
+ * belongs to one view (arf_net_server_add_region is view 0), and region ids
+ * are unique within a view, not across them; each view has its own info
+ * blob.  A connection sees one view, 0 unless its on_hello says otherwise
+ * (arf_net_sconn_set_view): the handshake lists that view's regions and
+ * info alone, and its one-sided operations reach that view's regions
+ * alone.  rdma serves view 0 only (a connection of another view is
+ * granted no rdma keys, and uses the soft-NIC).  view < ARF_NET_MAX_VIEWS.
+ */
+int arf_net_server_add_region_in(struct arf_net_server *s, uint32_t view, uint32_t id,
+				 void *base, uint64_t size, int memfd, uint32_t flags);
+int arf_net_server_set_view_info(struct arf_net_server *s, uint32_t view, const void *info,
+				 size_t len);
+/* One view's share of the soft-NIC's one-sided reads (the counters'
+ * one_sided_reads and one_sided_bytes). */
+void arf_net_server_view_reads(struct arf_net_server *s, uint32_t view, uint64_t *reads,
+			       uint64_t *bytes);
 int arf_net_server_start(struct arf_net_server *s, char *err, size_t errlen);
 uint16_t arf_net_server_port(struct arf_net_server *s); /* bound tcp port */
 uint16_t arf_net_server_rdma_port(struct arf_net_server *s); /* bound rdma port, 0 = none */
@@ -400,6 +419,9 @@ const struct arf_net_peer *arf_net_sconn_peer(struct arf_net_sconn *c);
  * descriptors): it can make requests only.  Region keys are random per
  * connection, so a key is good on the connection that received it alone. */
 void arf_net_sconn_set_grant(struct arf_net_sconn *c, int grant_keys);
+/* In on_hello: the view this connection sees (see Views above): 0, or
+ * -EINVAL for a view out of range. */
+int arf_net_sconn_set_view(struct arf_net_sconn *c, uint32_t view);
 /* Per-connection user data (set in on_hello, read in on_request).  It
  * lives as long as the connection object, which outlives its on_close
  * while requests taken from it are still being served: udata_free (may

@@ -266,18 +266,24 @@ struct arf_proto_info {
 
 /* Client hello blob: what the client asks for. */
 #define ARF_PROTO_CLIENT_ID 16u
+#define ARF_PROTO_VOLUME_MAX 64u
 struct arf_proto_hello {
 	uint32_t version;            /* ARF_PROTO_INFO_VERSION */
 	uint32_t flags;              /* ARF_PROTO_HELLO_* */
 	char     path[256];          /* URL path (export selection) */
 	uint8_t  token[ARF_PROTO_TOKEN_SIZE]; /* with ARF_PROTO_HELLO_TOKEN */
 	uint8_t  client[ARF_PROTO_CLIENT_ID]; /* with ARF_PROTO_HELLO_CLIENT */
+	char     volume[ARF_PROTO_VOLUME_MAX]; /* with ARF_PROTO_HELLO_VOLUME */
 };
 #define ARF_PROTO_HELLO_TOKEN 0x1u   /* a credential token follows the path */
 /* A client id follows (the token, or) the path: random, the same on every
  * connection of one client, so that arfd's reply cache recognises a
  * request sent again after a reconnection (the frame id is kept) */
 #define ARF_PROTO_HELLO_CLIENT 0x2u
+/* The volume it wants follows (the token and) the client id: a name of
+ * ARF_PROTO_VOLUME_MAX bytes, NUL-padded; without it, the root volume.  An
+ * arfd older than volumes ignores it (and serves its one filesystem). */
+#define ARF_PROTO_HELLO_VOLUME 0x4u
 #define ARF_PROTO_HELLO_SIZE (4 + 4 + 256) /* without a token */
 
 /* ---- encoder: a growable buffer ---- */

@@ -64,15 +64,27 @@ int arf_net_srv_hello(struct arf_net_server *s, struct arf_net_sconn *c,
 	rc = s->o.on_hello ? s->o.on_hello(s->o.ctx, c, &c->peer, body, len, msg, sizeof(msg)) : 0;
 	if (rc)
 		goto refuse;
+	if (c->view && !strcmp(c->peer.transport, "rdma")) {
+		/* the rdma pump grants by region id from view 0's regions alone */
+		snprintf(msg, sizeof(msg), "this volume is not served over rdma: use tcp or shm");
+		rc = -EOPNOTSUPP;
+		goto refuse;
+	}
+	/* the regions of the connection's view (arf_net.h's Views) */
+	size_t idx[ARF_NET_MAX_REGIONS], nreg = 0;
 	if (!c->no_grant)
-		for (size_t i = 0; i < s->nregions; i++)
+		for (size_t i = 0; i < s->nregions; i++) {
+			if (s->regions[i].view != c->view)
+				continue;
 			do
 				randombytes_buf(&c->keys[i], sizeof(c->keys[i]));
 			while (!c->keys[i]);
+			idx[nreg++] = i;
+		}
 
 	pthread_mutex_lock(&s->info_lock);
-	size_t nreg = c->no_grant ? 0 : s->nregions;
-	size_t blen = 4 + nreg * 24 + 4 + s->info_len;
+	size_t ilen = s->info_len[c->view];
+	size_t blen = 4 + nreg * 24 + 4 + ilen;
 	uint8_t *b = malloc(blen);
 	if (!b) {
 		pthread_mutex_unlock(&s->info_lock);
@@ -82,24 +94,25 @@ int arf_net_srv_hello(struct arf_net_server *s, struct arf_net_sconn *c,
 	put32(b, (uint32_t)nreg);
 	size_t off = 4;
 	int fds[ARF_NET_MAX_REGIONS], nfds = 0;
-	for (size_t i = 0; i < nreg; i++, off += 24) {
-		put32(b + off, s->regions[i].id);
-		put32(b + off + 4, s->regions[i].flags);
-		put64(b + off + 8, s->regions[i].size);
-		put64(b + off + 16, c->keys[i]);
+	for (size_t k = 0; k < nreg; k++, off += 24) {
+		const struct srv_region *r = &s->regions[idx[k]];
+		put32(b + off, r->id);
+		put32(b + off + 4, r->flags);
+		put64(b + off + 8, r->size);
+		put64(b + off + 16, c->keys[idx[k]]);
 		if (c->is_unix)
-			fds[nfds++] = s->regions[i].passfd;
+			fds[nfds++] = r->passfd;
 	}
-	put32(b + off, (uint32_t)s->info_len);
-	if (s->info_len)
-		memcpy(b + off + 4, s->info, s->info_len);
+	put32(b + off, (uint32_t)ilen);
+	if (ilen)
+		memcpy(b + off + 4, s->info[c->view], ilen);
 	pthread_mutex_unlock(&s->info_lock);
 	if (c->is_unix) {
 		for (int i = 0; i < nfds; i++) {
 			if (fds[i] < 0) { /* a region without a descriptor cannot be mapped */
 				free(b);
 				snprintf(msg, sizeof(msg), "shm is not available: region %u has no descriptor",
-					 s->regions[i].id);
+					 s->regions[idx[i]].id);
 				rc = -EOPNOTSUPP;
 				goto refuse;
 			}

@@ -247,15 +247,17 @@ int arf_net_srv_make_passfds(struct arf_net_server *s)
 int arf_net_srv_listen_rdma(struct arf_net_server *s, char *err, size_t errlen)
 {
 #ifdef ARF_HAVE_VERBS
+	/* view 0's regions only (arf_net.h's Views): the pump grants by id */
 	struct arf_net_verbs_sregion r[ARF_NET_MAX_REGIONS];
+	size_t n = 0;
 	for (size_t i = 0; i < s->nregions; i++)
-		r[i] = (struct arf_net_verbs_sregion){ .id = s->regions[i].id,
-						       .flags = s->regions[i].flags,
-						       .base = s->regions[i].base,
-						       .size = s->regions[i].size };
-	return arf_net_verbs_server_start(s->rdma_addr, s->o.rdma_port, s->o.spin_us, r,
-					  s->nregions, arf_net_server_adopt, s, &s->vs, err,
-					  errlen);
+		if (!s->regions[i].view)
+			r[n++] = (struct arf_net_verbs_sregion){ .id = s->regions[i].id,
+								 .flags = s->regions[i].flags,
+								 .base = s->regions[i].base,
+								 .size = s->regions[i].size };
+	return arf_net_verbs_server_start(s->rdma_addr, s->o.rdma_port, s->o.spin_us, r, n,
+					  arf_net_server_adopt, s, &s->vs, err, errlen);
 #else
 	(void)s;
 	snprintf(err, errlen, "rdma: built without rdma-core (libibverbs-dev, librdmacm-dev)");

@@ -189,6 +189,8 @@ void arf_proto_put_hello(struct arf_proto_wr *w, const struct arf_proto_hello *h
 		arf_proto_put(w, h->token, sizeof(h->token));
 	if (h->flags & ARF_PROTO_HELLO_CLIENT)
 		arf_proto_put(w, h->client, sizeof(h->client));
+	if (h->flags & ARF_PROTO_HELLO_VOLUME)
+		arf_proto_put(w, h->volume, sizeof(h->volume));
 }
 
 void arf_proto_put_prog_result(struct arf_proto_wr *w, const struct arf_proto_prog_result *r)
@@ -348,6 +350,11 @@ void arf_proto_get_hello(struct arf_proto_rd *r, struct arf_proto_hello *h)
 		arf_proto_get(r, h->client, sizeof(h->client));
 	else
 		memset(h->client, 0, sizeof(h->client));
+	if (h->flags & ARF_PROTO_HELLO_VOLUME)
+		arf_proto_get(r, h->volume, sizeof(h->volume));
+	else
+		memset(h->volume, 0, sizeof(h->volume));
+	h->volume[sizeof(h->volume) - 1] = 0;
 }
 
 const char *arf_proto_get_name(struct arf_proto_rd *r, uint32_t *n)

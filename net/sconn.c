@@ -50,6 +50,14 @@ void arf_net_sconn_set_grant(struct arf_net_sconn *c, int grant_keys)
 	c->no_grant = !grant_keys;
 }
 
+int arf_net_sconn_set_view(struct arf_net_sconn *c, uint32_t view)
+{
+	if (view >= ARF_NET_MAX_VIEWS)
+		return -EINVAL;
+	c->view = view;
+	return 0;
+}
+
 void arf_net_sconn_set_udata(struct arf_net_sconn *c, void *udata, void (*udata_free)(void *))
 {
 	c->udata = udata;

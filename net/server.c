@@ -107,15 +107,22 @@ int arf_net_server_create(const struct arf_net_server_opts *opts, struct arf_net
 int arf_net_server_add_region(struct arf_net_server *s, uint32_t id, void *base, uint64_t size,
 			      int memfd, uint32_t flags)
 {
-	if (s->started || !base || !size)
+	return arf_net_server_add_region_in(s, 0, id, base, size, memfd, flags);
+}
+
+int arf_net_server_add_region_in(struct arf_net_server *s, uint32_t view, uint32_t id,
+				 void *base, uint64_t size, int memfd, uint32_t flags)
+{
+	if (s->started || !base || !size || view >= ARF_NET_MAX_VIEWS)
 		return -EINVAL;
 	if (s->nregions >= ARF_NET_MAX_REGIONS)
 		return -ENOSPC;
 	for (size_t i = 0; i < s->nregions; i++)
-		if (s->regions[i].id == id)
+		if (s->regions[i].id == id && s->regions[i].view == view)
 			return -EINVAL;
 	struct srv_region *r = &s->regions[s->nregions];
 	memset(r, 0, sizeof(*r));
+	r->view = view;
 	r->id = id;
 	r->flags = flags;
 	r->base = base;
@@ -128,14 +135,32 @@ int arf_net_server_add_region(struct arf_net_server *s, uint32_t id, void *base,
 
 int arf_net_server_set_info(struct arf_net_server *s, const void *info, size_t len)
 {
+	return arf_net_server_set_view_info(s, 0, info, len);
+}
+
+void arf_net_server_view_reads(struct arf_net_server *s, uint32_t view, uint64_t *reads,
+			       uint64_t *bytes)
+{
+	*reads = *bytes = 0;
+	if (s && view < ARF_NET_MAX_VIEWS) {
+		*reads = __atomic_load_n(&s->view_reads[view], __ATOMIC_RELAXED);
+		*bytes = __atomic_load_n(&s->view_bytes[view], __ATOMIC_RELAXED);
+	}
+}
+
+int arf_net_server_set_view_info(struct arf_net_server *s, uint32_t view, const void *info,
+				 size_t len)
+{
+	if (view >= ARF_NET_MAX_VIEWS)
+		return -EINVAL;
 	uint8_t *copy = malloc(len ? len : 1);
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, info, len);
 	pthread_mutex_lock(&s->info_lock);
-	free(s->info);
-	s->info = copy;
-	s->info_len = len;
+	free(s->info[view]);
+	s->info[view] = copy;
+	s->info_len[view] = len;
 	pthread_mutex_unlock(&s->info_lock);
 	return 0;
 }
@@ -355,7 +380,8 @@ void arf_net_server_destroy(struct arf_net_server *s)
 	pthread_mutex_destroy(&s->resume_lock);
 	pthread_mutex_destroy(&s->info_lock);
 	pthread_mutex_destroy(&s->conns_lock);
-	free(s->info);
+	for (size_t v = 0; v < ARF_NET_MAX_VIEWS; v++)
+		free(s->info[v]);
 	free(s->out);
 	free(s);
 }

@@ -46,6 +46,7 @@ enum sconn_state {
 
 struct srv_region {
 	uint32_t id, flags;
+	uint32_t view; /* the view it belongs to (arf_net_server_add_region_in) */
 	uint8_t *base;
 	uint64_t size;
 	int memfd;     /* the embedder's; not ours to close */
@@ -84,6 +85,7 @@ struct arf_net_sconn {
 	uint64_t accepted_us;      /* when accepted: SCONN_NEW may last HELLO_TIMEOUT_US */
 	struct arf_net_conn_info ctr; /* counters (atomic adds); peer and times filled on read */
 	int no_grant;              /* on_hello withheld the region keys */
+	uint32_t view;             /* the regions and info it is shown (on_hello; 0 by default) */
 	int challenged;            /* a challenge was sent: the next HELLO must prove it */
 	uint8_t nonce[32];         /* that challenge */
 	uint64_t keys[ARF_NET_MAX_REGIONS]; /* this connection's region keys (0 = none) */
@@ -126,8 +128,10 @@ struct arf_net_server {
 	size_t nregions;
 
 	pthread_mutex_t info_lock;
-	uint8_t *info;
-	size_t info_len;
+	uint8_t *info[ARF_NET_MAX_VIEWS];    /* by view */
+	uint64_t view_reads[ARF_NET_MAX_VIEWS], view_bytes[ARF_NET_MAX_VIEWS]; /* soft-NIC
+					      * one-sided reads by view (atomic adds) */
+	size_t info_len[ARF_NET_MAX_VIEWS];
 
 	struct arf_net_sconn *conns;   /* changed by the soft-NIC thread, under conns_lock */
 	pthread_mutex_t conns_lock;    /* the list, for arf_net_server_foreach_conn */

@@ -22,7 +22,7 @@ static struct srv_region *find_region(struct arf_net_server *s, struct arf_net_s
 				      uint32_t id, uint64_t key)
 {
 	for (size_t i = 0; i < s->nregions; i++)
-		if (s->regions[i].id == id)
+		if (s->regions[i].id == id && s->regions[i].view == c->view)
 			return c->keys[i] && c->keys[i] == key ? &s->regions[i] : NULL;
 	return NULL;
 }
@@ -56,6 +56,8 @@ int arf_net_srv_read(struct arf_net_server *s, struct arf_net_sconn *c,
 	}
 	SCTR(s, one_sided_reads, n);
 	SCTR(s, one_sided_bytes, total);
+	__atomic_add_fetch(&s->view_reads[c->view], n, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->view_bytes[c->view], total, __ATOMIC_RELAXED);
 	SCTR(s, one_sided_rounds, 1);
 	CCTR(c, one_sided_reads, n);
 	CCTR(c, one_sided_bytes, total);

@@ -5,7 +5,8 @@
  * transport with its own default port, hosts and ports are checked as for
  * tcp, and malformed URLs say why.  Last, arf_connect over arf+rdma:// on a
  * machine without a device (or with a libarf built without rdma-core) fails
- * at once with -ENODEV (or -EOPNOTSUPP) and a sentence saying which.
+ * at once with -ENODEV (or -EOPNOTSUPP) and a sentence saying which.  And
+ * the volume=NAME query parameter (arf_url_volume) on every scheme.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -93,6 +94,50 @@ static void test_parse_bad(void **state)
 	}
 }
 
+/* ?volume=NAME (arf_url_volume): the volume apart, the rest parsed as
+ * without it; a '?' that is not volume= stays in a tcp path, as before. */
+static void test_volume(void **state)
+{
+	static const struct {
+		const char *url, *vol, *path, *socket;
+	} cases[] = {
+		{ "arf://h/x?volume=proj", "proj", "/x", "" },
+		{ "arf://h:7/?volume=a.b_c-9", "a.b_c-9", "/", "" },
+		{ "arf://h/x?volume=root", "", "/x", "" },
+		{ "arf://h/a?b", "", "/a?b", "" },
+		{ "arf+shm:///x?socket=/s&volume=v1", "v1", "/x", "/s" },
+		{ "arf+shm:///x?volume=v1&socket=/s", "v1", "/x", "/s" },
+		{ "arf+shm:///?volume=v", "v", "/", ARF_DEFAULT_SOCKET },
+		{ "arf+rdma://h/p?volume=r", "r", "/p", "" },
+	};
+	static const char *const bad[] = {
+		"arf://h/?volume=", "arf://h/?volume=a/b", "arf://h/?volume=..",
+		"arf://h/?volume=0123456789012345678901234567890123456789012345678901234567890123",
+		"arf+shm:///?socket=/s&volume=x y",
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct arf_url u;
+		char vol[64], err[256] = "";
+		if (arf_url_volume(cases[i].url, vol, sizeof(vol), err, sizeof(err)) ||
+		    arf_url_parse(cases[i].url, &u, err, sizeof(err)))
+			fail_msg("'%s' refused: %s", cases[i].url, err);
+		if (strcmp(vol, cases[i].vol) || strcmp(u.path, cases[i].path) ||
+		    strcmp(u.socket, cases[i].socket))
+			fail_msg("'%s': volume '%s' path '%s' socket '%s'", cases[i].url, vol, u.path,
+				 u.socket);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct arf_url u;
+		char vol[64], err[256] = "";
+		if (arf_url_volume(bad[i], vol, sizeof(vol), err, sizeof(err)) != -EINVAL ||
+		    !strstr(err, "volume=NAME") || strncmp(err, bad[i], strlen(bad[i])))
+			fail_msg("'%s': volume accepted or unclear: '%s'", bad[i], err);
+		if (arf_url_parse(bad[i], &u, err, sizeof(err)) != -EINVAL)
+			fail_msg("'%s': parsed", bad[i]);
+	}
+}
+
 /* No device here: arf+rdma:// fails at once, plainly, naming the reason. */
 static void test_connect_without_rdma(void **state)
 {
@@ -125,6 +170,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_good),
 		cmocka_unit_test(test_parse_bad),
+		cmocka_unit_test(test_volume),
 		cmocka_unit_test(test_connect_without_rdma),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,7 +29,7 @@
 #include "store.h"
 
 /* One command over the control socket; the whole answer in *out (malloc'd). */
-static int control_call(const char *path, const char *line, char **out)
+int arfctl_control_call(const char *path, const char *line, char **out)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char *buf = NULL;
@@ -86,7 +86,7 @@ static int control_call(const char *path, const char *line, char **out)
 
 /* The answer as JSON: the object, or NULL after a message (malformed, or
  * an error object arfd sent, which names what failed). */
-static json_object *parse_answer(const char *cmd, const char *ans)
+json_object *arfctl_parse_answer(const char *cmd, const char *ans)
 {
 	enum json_tokener_error jerr;
 	json_object *o = json_tokener_parse_verbose(ans, &jerr), *e;
@@ -134,10 +134,10 @@ static int simple(const struct arfctl_admin *a, const char *cmd, const char *lin
 	char *ans = NULL;
 	json_object *o = NULL;
 
-	if (control_call(a->control, line, &ans))
+	if (arfctl_control_call(a->control, line, &ans))
 		return 1;
 	int text = a->prometheus && !strcmp(cmd, "stats") && ans[0] != '{';
-	if (!text && !(o = parse_answer(cmd, ans))) {
+	if (!text && !(o = arfctl_parse_answer(cmd, ans))) {
 		free(ans);
 		return 1;
 	}
@@ -273,14 +273,15 @@ out:
 }
 
 /* Online: arfd checks its live regions and compares them with RocksDB. */
-static int fsck_online(const struct arfctl_admin *a)
+static int fsck_online(const struct arfctl_admin *a, const char *vol)
 {
-	char *ans = NULL;
+	char *ans = NULL, line[96];
 	json_object *o, *list, *count;
 
-	if (control_call(a->control, "fsck", &ans))
+	snprintf(line, sizeof(line), "fsck%s%s", vol ? " " : "", vol ? vol : "");
+	if (arfctl_control_call(a->control, line, &ans))
 		return 1;
-	if (!(o = parse_answer("fsck", ans))) {
+	if (!(o = arfctl_parse_answer("fsck", ans))) {
 		free(ans);
 		return 1;
 	}
@@ -301,8 +302,8 @@ static int fsck_online(const struct arfctl_admin *a)
 			json_object *p = json_object_array_get_idx(list, i);
 			printf("%s: %s\n", jstr(p, "kind"), jstr(p, "what"));
 		}
-		printf("fsck (live, via %s): %llu problem%s\n", a->control, problems,
-		       problems == 1 ? "" : "s");
+		printf("fsck (live, via %s%s%s): %llu problem%s\n", a->control,
+		       vol ? ", volume " : "", vol ? vol : "", problems, problems == 1 ? "" : "s");
 	}
 	json_object_put(o);
 	free(ans);
@@ -380,9 +381,9 @@ static int progs(const struct arfctl_admin *a, int argc, char **argv)
 		return progs_usage();
 	}
 	snprintf(what, sizeof(what), "progs %s", sub);
-	if (control_call(a->control, line, &ans))
+	if (arfctl_control_call(a->control, line, &ans))
 		return 1;
-	json_object *o = parse_answer(what, ans), *prog = NULL, *list = NULL;
+	json_object *o = arfctl_parse_answer(what, ans), *prog = NULL, *list = NULL;
 	if (!o) {
 		free(ans);
 		return 1;
@@ -436,6 +437,18 @@ static int config_check(const char *file)
 	return 0;
 }
 
+/* A volume's name as a control command's argument: 1 or, after a message, 0. */
+static int vol_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (n && n < 64 &&
+	    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n)
+		return 1;
+	fprintf(stderr, "arfctl: --volume %s: a volume's name is 1-63 letters, digits, '.', '_' "
+		"or '-'\n", name);
+	return 0;
+}
+
 int arfctl_admin(const struct arfctl_admin *a, const char *cmd, int argc, char **argv)
 {
 	if (!strcmp(cmd, "stats")) {
@@ -444,6 +457,13 @@ int arfctl_admin(const struct arfctl_admin *a, const char *cmd, int argc, char *
 			return 2;
 		}
 		return simple(a, cmd, a->prometheus ? "stats prometheus" : "stats");
+	}
+	if (!strcmp(cmd, "checkpoint") && argc == 2 && !strcmp(argv[0], "--volume")) {
+		char line[96];
+		if (!vol_name_ok(argv[1]))
+			return 2;
+		snprintf(line, sizeof(line), "checkpoint %s", argv[1]);
+		return simple(a, cmd, line);
 	}
 	if (!strcmp(cmd, "status") || !strcmp(cmd, "clients") || !strcmp(cmd, "exports") ||
 	    !strcmp(cmd, "checkpoint")) {
@@ -455,14 +475,18 @@ int arfctl_admin(const struct arfctl_admin *a, const char *cmd, int argc, char *
 	}
 	if (!strcmp(cmd, "progs"))
 		return progs(a, argc, argv);
+	if (!strcmp(cmd, "vol"))
+		return arfctl_vol(a, argc, argv);
 	if (!strcmp(cmd, "fsck")) {
 		if (argc == 0)
-			return fsck_online(a);
+			return fsck_online(a, NULL);
+		if (argc == 2 && !strcmp(argv[0], "--volume"))
+			return vol_name_ok(argv[1]) ? fsck_online(a, argv[1]) : 2;
 		if (argc == 2 && !strcmp(argv[0], "--data-dir"))
 			return fsck_offline(a, argv[1]);
 		if (argc == 1 && !strncmp(argv[0], "--data-dir=", 11))
 			return fsck_offline(a, argv[0] + 11);
-		fprintf(stderr, "arfctl: usage: fsck [--data-dir DIR]\n");
+		fprintf(stderr, "arfctl: usage: fsck [--volume NAME | --data-dir DIR]\n");
 		return 2;
 	}
 	if (!strcmp(cmd, "config")) {

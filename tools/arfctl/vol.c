@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * arfctl vol list, vol show NAME: the volumes one arfd serves (issue 18),
+ * through its control socket: the root volume and each [volume NAME] of
+ * its arfd.conf, with their use and counters.  A volume is made by its
+ * section and arfd's next start; the cell's volume records (etcd) are
+ * `arfctl cell status`'s.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "admin.h"
+
+static unsigned long long num(json_object *o, const char *a, const char *b)
+{
+	json_object *v;
+	if (b && !json_object_object_get_ex(o, a, &o))
+		return 0;
+	return json_object_object_get_ex(o, b ? b : a, &v)
+		       ? (unsigned long long)json_object_get_uint64(v) : 0;
+}
+
+static const char *text(json_object *o, const char *key)
+{
+	json_object *v;
+	const char *s = json_object_object_get_ex(o, key, &v) ? json_object_get_string(v) : NULL;
+	return s ? s : "";
+}
+
+/* "12.3M" of n bytes (powers of 1024, as df -h). */
+static void human(char *buf, size_t len, unsigned long long n)
+{
+	static const char units[] = "BKMGTP";
+	double v = (double)n;
+	int u = 0;
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, u ? "%.1f%c" : "%.0f%c", v, units[u]);
+}
+
+static void print_table(json_object *list)
+{
+	printf("%-16s %-8s %21s %21s %7s %10s  %s\n", "NAME", "STATE", "INODES USED/TOTAL",
+	       "DATA USED/TOTAL", "CLIENTS", "REQUESTS", "DATA DIR");
+	for (size_t i = 0; i < json_object_array_length(list); i++) {
+		json_object *v = json_object_array_get_idx(list, i);
+		unsigned long long bs = num(v, "blocks", "size");
+		char used[16], total[16], inodes[48], data[48];
+		human(used, sizeof(used), (num(v, "blocks", "total") - num(v, "blocks", "free")) * bs);
+		human(total, sizeof(total), num(v, "blocks", "total") * bs);
+		snprintf(inodes, sizeof(inodes), "%llu/%llu",
+			 num(v, "inodes", "total") - num(v, "inodes", "free"), num(v, "inodes", "total"));
+		snprintf(data, sizeof(data), "%s/%s", used, total);
+		printf("%-16s %-8s %21s %21s %7llu %10llu  %s\n", text(v, "volume"), text(v, "state"),
+		       inodes, data, num(v, "clients", NULL), num(v, "requests", NULL),
+		       text(v, "data_dir"));
+	}
+}
+
+int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
+{
+	char line[128], *ans = NULL;
+	const char *sub = argc ? argv[0] : "";
+
+	if (!strcmp(sub, "list") && argc == 1) {
+		snprintf(line, sizeof(line), "volumes");
+	} else if (!strcmp(sub, "show") && argc == 2 && strlen(argv[1]) < 64 &&
+		   !strpbrk(argv[1], " \n")) {
+		snprintf(line, sizeof(line), "volumes %s", argv[1]);
+	} else {
+		fprintf(stderr, "arfctl: usage: vol list | vol show NAME\n");
+		return 2;
+	}
+	if (arfctl_control_call(a->control, line, &ans))
+		return 1;
+	json_object *o = arfctl_parse_answer("vol", ans), *list;
+	free(ans);
+	if (!o)
+		return 1;
+	if (!json_object_object_get_ex(o, "volumes", &list) ||
+	    !json_object_is_type(list, json_type_array)) {
+		fprintf(stderr, "arfctl: vol: malformed answer from arfd (no volumes)\n");
+		json_object_put(o);
+		return 1;
+	}
+	if (!strcmp(sub, "show"))
+		puts(json_object_to_json_string_ext(json_object_array_get_idx(list, 0),
+						    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	else if (a->json)
+		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+						       JSON_C_TO_STRING_NOSLASHESCAPE));
+	else
+		print_table(list);
+	json_object_put(o);
+	return 0;
+}
