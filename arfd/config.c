@@ -360,13 +360,8 @@ struct load_ctx {
 
 int arfd_volume_name_ok(const char *name)
 {
-	size_t len = strlen(name);
-
-	if (!len || len >= ARFD_VOLUME_NAME_MAX || !strcmp(name, ".") || !strcmp(name, "..") ||
-	    !strcmp(name, "root"))
-		return 0;
-	return strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") ==
-	       len;
+	/* a cell's names (cell/records.c): the same volume names in etcd */
+	return arf_cell_name_ok(name) && strcmp(name, "root");
 }
 
 /* Make the volume of a [volume NAME] header: 1, or 0 with lc->msg. */

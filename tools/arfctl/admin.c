@@ -24,6 +24,7 @@
 #include <json-c/json.h>
 
 #include "admin.h"
+#include "cell.h"
 #include "arf_meta_fs.h"
 #include "config.h"
 #include "store.h"
@@ -440,9 +441,7 @@ static int config_check(const char *file)
 /* A volume's name as a control command's argument: 1 or, after a message, 0. */
 static int vol_name_ok(const char *name)
 {
-	size_t n = strlen(name);
-	if (n && n < 64 &&
-	    strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") == n)
+	if (arf_cell_name_ok(name))
 		return 1;
 	fprintf(stderr, "arfctl: --volume %s: a volume's name is 1-63 letters, digits, '.', '_' "
 		"or '-'\n", name);
