@@ -66,10 +66,24 @@ int arfd_cell_start(struct arfd *d, struct arf_cell_member **out, char *err, siz
 	arfd_config_cell_security(&d->cfg, &sec);
 	int rc = arf_cell_member_start(d->cfg.cell_etcd, &sec, d->cfg.cell_name, &s,
 				       d->cfg.cell_lease_ttl_s, cell_log, NULL, out, err, errlen);
-	if (!rc)
-		arfd_log(ARFD_LOG_INFO, "cell '%s': joining as '%s' (%s port %u) through %s%s%s",
-			 d->cfg.cell_name, s.id, s.address, s.port, d->cfg.cell_etcd,
-			 sec.user[0] ? " as etcd user " : "", sec.user);
+	if (rc)
+		return rc;
+	arfd_log(ARFD_LOG_INFO, "cell '%s': joining as '%s' (%s port %u) through %s%s%s",
+		 d->cfg.cell_name, s.id, s.address, s.port, d->cfg.cell_etcd,
+		 sec.user[0] ? " as etcd user " : "", sec.user);
+	/* the volumes it records: its root one under [cell] root_volume, and
+	 * each [volume NAME] (docs/volumes.md) */
+	const char *names[1 + ARFD_MAX_VOLUMES];
+	size_t n = 0;
+	if (d->cfg.cell_root_volume[0])
+		names[n++] = d->cfg.cell_root_volume;
+	for (int i = 0; i < d->nvols; i++)
+		names[n++] = d->vols[i]->volume;
+	if ((rc = arf_cell_member_publish(*out, names, n))) {
+		snprintf(err, errlen, "cell volumes: %s", strerror(-rc));
+		arf_cell_member_stop(*out);
+		*out = NULL;
+	}
 	return rc;
 }
 

@@ -181,6 +181,10 @@ static const struct centry table[] = {
 	{ "cell", "address", C_STR, S(cell_address), 0, 0, "",
 	  "the address clients reach this server at, as registered (empty = listen's address, or "
 	  "the host name when that is a wildcard)" },
+	{ "cell", "root_volume", C_STR, S(cell_root_volume), 0, 0, "",
+	  "the name under which this server's root volume (data_dir itself) is recorded in the "
+	  "cell (\"root\" for the cell's root); empty = not recorded. Its [volume NAME] "
+	  "sections are recorded by their names" },
 	{ "cell", "lease_ttl_s", C_INT, S(cell_lease_ttl_s), 1, 3600, "10",
 	  "seconds the registration outlives arfd's last renewal (renewed every third of it)" },
 	{ "cell", "user", C_STR, S(cell_user), 0, 0, "",
@@ -567,10 +571,18 @@ static int arfd_config_check_cell(const struct arfd_config *cfg, char *err, size
 	if (arf_etcd_check(cfg->cell_etcd, &sec, err, errlen))
 		return -1;
 	if (!arf_cell_name_ok(cfg->cell_name) ||
-	    (cfg->cell_server_id[0] && !arf_cell_name_ok(cfg->cell_server_id))) {
-		snprintf(err, errlen, "[cell] name and server_id are 1 to 63 of A-Z a-z 0-9 . _ -");
+	    (cfg->cell_server_id[0] && !arf_cell_name_ok(cfg->cell_server_id)) ||
+	    (cfg->cell_root_volume[0] && !arf_cell_name_ok(cfg->cell_root_volume))) {
+		snprintf(err, errlen, "[cell] name, server_id and root_volume are 1 to 63 of A-Z a-z "
+			 "0-9 . _ -");
 		return -1;
 	}
+	for (int i = 0; i < cfg->nvolumes; i++)
+		if (!strcmp(cfg->volumes[i].name, cfg->cell_root_volume)) {
+			snprintf(err, errlen, "[cell] root_volume = %s: the name of a [volume %s] "
+				 "section too", cfg->cell_root_volume, cfg->volumes[i].name);
+			return -1;
+		}
 	return 0;
 }
 

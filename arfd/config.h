@@ -102,6 +102,7 @@ struct arfd_config {
 	char cell_name[64];      /* the cell's name: its records are under /arf/<name>/ */
 	char cell_server_id[64]; /* this server's id in the cell ("" = the host name) */
 	char cell_address[256];  /* address clients reach it at ("" = from listen) */
+	char cell_root_volume[64]; /* its root volume's name in the cell ("" = not recorded) */
 	char cell_user[64];      /* etcd user (readwrite on /arf/<name>/; "" = no auth) */
 	char cell_password_file[256]; /* its password (mode 0600 or stricter) */
 	char cell_ca_file[256];  /* https: CA etcd's certificate chains to ("" = system's) */

@@ -119,6 +119,12 @@ int arf_cell_member_start(const char *endpoints, const struct arf_etcd_security 
 			  const char *cell, const struct arf_cell_server *s,
 			  int ttl_s, arf_cell_log_fn log, void *log_arg,
 			  struct arf_cell_member **out, char *err, size_t errlen);
+/* The volumes the server serves, by name (copied): once registered, the
+ * thread creates each one's record (online, on this server) if there is
+ * none, sets it online again if it names this server, and leaves alone
+ * (with a warning) one that names another server; at the stop it sets
+ * those that name this server offline.  0, -EINVAL (a bad name), -ENOMEM. */
+int arf_cell_member_publish(struct arf_cell_member *m, const char *const *names, size_t n);
 /* 1 while registered (the lease renewed within its TTL), else 0. */
 int arf_cell_member_registered(struct arf_cell_member *m);
 /* Stop the thread; the lease is revoked (best effort, within about a

@@ -34,7 +34,14 @@ struct arf_cell_member {
 	pthread_cond_t cond;     /* stop */
 	int stop;                /* under lock */
 	int registered;          /* under lock: the lease was renewed within its TTL */
+	/* the volumes it serves (arf_cell_member_publish; under lock), each
+	 * with where its record stands: */
+	char (*vols)[ARF_CELL_NAME_MAX];
+	int *vol_state;          /* VOL_* */
+	size_t nvols;
 };
+
+enum { VOL_TODO, VOL_OURS, VOL_OTHERS };
 
 static void say(struct arf_cell_member *m, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -101,6 +108,84 @@ static int join(struct arf_cell_member *m, int64_t *lease, char *err, size_t err
 	return 0;
 }
 
+/*
+ * The records of the volumes it serves: created online and naming this
+ * server if absent; set online again if they name it (a restart); left
+ * alone, with a warning, if they name another server (whoever moved or
+ * created the volume there decides, not this one).  Each volume once per
+ * registration that works, retried while etcd fails.
+ */
+static void publish(struct arf_cell_member *m)
+{
+	char err[1024];
+
+	for (size_t i = 0;; i++) {
+		struct arf_cell_volume v;
+		pthread_mutex_lock(&m->lock);
+		int done = i >= m->nvols;
+		int todo = !done && m->vol_state[i] == VOL_TODO;
+		if (todo) {
+			memset(&v, 0, sizeof(v));
+			snprintf(v.name, sizeof(v.name), "%s", m->vols[i]);
+		}
+		pthread_mutex_unlock(&m->lock);
+		if (done)
+			return;
+		if (!todo)
+			continue;
+		int rc = arf_cell_volume_read(m->e, m->cell, v.name, &v, err, sizeof(err));
+		int state = VOL_TODO;
+		if (rc == -ENOENT) {
+			snprintf(v.server, sizeof(v.server), "%s", m->self.id);
+			snprintf(v.state, sizeof(v.state), "%s", ARF_CELL_VOL_ONLINE);
+			rc = arf_cell_volume_create(m->e, m->cell, &v, err, sizeof(err));
+			if (!rc) {
+				state = VOL_OURS;
+				say(m, 2, "cell '%s': volume '%s' recorded on '%s'", m->cell, v.name,
+				    m->self.id);
+			}
+		} else if (!rc && !strcmp(v.server, m->self.id)) {
+			if (strcmp(v.state, ARF_CELL_VOL_ONLINE)) {
+				snprintf(v.state, sizeof(v.state), "%s", ARF_CELL_VOL_ONLINE);
+				rc = arf_cell_volume_update(m->e, m->cell, &v, err, sizeof(err));
+			}
+			if (!rc)
+				state = VOL_OURS;
+		} else if (!rc) {
+			state = VOL_OTHERS;
+			say(m, 1, "cell '%s': volume '%s' is recorded on server '%s' (%s), not on '%s': "
+			    "its record is left alone", m->cell, v.name, v.server, v.state, m->self.id);
+		}
+		if (rc && rc != -ENOENT && rc != -ESTALE && rc != -EEXIST)
+			say(m, 1, "cell '%s': volume '%s' not recorded yet: %s", m->cell, v.name, err);
+		pthread_mutex_lock(&m->lock);
+		/* TODO again after a race (EEXIST, ESTALE): the next round; the list
+		 * may have been replaced meanwhile */
+		if (i < m->nvols && !strcmp(m->vols[i], v.name))
+			m->vol_state[i] = state;
+		pthread_mutex_unlock(&m->lock);
+	}
+}
+
+/* At a clean stop: the records that name this server say offline. */
+static void unpublish(struct arf_cell_member *m)
+{
+	char err[1024];
+
+	for (size_t i = 0; i < m->nvols; i++) {
+		struct arf_cell_volume v;
+		if (m->vol_state[i] != VOL_OURS)
+			continue;
+		if (arf_cell_volume_read(m->e, m->cell, m->vols[i], &v, err, sizeof(err)) ||
+		    strcmp(v.server, m->self.id))
+			continue;
+		snprintf(v.state, sizeof(v.state), "%s", ARF_CELL_VOL_OFFLINE);
+		if (arf_cell_volume_update(m->e, m->cell, &v, err, sizeof(err)))
+			say(m, 1, "cell '%s': volume '%s' left online in etcd: %s", m->cell, v.name,
+			    err);
+	}
+}
+
 static void *member_main(void *arg)
 {
 	struct arf_cell_member *m = arg;
@@ -118,6 +203,7 @@ static void *member_main(void *arg)
 				    "TTL %d s, at %s", m->cell, m->self.id, m->self.address, m->self.port,
 				    (unsigned long long)lease, m->ttl_s, arf_etcd_endpoint(m->e));
 				last[0] = 0;
+				publish(m);
 			} else if (strcmp(err, last)) { /* each new reason once, not every second */
 				/* another holder of the id, a refused user: errors until fixed */
 				int fatal = rc == -EEXIST || rc == -EACCES || rc == -EPERM;
@@ -137,6 +223,7 @@ static void *member_main(void *arg)
 			last[0] = 0;
 			renewed = now_ms();
 			set_registered(m, 1);
+			publish(m); /* what is left to do: nothing, mostly */
 		} else if (rc == -ENOENT) {
 			say(m, 1, "cell '%s': the lease of '%s' is gone (%s); registering again",
 			    m->cell, m->self.id, err);
@@ -155,6 +242,7 @@ static void *member_main(void *arg)
 		if (pause_ms(m, rc ? (period < 1000 ? period : 1000) : period))
 			break;
 	}
+	unpublish(m);
 	if (lease && arf_etcd_lease_revoke(m->e, lease, err, sizeof(err)))
 		say(m, 1, "cell '%s': could not revoke the lease of '%s' (its record goes when the "
 		    "lease expires): %s", m->cell, m->self.id, err);
@@ -232,5 +320,31 @@ void arf_cell_member_stop(struct arf_cell_member *m)
 	pthread_cond_destroy(&m->cond);
 	pthread_mutex_destroy(&m->lock);
 	arf_etcd_close(m->e);
+	free(m->vols);
+	free(m->vol_state);
 	free(m);
+}
+
+int arf_cell_member_publish(struct arf_cell_member *m, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!arf_cell_name_ok(names[i]))
+			return -EINVAL;
+	char (*vols)[ARF_CELL_NAME_MAX] = calloc(n ? n : 1, sizeof(*vols));
+	int *state = calloc(n ? n : 1, sizeof(*state));
+	if (!vols || !state) {
+		free(vols);
+		free(state);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		snprintf(vols[i], sizeof(vols[i]), "%s", names[i]);
+	pthread_mutex_lock(&m->lock);
+	free(m->vols);
+	free(m->vol_state);
+	m->vols = vols;
+	m->vol_state = state;
+	m->nvols = n; /* published at the thread's next round */
+	pthread_mutex_unlock(&m->lock);
+	return 0;
 }

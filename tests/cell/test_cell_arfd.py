@@ -36,12 +36,25 @@ def servers(etcd):
     return {x["id"]: x for x in s["servers"]} if s else None
 
 
+def volumes(etcd):
+    s = status(etcd, check=False)
+    return {v["name"]: (v["server"], v["state"], v["version"]) for v in s["volumes"]} if s else {}
+
+
 class Cell(EtcdCase):
-    def arfd(self, sid, work=None):
+    def arfd(self, sid, work=None, extra=None, config=None):
         conf = {"cell.etcd": self.etcd.url, "cell.name": CELL, "cell.server_id": sid,
                 "cell.lease_ttl_s": str(TTL)}
+        conf.update(extra or {})
         work = work or sid
-        d = Arfd(workdir=os.path.join(self.tmp, work), extra=conf, name="arfd-" + work)
+        if config:  # a configuration file of the test's own (its [volume] sections)
+            os.makedirs(os.path.join(self.tmp, work), exist_ok=True)
+            path = os.path.join(self.tmp, work + ".conf")
+            with open(path, "w") as f:
+                f.write(Arfd.CONFIG + config)
+            config = path
+        d = Arfd(workdir=os.path.join(self.tmp, work), extra=conf, name="arfd-" + work,
+                 config=config)
         self.addCleanup(self.stopped_clean, d)
         return d.start()
 
@@ -145,6 +158,39 @@ class Cell(EtcdCase):
         a.stop()
         wait_until(lambda: (servers(self.etcd) or {}).get("a", {}).get("port") == a2.port, 10,
                    "a2 registered")
+
+    def test_volume_records(self):
+        """arfd records the volumes it serves (docs/volumes.md): its root one
+        under [cell] root_volume and each [volume NAME], online on this
+        server; offline at a clean stop, online again at the next start; a
+        record that names another server is left alone, with a warning."""
+        self.etcd.start()
+        a = self.arfd("a", extra={"cell.root_volume": "root"}, config="[volume proj]\n")
+        wait_until(lambda: len(volumes(self.etcd)) == 2, 15, "a's volumes recorded")
+        self.assertEqual(volumes(self.etcd), {"root": ("a", "online", 1),
+                                              "proj": ("a", "online", 1)})
+        text = arfctl("cell", "status", "--etcd", self.etcd.url, "--cell", CELL).stdout.decode()
+        self.assertIn("volumes: 2", text)
+        # b serves a volume of the same name: a's record stays
+        b = self.arfd("b", config="[volume proj]\n")
+        wait_until(lambda: "recorded on server 'a'" in b.log(), 15, "b's warning")
+        self.assertIn("volume 'proj' is recorded on server 'a' (online), not on 'b'", b.log())
+        self.assertEqual(volumes(self.etcd)["proj"], ("a", "online", 1))
+        self.assertEqual(a.stop(), 0)
+        self.assertEqual(volumes(self.etcd), {"root": ("a", "offline", 2),
+                                              "proj": ("a", "offline", 2)})
+        a.start()
+        wait_until(lambda: volumes(self.etcd)["proj"][1] == "online", 15, "online again")
+        wait_until(lambda: volumes(self.etcd)["root"][1] == "online", 15, "root online again")
+        self.assertEqual(volumes(self.etcd), {"root": ("a", "online", 3),
+                                              "proj": ("a", "online", 3)})
+        # [cell] root_volume that a [volume] section names too is refused
+        p = arfproc.run([a.bin, "-c", a.config, "--check-config", "--set",
+                         "cell.etcd=" + self.etcd.url, "--set", "cell.name=" + CELL,
+                         "--set", "cell.root_volume=proj"], check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"[cell] root_volume = proj: the name of a [volume proj] section too",
+                      p.stderr)
 
     def test_config(self):
         d = Arfd(workdir=os.path.join(self.tmp, "c"))
