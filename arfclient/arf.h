@@ -533,6 +533,26 @@ void arf_lock_forget_lost(arf_client *c, uint64_t ino, uint32_t gen);
 
 /** The server's status as a JSON object; *json is malloc'd (free it). */
 int arf_server_status(arf_client *c, char **json);
+
+/** Where a volume lives, as the server c is connected to knows it (its
+ * LOCATE): in a cell, from its copy of the cell's records in etcd (the
+ * client needs no etcd credentials); outside a cell, this server's own
+ * volumes. */
+struct arf_location {
+	int here;            /**< the server c talks to serves it */
+	int in_cell;         /**< from the cell's records (else: that server's own) */
+	int live;            /**< its server is live in the cell: address, ports below */
+	char server[64];     /**< its server's id ("" outside a cell) */
+	char address[256];   /**< where that server is reached (when live) */
+	uint16_t port;       /**< its tcp port (when live; 0 = none) */
+	uint16_t rdma_port;  /**< its rdma port (0 = none) */
+	char state[16];      /**< "online", "offline" or "moving" */
+	uint64_t version;    /**< changes of the record (0 outside a cell) */
+};
+/** Locate volume (1-63 of [A-Za-z0-9._-]): 0, -ENOENT when the cell (or,
+ * outside one, the server) has no such volume, -EINVAL for a bad name,
+ * -EAGAIN when the server's copy of the cell is not read yet. */
+int arf_locate(arf_client *c, const char *volume, struct arf_location *out);
 /** Incarnation number of the server this client talks to. */
 uint64_t arf_server_incarnation(arf_client *c);
 /** "tcp", "rdma" or "shm". */

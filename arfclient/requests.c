@@ -609,6 +609,42 @@ int arf_server_status(arf_client *c, char **json)
 	return rc;
 }
 
+int arf_locate(arf_client *c, const char *volume, struct arf_location *out)
+{
+	struct arf_proto_wr w;
+	struct arf_net_buf resp;
+	size_t len = strlen(volume);
+
+	memset(out, 0, sizeof(*out));
+	if (!len || len >= sizeof(out->server))
+		return -EINVAL;
+	arf_proto_wr_init(&w);
+	arf_proto_put_bytes(&w, volume, (uint32_t)len);
+	int rc = w.err ? w.err : arf_req(c, ARF_OP_LOCATE, &w, &resp);
+	arf_proto_wr_free(&w);
+	if (rc)
+		return rc;
+	struct arf_proto_rd r;
+	struct arf_proto_location l;
+	arf_proto_rd_init(&r, resp.data, resp.len);
+	arf_proto_get_location(&r, &l);
+	if (!arf_proto_rd_done(&r))
+		rc = -EIO; /* a malformed reply */
+	arf_net_buf_free(&resp);
+	if (rc)
+		return rc;
+	out->here = !!(l.flags & ARF_PROTO_LOC_HERE);
+	out->in_cell = !!(l.flags & ARF_PROTO_LOC_CELL);
+	out->live = !!(l.flags & ARF_PROTO_LOC_LIVE);
+	memcpy(out->server, l.server, sizeof(out->server));
+	memcpy(out->address, l.address, sizeof(out->address));
+	out->port = (uint16_t)l.port;
+	out->rdma_port = (uint16_t)l.rdma_port;
+	memcpy(out->state, l.state, sizeof(out->state));
+	out->version = l.version;
+	return 0;
+}
+
 int arf_req_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap)
 {
 	struct arf_proto_wr w;

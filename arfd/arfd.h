@@ -39,6 +39,7 @@ struct arf_proto_cred;
 struct arfd_control;
 struct arf_proto_wr;
 struct arfd_replies;
+struct arf_cell_view;
 
 /* Server-side counters (monotonic). */
 struct arfd_counters {
@@ -75,6 +76,9 @@ struct arfd {
 	uint32_t view;                       /* its regions' net view (0 for the root) */
 	struct arfd *vols[ARFD_MAX_VOLUMES]; /* in the root: the others, nvols of them */
 	int nvols;
+	struct arf_cell_view *cellview;      /* in the root, in a cell: its copy of the cell's
+					      * records for LOCATE (locate.c; atomic) */
+	char cell_id[64];                    /* in the root, in a cell: its server id */
 	struct arfd_config cfg;
 	struct arfd_store *store;
 	struct arf_meta_fs fs;
@@ -199,6 +203,8 @@ void arfd_wcc_pre(struct arfd_req *q, struct arfd_wcc *x, const struct arf_proto
 void arfd_wcc_obj(struct arfd_req *q, struct arfd_wcc *x, const struct arf_proto_fh *dir,
 		  const char *name, uint32_t nlen);
 int arfd_wcc_reply(struct arfd_req *q, int rc, const struct arfd_wcc *x);
+/* LOCATE (locate.c). */
+int arfd_proc_locate(struct arfd_req *q);
 /* CREATE_WRITE and COPY (the table's entries for them). */
 int arfd_proc_create_write(struct arfd_req *q);
 int arfd_proc_copy(struct arfd_req *q);

@@ -83,8 +83,19 @@ int arfd_cell_start(struct arfd *d, struct arf_cell_member **out, char *err, siz
 		snprintf(err, errlen, "cell volumes: %s", strerror(-rc));
 		arf_cell_member_stop(*out);
 		*out = NULL;
+		return rc;
 	}
-	return rc;
+	/* LOCATE's copy of the cell (locate.c); stopped by arfd_stop */
+	struct arf_cell_view *cv = NULL;
+	snprintf(d->cell_id, sizeof(d->cell_id), "%s", s.id);
+	if ((rc = arf_cell_view_start(d->cfg.cell_etcd, &sec, d->cfg.cell_name, cell_log, NULL, &cv,
+				      err, errlen))) {
+		arf_cell_member_stop(*out);
+		*out = NULL;
+		return rc;
+	}
+	__atomic_store_n(&d->cellview, cv, __ATOMIC_RELEASE);
+	return 0;
 }
 
 void arfd_cell_stop(struct arf_cell_member *m)

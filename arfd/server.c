@@ -19,6 +19,7 @@
 
 #include "arf_proto.h"
 #include "arfd.h"
+#include "cell.h"
 #include "locks.h"
 #include "log.h"
 #include "xattr.h"
@@ -720,6 +721,8 @@ void arfd_stop(struct arfd *d)
 	}
 	d->nvols = 0;
 	volume_close(d);
+	arf_cell_view_stop(d->cellview); /* LOCATE's (locate.c): no worker is left to ask */
+	d->cellview = NULL;
 	/* Only what this process made: a start that failed because another
 	 * arfd holds the socket, the port or the data directory must leave
 	 * that daemon's files alone.  The UNIX socket is net/'s, removed by

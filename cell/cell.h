@@ -132,4 +132,18 @@ int arf_cell_member_registered(struct arf_cell_member *m);
  * Accepts NULL. */
 void arf_cell_member_stop(struct arf_cell_member *m);
 
+/* A server's copy of the cell's volume and server records (view.c), kept
+ * current by a watch on a thread of its own; it never makes a caller wait
+ * for etcd.  start returns at once (-EINVAL, arf_etcd_open's errors,
+ * -ENOMEM); log as for membership.  locate: 0 with the volume's record and
+ * its server's (srv->id "" when that server is not live), -ENOENT when the
+ * cell has no such volume, -EAGAIN when etcd has never answered yet. */
+struct arf_cell_view;
+int arf_cell_view_start(const char *endpoints, const struct arf_etcd_security *sec,
+			const char *cell, arf_cell_log_fn log, void *log_arg,
+			struct arf_cell_view **out, char *err, size_t errlen);
+int arf_cell_view_locate(struct arf_cell_view *v, const char *name, struct arf_cell_volume *vol,
+			 struct arf_cell_server *srv);
+void arf_cell_view_stop(struct arf_cell_view *v); /* accepts NULL */
+
 #endif

@@ -98,6 +98,11 @@ enum arf_proto_op {
 				  * u64 end -> lock_hdr, ranges */
 	ARF_OP_LOCK_RENEW = 0x125, /* u64 client, u64 lease, u32 flags -> lock_hdr, u32 state */
 	ARF_OP_LOCK_CANCEL = 0x126, /* u64 client, u64 wait_id -> u32 cancelled */
+	/* Where a volume of the cell lives (arfd/locate.c): answered from the
+	 * server's copy of the cell's records, never by waiting for etcd.
+	 * Counted as "other" (a kind of its own would change libarf's
+	 * arf_client_stats, whose layout is its ABI). */
+	ARF_OP_LOCATE   = 0x127, /* name -> location */
 	/* Extended attributes (arfd/xattr.c), requests only. */
 	ARF_OP_XATTR_GET = 0x128, /* fh, name, u32 size -> u32 len, [bytes(value) if size] */
 	ARF_OP_XATTR_SET = 0x129, /* fh, name, bytes(value), u32 flags -> attr */
@@ -286,6 +291,21 @@ struct arf_proto_hello {
 #define ARF_PROTO_HELLO_VOLUME 0x4u
 #define ARF_PROTO_HELLO_SIZE (4 + 4 + 256) /* without a token */
 
+/* A volume's location (ARF_OP_LOCATE's reply). */
+#define ARF_PROTO_LOC_HERE 0x1u  /* the answering server serves it */
+#define ARF_PROTO_LOC_LIVE 0x2u  /* its server is live in the cell (address, ports) */
+#define ARF_PROTO_LOC_CELL 0x4u  /* from the cell's records (else: this server's own) */
+struct arf_proto_location {
+	uint32_t flags;              /* ARF_PROTO_LOC_* */
+	char     server[64];         /* its server's id ("" outside a cell) */
+	char     address[256];       /* where that server is reached (with LIVE) */
+	uint32_t port, rdma_port;    /* its tcp and rdma ports (with LIVE; 0 = none) */
+	char     state[16];          /* "online", "offline", "moving" */
+	uint64_t version;            /* the record's changes (0 outside a cell) */
+};
+/* The reply: u32 flags, bytes server, bytes address, u32 port, u32
+ * rdma_port, bytes state, u64 version. */
+
 /* ---- encoder: a growable buffer ---- */
 struct arf_proto_wr {
 	uint8_t *buf;
@@ -306,6 +326,7 @@ void arf_proto_put_statfs(struct arf_proto_wr *w, const struct arf_proto_statfs 
 void arf_proto_put_wcc(struct arf_proto_wr *w, const struct arf_proto_wcc *v, uint32_t n);
 void arf_proto_put_info(struct arf_proto_wr *w, const struct arf_proto_info *i);
 void arf_proto_put_hello(struct arf_proto_wr *w, const struct arf_proto_hello *h);
+void arf_proto_put_location(struct arf_proto_wr *w, const struct arf_proto_location *l);
 void arf_proto_put_prog_result(struct arf_proto_wr *w, const struct arf_proto_prog_result *r);
 void arf_proto_put_prog_error(struct arf_proto_wr *w, const struct arf_proto_prog_error *e);
 
@@ -338,6 +359,7 @@ void arf_proto_get_statfs(struct arf_proto_rd *r, struct arf_proto_statfs *s);
 uint32_t arf_proto_get_wcc(struct arf_proto_rd *r, struct arf_proto_wcc *v, uint32_t max);
 void arf_proto_get_info(struct arf_proto_rd *r, struct arf_proto_info *i);
 void arf_proto_get_hello(struct arf_proto_rd *r, struct arf_proto_hello *h);
+void arf_proto_get_location(struct arf_proto_rd *r, struct arf_proto_location *l);
 /* out points into r's buffer (valid while it is). */
 void arf_proto_get_prog_result(struct arf_proto_rd *r, struct arf_proto_prog_result *res);
 /* The message is NUL-terminated (cut to fit). */

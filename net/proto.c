@@ -193,6 +193,22 @@ void arf_proto_put_hello(struct arf_proto_wr *w, const struct arf_proto_hello *h
 		arf_proto_put(w, h->volume, sizeof(h->volume));
 }
 
+static void put_str(struct arf_proto_wr *w, const char *s, size_t max)
+{
+	arf_proto_put_bytes(w, s, (uint32_t)strnlen(s, max - 1));
+}
+
+void arf_proto_put_location(struct arf_proto_wr *w, const struct arf_proto_location *l)
+{
+	arf_proto_put_u32(w, l->flags);
+	put_str(w, l->server, sizeof(l->server));
+	put_str(w, l->address, sizeof(l->address));
+	arf_proto_put_u32(w, l->port);
+	arf_proto_put_u32(w, l->rdma_port);
+	put_str(w, l->state, sizeof(l->state));
+	arf_proto_put_u64(w, l->version);
+}
+
 void arf_proto_put_prog_result(struct arf_proto_wr *w, const struct arf_proto_prog_result *r)
 {
 	arf_proto_put_u64(w, r->r0);
@@ -355,6 +371,27 @@ void arf_proto_get_hello(struct arf_proto_rd *r, struct arf_proto_hello *h)
 	else
 		memset(h->volume, 0, sizeof(h->volume));
 	h->volume[sizeof(h->volume) - 1] = 0;
+}
+
+/* bytes of at most max - 1 into a NUL-terminated buf of max */
+static void get_str(struct arf_proto_rd *r, char *buf, size_t max)
+{
+	uint32_t n = 0;
+	const uint8_t *p = arf_proto_get_bytes(r, (uint32_t)max - 1, &n);
+	if (p)
+		memcpy(buf, p, n);
+	buf[p ? n : 0] = 0;
+}
+
+void arf_proto_get_location(struct arf_proto_rd *r, struct arf_proto_location *l)
+{
+	l->flags = arf_proto_get_u32(r);
+	get_str(r, l->server, sizeof(l->server));
+	get_str(r, l->address, sizeof(l->address));
+	l->port = arf_proto_get_u32(r);
+	l->rdma_port = arf_proto_get_u32(r);
+	get_str(r, l->state, sizeof(l->state));
+	l->version = arf_proto_get_u64(r);
 }
 
 const char *arf_proto_get_name(struct arf_proto_rd *r, uint32_t *n)

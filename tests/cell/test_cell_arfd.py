@@ -192,6 +192,46 @@ class Cell(EtcdCase):
         self.assertIn(b"[cell] root_volume = proj: the name of a [volume proj] section too",
                       p.stderr)
 
+    def test_locate(self):
+        """LOCATE (arfctl vol locate): any arfd of the cell says where a
+        volume lives, from its copy of the records (a watch), so a client
+        needs no etcd credentials; with etcd down the copy still answers;
+        a volume whose server stopped shows offline and not live."""
+        self.etcd.start()
+        a = self.arfd("a", extra={"cell.root_volume": "root"}, config="[volume proj]\n")
+        b = self.arfd("b")
+        wait_until(lambda: len(volumes(self.etcd)) == 2, 15, "a's volumes recorded")
+
+        def where(vol, via, check=True):
+            p = arfctl("--json", "vol", "locate", vol, via.url("/"), check=check)
+            return json.loads(p.stdout) if p.returncode == 0 else p
+
+        wait_until(lambda: where("proj", b)["live"], 15, "b's copy has proj")
+        got = where("proj", b)
+        self.assertEqual((got["server"], got["address"], got["port"], got["state"], got["here"],
+                          got["in_cell"]), ("a", "127.0.0.1", a.port, "online", False, True))
+        self.assertTrue(where("proj", a)["here"])
+        self.assertEqual(where("root", b)["server"], "a")
+        p = where("nope", b, check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"no such volume", p.stderr)
+        # a client goes where it was told
+        url = "arf://%s:%d/?volume=proj" % (got["address"], got["port"])
+        arfctl("mkdir", url.replace("/?", "/found?"))
+        self.assertIn(b"found", arfctl("ls", url).stdout)
+        # etcd down: the copy answers
+        self.etcd.stop()
+        self.assertEqual(where("proj", b)["port"], a.port)
+        self.etcd.start()
+        # a stopped (cleanly): its volumes offline, a no longer live
+        self.assertEqual(a.stop(), 0)
+        wait_until(lambda: where("proj", b)["state"] == "offline", 15, "b sees proj offline")
+        got = where("proj", b)
+        self.assertEqual((got["live"], got["port"]), (False, 0))
+        text = arfctl("vol", "locate", "proj", b.url("/")).stdout.decode()
+        self.assertEqual(text, "proj: offline, on server 'a' (not live in the cell), record "
+                               "version 2\n")
+
     def test_config(self):
         d = Arfd(workdir=os.path.join(self.tmp, "c"))
         self.addCleanup(d.cleanup)

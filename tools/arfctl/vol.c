@@ -4,8 +4,10 @@
  * through its control socket: the root volume and each [volume NAME] of
  * its arfd.conf, with their use and counters.  A volume is made by its
  * section and arfd's next start; the cell's volume records (etcd) are
- * `arfctl cell status`'s.
+ * `arfctl cell status`'s.  vol locate NAME URL: where the cell says a
+ * volume lives, asked of the arfd at URL (LOCATE), as a client finds it.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 #include <json-c/json.h>
 
 #include "admin.h"
+#include "arfctl_int.h"
 
 static unsigned long long num(json_object *o, const char *a, const char *b)
 {
@@ -62,18 +65,63 @@ static void print_table(json_object *list)
 	}
 }
 
+static int locate(const char *name, const char *url, int json)
+{
+	struct arf_location l;
+	struct arf_url u;
+	arf_client *c = NULL;
+	int rc = arfctl_open_url(url, &c, &u);
+
+	if (rc)
+		return rc;
+	rc = arf_locate(c, name, &l);
+	arf_close(c);
+	if (rc == -ENOENT) {
+		fprintf(stderr, "arfctl: vol locate %s: no such volume (asked of %s)\n", name, url);
+		return 1;
+	}
+	if (rc)
+		return arfctl_fail("vol locate", name, rc);
+	if (json) {
+		printf("{\"volume\":");
+		arfctl_json_str(stdout, name);
+		printf(",\"here\":%s,\"in_cell\":%s,\"live\":%s,\"server\":", l.here ? "true" : "false",
+		       l.in_cell ? "true" : "false", l.live ? "true" : "false");
+		arfctl_json_str(stdout, l.server);
+		printf(",\"address\":");
+		arfctl_json_str(stdout, l.address);
+		printf(",\"port\":%u,\"rdma_port\":%u,\"state\":", l.port, l.rdma_port);
+		arfctl_json_str(stdout, l.state);
+		printf(",\"version\":%llu}\n", (unsigned long long)l.version);
+		return 0;
+	}
+	printf("%s: %s", name, l.state);
+	if (l.in_cell)
+		printf(", on server '%s'%s", l.server, l.live ? "" : " (not live in the cell)");
+	if (l.live)
+		printf(" at %s port %u", l.address, l.port);
+	if (l.here)
+		printf(l.in_cell ? " (the server asked)" : ", on the server asked (no cell)");
+	if (l.in_cell)
+		printf(", record version %llu", (unsigned long long)l.version);
+	printf("\n");
+	return 0;
+}
+
 int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 {
 	char line[128], *ans = NULL;
 	const char *sub = argc ? argv[0] : "";
 
+	if (!strcmp(sub, "locate") && argc == 3)
+		return locate(argv[1], argv[2], a->json);
 	if (!strcmp(sub, "list") && argc == 1) {
 		snprintf(line, sizeof(line), "volumes");
 	} else if (!strcmp(sub, "show") && argc == 2 && strlen(argv[1]) < 64 &&
 		   !strpbrk(argv[1], " \n")) {
 		snprintf(line, sizeof(line), "volumes %s", argv[1]);
 	} else {
-		fprintf(stderr, "arfctl: usage: vol list | vol show NAME\n");
+		fprintf(stderr, "arfctl: usage: vol list | vol show NAME | vol locate NAME URL\n");
 		return 2;
 	}
 	if (arfctl_control_call(a->control, line, &ans))
