@@ -62,6 +62,7 @@ struct arf_client {
 	uint64_t conn_gen;            /* bumped at every reconnect */
 	struct arf_url url;           /* where to reconnect */
 	char volume[ARF_PROTO_VOLUME_MAX]; /* the URL's ?volume=, "" for the root one */
+	uint64_t moved;               /* connections sent elsewhere: "moved" (conn.c; atomic) */
 	uint8_t *hello;               /* the handshake bytes */
 	size_t hello_len;
 	uint8_t auth_key[32];         /* from secret_file */

@@ -31,6 +31,37 @@
 
 /* Open a connection to c->url with c's hello and key, and read what the
  * handshake says.  On success *conn, *info, *sb and *have are filled. */
+/*
+ * A server that says the volume is another server's (EREMOTE, issue 18:
+ * NFSv4's MOVED) names that server's URL in its message: the client goes
+ * there, over tcp, and stays there for its reconnections (its location
+ * corrected).  At most MAX_MOVED times in one dial, against loops.
+ */
+#define MAX_MOVED 4
+
+static int redirect(arf_client *c, const char *msg)
+{
+	const char *p = strstr(msg, "arf://");
+	struct arf_url u;
+	char url[320], why[256];
+
+	if (!p)
+		return -1;
+	size_t n = strcspn(p, " \t\n");
+	if (n >= sizeof(url))
+		return -1;
+	memcpy(url, p, n);
+	url[n] = 0;
+	if (arf_url_parse(url, &u, why, sizeof(why)) || strcmp(u.transport, "tcp"))
+		return -1;
+	arf_log_msg(1, "moved: %s", msg);
+	snprintf(c->url.transport, sizeof(c->url.transport), "tcp");
+	snprintf(c->url.host, sizeof(c->url.host), "%s", u.host);
+	c->url.port = u.port;
+	__atomic_add_fetch(&c->moved, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
 static int dial(arf_client *c, struct arf_net_conn **conn, struct arf_proto_info *info,
 		struct arf_meta_super *sb, int *have, char *err, size_t errlen)
 {
@@ -48,7 +79,15 @@ static int dial(arf_client *c, struct arf_net_conn **conn, struct arf_proto_info
 	no.resvport = c->opts.resvport;
 	no.hello = c->hello;
 	no.hello_len = c->hello_len;
-	if ((rc = arf_net_connect(&no, conn, err, errlen)))
+	for (int hop = 0;; hop++) {
+		rc = arf_net_connect(&no, conn, err, errlen);
+		if (rc != -EREMOTE || hop == MAX_MOVED || redirect(c, err))
+			break;
+		no.transport = c->url.transport; /* where the volume is: tcp */
+		no.host = c->url.host;
+		no.port = c->url.port;
+	}
+	if (rc)
 		return rc;
 	size_t ilen = 0;
 	const void *ib = arf_net_server_info(*conn, &ilen);

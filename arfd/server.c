@@ -69,10 +69,39 @@ static int make_dirs(const char *path)
 	return 0;
 }
 
+/*
+ * In a cell, a volume whose record names another server is that server's:
+ * a client that asks for it here is sent there (NFSv4's MOVED, AFS's
+ * VMOVED), with EREMOTE and a message that holds the URL libarf goes on
+ * to; or told that its server is down (EHOSTDOWN).  The root volume ("")
+ * counts as [cell] root_volume.  0 when the volume is not another's.
+ */
+static int moved(struct arfd *root, const char *volume, char *msg, size_t msglen)
+{
+	struct arf_cell_view *cv = __atomic_load_n(&root->cellview, __ATOMIC_ACQUIRE);
+	const char *name = volume[0] ? volume : root->cfg.cell_root_volume;
+	struct arf_cell_volume vol;
+	struct arf_cell_server srv;
+
+	if (!cv || !name[0] || arf_cell_view_locate(cv, name, &vol, &srv) ||
+	    !strcmp(vol.server, root->cell_id))
+		return 0;
+	if (!srv.id[0] || !srv.port) {
+		snprintf(msg, msglen, "volume '%s' is on server '%s', which is not live in the cell",
+			 name, vol.server);
+		return -EHOSTDOWN;
+	}
+	int v6 = strchr(srv.address, ':') != NULL;
+	snprintf(msg, msglen, "volume '%s' is on server '%s': arf://%s%s%s:%u/", name, vol.server,
+		 v6 ? "[" : "", srv.address, v6 ? "]" : "", srv.port);
+	return -EREMOTE;
+}
+
 static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_peer *peer,
 		    const void *hello, size_t hello_len, char *msg, size_t msglen)
 {
 	struct arfd *d;
+	int rc;
 	struct arf_proto_rd r;
 	struct arf_proto_hello h;
 
@@ -87,6 +116,8 @@ static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_pee
 			 ARF_PROTO_INFO_VERSION);
 		return ARF_EVERSION;
 	}
+	if ((rc = moved(ctx, h.volume, msg, msglen)))
+		return rc;
 	d = arfd_volume_find(ctx, h.volume);
 	if (!d) {
 		snprintf(msg, msglen, "no volume '%s' on this server", h.volume);
@@ -114,7 +145,7 @@ static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_pee
 		return -ENOMEM;
 	}
 	ac->d = d;
-	int rc = arfd_identity_hello(d, peer, &h, ac, msg, msglen);
+	rc = arfd_identity_hello(d, peer, &h, ac, msg, msglen);
 	if (rc) {
 		free(ac);
 		return rc;

@@ -370,6 +370,7 @@ static const int errno_of_status[] = {
 	[ARF_NET_S_OVERFLOW] = EOVERFLOW, [ARF_NET_S_TIMEDOUT] = ETIMEDOUT,
 	[ARF_NET_S_CONNRESET] = ECONNRESET, [ARF_NET_S_NODATA] = ENODATA,
 	[ARF_NET_S_INTR] = EINTR, [ARF_NET_S_DEADLK] = EDEADLK, [ARF_NET_S_NOLCK] = ENOLCK,
+	[ARF_NET_S_REMOTE] = EREMOTE, [ARF_NET_S_HOSTDOWN] = EHOSTDOWN,
 };
 #define NSTATUS ((int)(sizeof(errno_of_status) / sizeof(errno_of_status[0])))
 

@@ -232,6 +232,33 @@ class Cell(EtcdCase):
         self.assertEqual(text, "proj: offline, on server 'a' (not live in the cell), record "
                                "version 2\n")
 
+    def test_moved(self):
+        """A volume that the cell records on another server: the server
+        asked sends the client there (EREMOTE, "moved"), and libarf goes;
+        a stale copy of the volume on the server asked is not served; once
+        the volume's server is down, the client is told so."""
+        self.etcd.start()
+        a = self.arfd("a", config="[volume proj]\n")
+        wait_until(lambda: "proj" in volumes(self.etcd), 15, "proj recorded on a")
+        b = self.arfd("b", config="[volume proj]\n[volume other]\n")
+        wait_until(lambda: "other" in volumes(self.etcd), 15, "b's volumes recorded")
+        arfctl("mkdir", "arf://127.0.0.1:%d/on-a?volume=proj" % a.port)
+        stale = "arf://127.0.0.1:%d/?volume=proj" % b.port
+        # b's copy of the records may lag a moment behind etcd
+        wait_until(lambda: b"on-a" in arfctl("ls", stale, check=False).stdout, 15,
+                   "b sends proj's clients to a")
+        p = arfctl("--stats", "ls", "arf+shm:///?socket=%s&volume=proj" % b.socket)
+        self.assertIn(b"on-a", p.stdout)
+        # b's own volume, and its root one, are served by b
+        arfctl("ls", "arf://127.0.0.1:%d/?volume=other" % b.port)
+        arfctl("ls", b.url("/"))
+        self.assertEqual(a.stop(), 0)
+        wait_until(lambda: b"not live in the cell" in arfctl("ls", stale, check=False).stderr,
+                   15, "the client told a is down")
+        p = arfctl("ls", stale, check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"volume 'proj' is on server 'a', which is not live in the cell", p.stderr)
+
     def test_config(self):
         d = Arfd(workdir=os.path.join(self.tmp, "c"))
         self.addCleanup(d.cleanup)
