@@ -8,7 +8,11 @@ once (its lease revoked); etcd restarted with its data, and with none,
 mid-run: arfd serves on and is listed again; etcd down at arfd's start:
 arfd serves, says why it is not registered, and registers once etcd is up;
 [cell] checked at start; arfctl against a peer that is not etcd: a clear
-message, exit 1."""
+message, exit 1.  Volumes (docs/volumes.md): arfd records those it serves
+(online, offline at a clean stop, another server's record left alone);
+LOCATE answers from each server's watched copy, with etcd down too; a
+client of a stale location is sent on ("moved") or told the server is
+down."""
 import json
 import os
 import subprocess
