@@ -81,7 +81,9 @@ static int dial(arf_client *c, struct arf_net_conn **conn, struct arf_proto_info
 	no.hello_len = c->hello_len;
 	for (int hop = 0;; hop++) {
 		rc = arf_net_connect(&no, conn, err, errlen);
-		if (rc != -EREMOTE || hop == MAX_MOVED || redirect(c, err))
+		/* a credential token is for the server that minted it: never
+		 * carried to another one on a server's word */
+		if (rc != -EREMOTE || hop == MAX_MOVED || c->has_token || redirect(c, err))
 			break;
 		no.transport = c->url.transport; /* where the volume is: tcp */
 		no.host = c->url.host;

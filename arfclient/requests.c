@@ -620,10 +620,13 @@ int arf_locate(arf_client *c, const char *volume, struct arf_location *out)
 		return -EINVAL;
 	arf_proto_wr_init(&w);
 	arf_proto_put_bytes(&w, volume, (uint32_t)len);
+	memset(&resp, 0, sizeof(resp));
 	int rc = w.err ? w.err : arf_req(c, ARF_OP_LOCATE, &w, &resp);
 	arf_proto_wr_free(&w);
-	if (rc)
+	if (rc) {
+		arf_net_buf_free(&resp); /* an error's body */
 		return rc;
+	}
 	struct arf_proto_rd r;
 	struct arf_proto_location l;
 	arf_proto_rd_init(&r, resp.data, resp.len);
