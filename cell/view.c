@@ -33,7 +33,6 @@ struct arf_cell_view {
 	size_t nvols;
 	struct arf_cell_server *srvs;
 	size_t nsrvs;
-	int64_t listed_ms;       /* when, CLOCK_MONOTONIC */
 };
 
 static void say(struct arf_cell_view *v, int level, const char *fmt, ...)
@@ -49,13 +48,6 @@ static void say(struct arf_cell_view *v, int level, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	v->log(v->log_arg, level, msg);
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 static void on_event(void *arg, const struct arf_etcd_event *ev)
@@ -90,7 +82,6 @@ static int refresh(struct arf_cell_view *v, char *err, size_t errlen)
 	v->srvs = srvs;
 	v->nsrvs = ns;
 	v->known = 1;
-	v->listed_ms = now_ms();
 	pthread_mutex_unlock(&v->lock);
 	return 0;
 }
