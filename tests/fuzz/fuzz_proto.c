@@ -58,6 +58,7 @@ static const struct {
 #define NREQS (sizeof(reqs) / sizeof(reqs[0]))
 
 enum { M_ATTR = NREQS, M_STATFS, M_WRITE_REPLY, M_READDIR_REPLY, M_HELLO, M_INFO, M_LOCK_REPLY, M_WCC_REPLY,
+       M_LOCATION,
        NMSG };
 
 static void check_pos(const struct arf_proto_rd *r)
@@ -180,9 +181,19 @@ static void message(unsigned k, const uint8_t *data, size_t size)
 	}
 	case M_HELLO: /* arfd/server.c on_hello */
 		arf_proto_get_hello(&r, &h);
-		if (strnlen(h.path, sizeof(h.path)) >= sizeof(h.path))
+		if (strnlen(h.path, sizeof(h.path)) >= sizeof(h.path) ||
+		    strnlen(h.volume, sizeof(h.volume)) >= sizeof(h.volume))
 			abort();
 		break;
+	case M_LOCATION: { /* arfclient/requests.c arf_locate: LOCATE's reply */
+		struct arf_proto_location l;
+		arf_proto_get_location(&r, &l);
+		if (strnlen(l.server, sizeof(l.server)) >= sizeof(l.server) ||
+		    strnlen(l.address, sizeof(l.address)) >= sizeof(l.address) ||
+		    strnlen(l.state, sizeof(l.state)) >= sizeof(l.state))
+			abort();
+		break;
+	}
 	case M_WCC_REPLY: { /* arfclient/requests.c: a change of names' attr, wcc and objs */
 		struct arf_proto_wcc v[ARF_PROTO_MAX_WCC];
 		arf_proto_get_attr(&r, &a);
