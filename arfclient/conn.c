@@ -54,7 +54,7 @@ static int redirect(arf_client *c, const char *msg)
 	url[n] = 0;
 	if (arf_url_parse(url, &u, why, sizeof(why)) || strcmp(u.transport, "tcp"))
 		return -1;
-	arf_log_msg(1, "moved: %s", msg);
+	arf_log_msg(2, "moved: %s", msg);
 	snprintf(c->url.transport, sizeof(c->url.transport), "tcp");
 	snprintf(c->url.host, sizeof(c->url.host), "%s", u.host);
 	c->url.port = u.port;
