@@ -15,6 +15,7 @@ Prometheus text (a volume label on each volume's counters); a FUSE mount
 of a volume; and arfd.conf's mistakes in [volume] sections."""
 import json
 import os
+import signal
 import sys
 import tempfile
 import unittest
@@ -37,7 +38,7 @@ CONFIG = ("# tests/integration/test_volumes.py\n"
 VOLS = ("root", "proj", "home")
 
 
-def text(*args, check=True):
+def text_of(*args, check=True):
     """arfctl's exit status, standard output and standard error, as text."""
     p = arfctl(*args, check=check)
     return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
@@ -70,13 +71,13 @@ class Volumes(unittest.TestCase):
         arfctl("put", src, vurl(self.arfd, "/" + name, vol, transport))
 
     def cat(self, vol, name, transport="tcp"):
-        return text("cat", vurl(self.arfd, "/" + name, vol, transport))[1]
+        return text_of("cat", vurl(self.arfd, "/" + name, vol, transport))[1]
 
     def names(self, vol, transport="tcp"):
-        return sorted(text("ls", vurl(self.arfd, "/", vol, transport))[1].split())
+        return sorted(text_of("ls", vurl(self.arfd, "/", vol, transport))[1].split())
 
     def status(self, vol):
-        out = text("status", vurl(self.arfd, "/", vol))[1]
+        out = text_of("status", vurl(self.arfd, "/", vol))[1]
         line = [x for x in out.splitlines() if x.startswith("server: ")][0]
         return json.loads(line[len("server: "):])
 
@@ -118,16 +119,16 @@ class Volumes(unittest.TestCase):
         self.assertTrue(os.path.isdir(os.path.join(data, "volumes", "home")))
 
     def test_unknown_and_bad_names(self):
-        rc, _, err = text("ls", vurl(self.arfd, "/", "nope"), check=False)
+        rc, _, err = text_of("ls", vurl(self.arfd, "/", "nope"), check=False)
         self.assertEqual(rc, 1)
         self.assertIn("no volume 'nope' on this server", err)
-        rc, _, err = text("ls", self.arfd.url("/") + "?volume=a/b", check=False)
+        rc, _, err = text_of("ls", self.arfd.url("/") + "?volume=a/b", check=False)
         self.assertNotEqual(rc, 0)
         self.assertIn("volume=NAME", err)
         # "root" names the root volume
         self.put("root", "r", b"r")
         self.assertEqual(self.cat("root", "r", "shm"), "r")
-        self.assertEqual(text("cat", self.arfd.url("/r") + "?volume=root")[1], "r")
+        self.assertEqual(text_of("cat", self.arfd.url("/r") + "?volume=root")[1], "r")
 
     def test_vol_list_show_and_metrics(self):
         ctl = ["--control", self.arfd.control]
@@ -137,29 +138,52 @@ class Volumes(unittest.TestCase):
         data = self.arfd.data_dir
         self.assertEqual(got, [("root", data), ("proj", os.path.join(data, "volumes", "proj")),
                                ("home", os.path.join(data, "volumes", "home"))])
-        table = text(*ctl, "vol", "list")[1].splitlines()
+        table = text_of(*ctl, "vol", "list")[1].splitlines()
         self.assertTrue(table[0].startswith("NAME"), table)
         self.assertEqual([line.split()[0] for line in table[1:]], list(VOLS))
-        show = json.loads(text(*ctl, "vol", "show", "home")[1])
+        show = json.loads(text_of(*ctl, "vol", "show", "home")[1])
         self.assertEqual(show["volume"], "home")
         self.assertEqual(show["inodes"]["total"] - show["inodes"]["free"], 2)
-        rc, _, err = text(*ctl, "vol", "show", "nope", check=False)
+        rc, _, err = text_of(*ctl, "vol", "show", "nope", check=False)
         self.assertEqual(rc, 1)
         self.assertIn("no volume 'nope' on this server", err)
-        self.assertEqual(text(*ctl, "vol", "frobnicate", check=False)[0], 2)
+        self.assertEqual(text_of(*ctl, "vol", "frobnicate", check=False)[0], 2)
         # fsck and checkpoint of one volume
-        rc, out, _ = text(*ctl, "fsck", "--volume", "home")
+        rc, out, _ = text_of(*ctl, "fsck", "--volume", "home")
         self.assertIn("volume home): 0 problems", out)
-        self.assertEqual(json.loads(text(*ctl, "checkpoint", "--volume", "proj")[1])["ok"], True)
-        rc, _, err = text(*ctl, "fsck", "--volume", "nope", check=False)
+        self.assertEqual(json.loads(text_of(*ctl, "checkpoint", "--volume", "proj")[1])["ok"], True)
+        rc, _, err = text_of(*ctl, "fsck", "--volume", "nope", check=False)
         self.assertEqual(rc, 1)
         self.assertIn("no volume 'nope' on this server", err)
-        prom = text(*ctl, "--prometheus", "stats")[1].splitlines()
+        prom = text_of(*ctl, "--prometheus", "stats")[1].splitlines()
         for vol in VOLS:
             self.assertTrue(any(x.startswith('arf_mutations_total{volume="%s"} ' % vol)
                                 for x in prom), vol)
         # the server's own metrics once, unlabelled
         self.assertEqual(len([x for x in prom if x.startswith("arf_uptime_seconds ")]), 1)
+
+    def test_reload_reaches_every_volume(self):
+        """SIGHUP: [export] changes apply to every volume; a [volume]
+        section added waits for the next start, and the log says so."""
+        self.put("proj", "before", b"b")
+        with open(self.arfd.config, "a") as f:
+            f.write("[volume later]\n")
+        with open(self.arfd.config) as f:
+            text = f.read().replace("root_squash = false\n",
+                                    "root_squash = false\nread_only = true\n")
+        with open(self.arfd.config, "w") as f:
+            f.write(text)
+        self.arfd.proc.send_signal(signal.SIGHUP)
+        harness.arfproc.wait_for(lambda: "reloaded: read_only=1" in self.arfd.log(), 15,
+                                 "the reload", self.arfd.proc, self.arfd.log_path)
+        for vol in VOLS:
+            rc, _, err = text_of("mkdir", vurl(self.arfd, "/after", vol), check=False)
+            self.assertEqual(rc, 1, vol)
+            self.assertIn("Read-only file system", err, vol)
+        self.assertIn("[volume] sections take effect at the next start", self.arfd.log())
+        rc, _, err = text_of("ls", vurl(self.arfd, "/", "later"), check=False)
+        self.assertIn("no volume 'later' on this server", err)
+        self.assertEqual(self.cat("proj", "before"), "b")
 
     def test_mount_a_volume(self):
         why = arfproc.fuse_skip_reason()
@@ -200,7 +224,7 @@ class BadConfigs(unittest.TestCase):
                 p = run([ARFD, "-c", conf, "--check-config"], check=False)
                 self.assertNotEqual(p.returncode, 0, body)
                 self.assertIn(want, (p.stderr + p.stdout).decode(errors="replace"), body)
-                rc, _, err = text("config", "check", conf, check=False)
+                rc, _, err = text_of("config", "check", conf, check=False)
                 self.assertEqual(rc, 1, body)
                 self.assertIn(want, err, body)
 
