@@ -43,6 +43,7 @@
 #define F_END 0x1u                   /* last block of its transaction */
 #define F_GC ARFD_DATALOG_GC         /* copied by reclamation (or conversion) */
 #define IOV_BATCH 512                /* records per pwritev */
+#define AHEAD (8u << 20)             /* the head's disk space is allocated this far ahead */
 
 struct rec {
 	uint32_t magic;
@@ -70,6 +71,7 @@ struct seg {
 	uint32_t id;
 	int fd;                      /* open while written, unsynced or read */
 	uint64_t size;               /* bytes on disk (plus the buffer, for the head) */
+	uint64_t alloc;              /* the head: space allocated (fallocate) up to here */
 	uint64_t intact;             /* scan: bytes up to the first damage */
 	uint64_t prev_len;           /* its header: the previous segment's length */
 	uint64_t inc;                /* its header: who opened it */
@@ -538,6 +540,15 @@ static int put(struct arfd_datalog *l, struct iovec *iov, int cnt, size_t total)
 	} else {
 		off_t at = (off_t)l->head->size;
 		size_t left = total;
+		/* space allocated ahead, past the end (KEEP_SIZE: what a scan
+		 * reads is unchanged; after a crash it goes with its segment):
+		 * a write there skips ext4's delayed allocation of every page,
+		 * a fifth of its cost (perf); a failure only leaves the writes
+		 * to allocate it themselves */
+		if ((uint64_t)at + total > l->head->alloc) {
+			l->head->alloc = ((uint64_t)at + total + AHEAD - 1) / AHEAD * AHEAD;
+			(void)fallocate(l->head->fd, FALLOC_FL_KEEP_SIZE, at, (off_t)l->head->alloc - at);
+		}
 		while (left) {
 			ssize_t w = pwritev(l->head->fd, iov, cnt, at);
 			if (w < 0) {
@@ -595,6 +606,8 @@ static int new_head(struct arfd_datalog *l, char *err, size_t errlen)
 	}
 	if (l->head && l->buffered && (rc = flush_buf(l)))
 		return fail(err, errlen, rc, "data log %s: write: %s", l->dir);
+	if (l->head && l->head->alloc > l->head->size) /* give back what it allocated ahead */
+		(void)ftruncate(l->head->fd, (off_t)l->head->size);
 	struct seg *s = seg_add(l, id);
 	if (!s) {
 		snprintf(err, errlen, "out of memory");

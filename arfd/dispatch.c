@@ -2,15 +2,16 @@
 /*
  * arfd/dispatch — requests from the soft-NIC to ops/ hooks and back.
  *
- * The soft-NIC thread copies each request into a job and queues it in its
- * lane (lanes.c); a request worker takes it, looks the request's kind up in
- * the procedure table (procs.c), and does around the
- * procedure what every request shares: the credentials it acts with
- * (identity.c), the counters, the stale-handle limits, and for a mutation
- * the transaction, written to the store under the filesystem lock (so
- * batches land in commit order); then it replies — at once for a read or
- * an unstable data write, after the group commit for every other mutation,
- * a COMMIT and, on an [export] sync export, every write.
+ * The soft-NIC thread hands each request to a job (a copy of it, or a big
+ * one's receive buffer itself) and queues it in its lane (lanes.c); a
+ * request worker takes it, looks the request's kind up in the procedure
+ * table (procs.c), and does around the procedure what every request
+ * shares: the credentials it acts with (identity.c), the counters, the
+ * stale-handle limits, and for a mutation the transaction, written to the
+ * store under the filesystem lock (so batches land in commit order); then
+ * it replies — at once for a read or an unstable data write, after the
+ * group commit for every other mutation, a COMMIT and, on an [export] sync
+ * export, every write.
  */
 #include <errno.h>
 #include <sched.h>

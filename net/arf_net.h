@@ -357,7 +357,8 @@ struct arf_net_server_opts {
 	int (*on_hello)(void *ctx, struct arf_net_sconn *c, const struct arf_net_peer *peer,
 			const void *hello, size_t hello_len, char *msg, size_t msglen);
 	/* A request frame arrived (op >= REQUEST_BASE).  Runs on the soft-NIC
-	 * thread: copy what is needed and return quickly; reply later with
+	 * thread: copy what is needed (or take a big body's buffer,
+	 * arf_net_sconn_take_body) and return quickly; reply later with
 	 * arf_net_reply.  Take a reference (arf_net_sconn_ref) to keep c. */
 	void (*on_request)(void *ctx, struct arf_net_sconn *c, const struct arf_net_hdr *h,
 			   const uint8_t *body, size_t len);
@@ -428,6 +429,19 @@ int arf_net_sconn_set_view(struct arf_net_sconn *c, uint32_t view);
  * be NULL) is called with it when the last reference goes. */
 void arf_net_sconn_set_udata(struct arf_net_sconn *c, void *udata, void (*udata_free)(void *));
 void *arf_net_sconn_udata(struct arf_net_sconn *c);
+/* In on_request only, rather than copy a big body: take the receive
+ * buffer that holds it (body stays where it is, in the buffer returned),
+ * which the caller then owns and gives back with arf_net_sconn_body_free
+ * once done with body.  Only a body of ARF_NET_OWN_MIN bytes or more that
+ * fills at least half of the buffer is handed over (what a request in
+ * flight holds stays within twice its bytes); NULL otherwise, or when no
+ * buffer can replace it (out of memory): copy body then. */
+#define ARF_NET_OWN_MIN (64u << 10)
+void *arf_net_sconn_take_body(struct arf_net_sconn *c);
+/* Give back a buffer from arf_net_sconn_take_body (NULL ok): c keeps the
+ * last one for its next big request (its pages mapped and warm) and frees
+ * the one it held.  Any thread, while c is referenced. */
+void arf_net_sconn_body_free(struct arf_net_sconn *c, void *buf);
 /* Has c been closed (the peer hung up, or the server dropped it)?  A
  * request taken from it before then can no longer be answered. */
 int arf_net_sconn_closed(struct arf_net_sconn *c);

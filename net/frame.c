@@ -154,6 +154,19 @@ void arf_net_rbuf_drop(struct arf_net_rbuf *rb, size_t len)
 	rb->start += len;
 }
 
+uint8_t *arf_net_rbuf_detach(struct arf_net_rbuf *rb, size_t flen, uint8_t *nb, size_t ncap)
+{
+	uint8_t *old = rb->buf;
+	size_t rest = rb->end - rb->start - flen;
+
+	memcpy(nb, old + rb->start + flen, rest);
+	rb->buf = nb;
+	rb->cap = ncap;
+	rb->start = 0;
+	rb->end = rest;
+	return old;
+}
+
 int arf_net_rbuf_frame(struct arf_net_rbuf *rb, struct arf_net_hdr *h, const uint8_t **body)
 {
 	int r = arf_net_rbuf_peek(rb, h, body);

@@ -34,6 +34,10 @@ int arf_net_rbuf_frame(struct arf_net_rbuf *rb, struct arf_net_hdr *h, const uin
 /* The same, but the frame stays in rb until arf_net_rbuf_drop(rb, h->len). */
 int arf_net_rbuf_peek(struct arf_net_rbuf *rb, struct arf_net_hdr *h, const uint8_t **body);
 void arf_net_rbuf_drop(struct arf_net_rbuf *rb, size_t len);
+/* Hand over the buffer that holds the whole frame of flen bytes at
+ * rb->start (the caller then owns it): rb goes on in nb, ncap bytes (at
+ * least the bytes buffered after the frame, which are copied there). */
+uint8_t *arf_net_rbuf_detach(struct arf_net_rbuf *rb, size_t flen, uint8_t *nb, size_t ncap);
 /* Bytes buffered and not consumed (a partial frame, or frames not yet
  * taken). */
 static inline size_t arf_net_rbuf_pending(const struct arf_net_rbuf *rb)

@@ -90,6 +90,10 @@ struct arf_net_sconn {
 	uint8_t nonce[32];         /* that challenge */
 	uint64_t keys[ARF_NET_MAX_REGIONS]; /* this connection's region keys (0 = none) */
 	struct arf_net_rbuf rb;
+	uint8_t *spare;            /* atomic: a receive buffer given back (body_free),
+				    * to replace the next one handed over */
+	size_t req_len;            /* soft-NIC: the frame in on_request's hands (0: none) */
+	int req_taken;             /* and on_request took its buffer (take_body) */
 	struct arf_net_peer peer;
 	void *udata;
 	void (*udata_free)(void *udata); /* at the last reference (set_udata) */
