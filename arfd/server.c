@@ -116,21 +116,24 @@ static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_pee
 			 ARF_PROTO_INFO_VERSION);
 		return ARF_EVERSION;
 	}
-	if ((rc = moved(ctx, h.volume, msg, msglen)))
-		return rc;
-	d = arfd_volume_find(ctx, h.volume);
-	if (!d) {
-		snprintf(msg, msglen, "no volume '%s' on this server", h.volume);
-		return -ENOENT;
-	}
-	arfd_fs_lock(d); /* SIGHUP may change the lists */
-	int allowed = arfd_access_allowed(&d->nets, peer);
-	arfd_fs_unlock(d);
+	/* who may connect first (every volume has the server's [export]
+	 * clients): nothing about volumes is told to anyone else */
+	struct arfd *root = ctx;
+	arfd_fs_lock(root); /* SIGHUP may change the lists */
+	int allowed = arfd_access_allowed(&root->nets, peer);
+	arfd_fs_unlock(root);
 	if (!allowed) {
 		snprintf(msg, msglen, "client %s is not in this export's clients list", peer->addr);
 		arfd_log_limited(ARFD_LOG_WARN, "refused %s over %s: not in [export] clients",
 				 peer->addr, peer->transport);
 		return ARF_EAUTH;
+	}
+	if ((rc = moved(root, h.volume, msg, msglen)))
+		return rc;
+	d = arfd_volume_find(root, h.volume);
+	if (!d) {
+		snprintf(msg, msglen, "no volume '%s' on this server", h.volume);
+		return -ENOENT;
 	}
 	size_t en = strlen(d->cfg.export_name);
 	if (strcmp(d->cfg.export_name, "/") != 0 &&

@@ -203,6 +203,25 @@ class Volumes(unittest.TestCase):
         self.assertNotIn("from-mount", self.names("root"))
 
 
+class Refused(unittest.TestCase):
+    def test_nothing_told_to_a_client_not_allowed(self):
+        """A client outside [export] clients learns nothing about volumes:
+        the same refusal for a volume that exists and one that does not."""
+        with tempfile.TemporaryDirectory(prefix="arf-vol-") as tmp:
+            conf = os.path.join(tmp, "arfd.conf")
+            with open(conf, "w") as f:
+                f.write(CONFIG)
+            d = Arfd(workdir=os.path.join(tmp, "w"), config=conf,
+                     extra={"export.clients": "10.9.9.0/24"})
+            self.addCleanup(d.cleanup)
+            d.start()
+            for vol in ("proj", "nope"):
+                rc, _, err = text_of("ls", vurl(d, "/", vol), check=False)
+                self.assertEqual(rc, 1)
+                self.assertIn("not in this export's clients list", err)
+                self.assertNotIn("volume", err)
+
+
 class BadConfigs(unittest.TestCase):
     CASES = (
         ("[volume root]\n", "and not root"),
