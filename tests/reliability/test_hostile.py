@@ -188,6 +188,8 @@ REQUESTS = {
     0x123: ["fh", "u64", "u64", "u64", "u32", "u32", "u32", "u32", "u64", "u64", "u64", "u32"],
     0x124: ["fh", "u64", "u64", "u64", "u32", "u64", "u64"], 0x125: ["u64", "u64", "u32"],
     0x126: ["u64", "u64"],
+    # LOCATE: a volume's name
+    0x127: ["name"],
     # extended attributes: GET, SET, LIST, REMOVE
     0x128: ["fh", "name", "u32"], 0x129: ["fh", "name", "bytes", "u32"], 0x12a: ["fh", "u32"],
     0x12b: ["fh", "name"],
