@@ -12,7 +12,12 @@
  * default: sealed at once (every client sees it) and answered before it
  * is durable, with the server's write verifier (its incarnation) and its
  * sequence, so that its client keeps the data until a COMMIT says it is
- * durable and re-sends it after a restart.  Every other mutation, and
+ * durable and re-sends it after a restart.  Its RocksDB part (tags, inode,
+ * reply record) is held back and goes with the next batch -- the next
+ * mutation that is not an unstable write, or the committer's flush before
+ * each sync -- so a run of writes costs one RocksDB write, not one each
+ * (store.h); a crash loses it with the write, which the client re-sends.
+ * Every other mutation, and
  * every write on an [export] sync export, is sealed and answered by the
  * committer thread once the data log and the write-ahead log holding it
  * are synced (pending.c): one sync for every mutation waiting (group
@@ -87,7 +92,7 @@ uint64_t arfd_txn_commit(struct arfd *d, int unstable, int *rc)
 		return 0;
 	arfd_xattr_txn(d, list, n); /* a freed inode's attributes go in the same batch */
 	uint64_t seq = d->applied_seq + 1;
-	if (arfd_store_put_txn(d->store, &d->fs, list, n, seq, err, sizeof(err))) {
+	if (arfd_store_put_txn(d->store, &d->fs, list, n, seq, unstable, err, sizeof(err))) {
 		arfd_fail(d, err);
 		*rc = -EIO;
 		return 0;
@@ -149,8 +154,12 @@ void *arfd_committer_main(void *arg)
 			rep = arfd_pending_fail(d->pending);
 			d->sync_wanted = d->durable_seq;
 		} else {
+			/* unstable writes held back from RocksDB go first (under
+			 * the lock: their objects come from the regions) */
+			int rc = arfd_store_flush(d->store, &d->fs, err, sizeof(err));
 			arfd_fs_unlock(d);
-			int rc = arfd_store_sync(d->store, err, sizeof(err));
+			if (!rc)
+				rc = arfd_store_sync(d->store, err, sizeof(err));
 			arfd_fs_lock(d);
 			if (rc) {
 				sync_failed = 1;

@@ -219,6 +219,12 @@ static const struct metric metrics[] = {
 	{ "store.wal_bytes", "arf_wal_bytes_total", "counter",
 	  "Bytes of RocksDB write batches (metadata: the write-ahead log's payload).",
 	  U64(store.wal_bytes) },
+	{ "store.batches", "arf_store_batches_total", "counter",
+	  "RocksDB write batches of transactions (held unstable writes go with the next).",
+	  U64(store.batches) },
+	{ "store.held_txns", "arf_store_held_writes_total", "counter",
+	  "Unstable writes whose RocksDB part was held back for a later batch.",
+	  U64(store.held_txns) },
 	{ "store.log_bytes", "arf_data_log_bytes", "gauge", "Bytes in the data log's segments.",
 	  U64(store.log_bytes) },
 	{ "store.log_live_bytes", "arf_data_log_live_bytes", "gauge",
@@ -638,7 +644,9 @@ static json_object *cmd_checkpoint(struct arfd *d)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	arfd_lock_for_control(d);
 	quiesce(d);
-	int rc = arfd_store_sync(d->store, err, sizeof(err));
+	int rc = arfd_store_flush(d->store, &d->fs, err, sizeof(err));
+	if (!rc)
+		rc = arfd_store_sync(d->store, err, sizeof(err));
 	arfd_fs_unlock(d);
 	if (!rc)
 		arfd_store_compact(d->store); /* RocksDB is thread-safe; requests go on */

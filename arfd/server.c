@@ -715,7 +715,9 @@ static void volume_close(struct arfd *d)
 	}
 	if (d->store) {
 		char err[256];
-		if (arfd_store_sync(d->store, err, sizeof(err)))
+		/* the workers and the committer are gone: the regions hold still */
+		if ((!arfd_failed(d) && arfd_store_flush(d->store, &d->fs, err, sizeof(err))) ||
+		    arfd_store_sync(d->store, err, sizeof(err)))
 			arfd_log(ARFD_LOG_ERROR, "%s", err);
 	}
 	arfd_pending_destroy(d->pending);

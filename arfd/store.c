@@ -21,6 +21,12 @@
 #define TAG_GROUP 16u
 #define TAG_BYTES sizeof(struct arf_meta_tag)
 #define GROUP_BYTES (TAG_GROUP * TAG_BYTES)
+/* Unstable writes held back from RocksDB, at most: transactions, tag
+ * groups (4096: 256 MiB of blocks, a 2 MiB batch), other META objects
+ * (inodes: one a file written).  Past a bound the batch goes at once. */
+#define HOLD_TXNS 256u
+#define HOLD_GROUPS 4096u
+#define HOLD_OBJS 64u
 
 struct dend {
 	uint64_t inc, through;
@@ -58,6 +64,7 @@ struct arfd_store {
 	uint8_t *meta;                /* the regions load filled (for begin's repairs) */
 	uint8_t *data;
 	uint64_t wal_bytes;
+	uint64_t batches, held_total;  /* stats: transactions' batches, holds */
 	char stage_key[16];           /* a record for the next batch (arfd_store_stage) */
 	size_t stage_klen;            /* 0: none */
 	uint8_t *stage_val;
@@ -65,7 +72,18 @@ struct arfd_store {
 	/* fault injection (tests): the put_txn / sync call numbers (1 = the
 	 * next) from which on each fails; 0 = never */
 	uint64_t fail_write_at, fail_sync_at, writes, syncs;
-	rocksdb_writebatch_t *staged; /* keys of arfd's own (xattrs) for the next put_txn */
+	rocksdb_writebatch_t *staged; /* keys of arfd's own (xattrs, held reply records) for
+				       * the next batch */
+	/* unstable writes held back from RocksDB (arfd_store_put_txn's defer):
+	 * the tag groups and other META objects they changed, put from the
+	 * regions when the batch goes (arfd_store_flush or the next
+	 * transaction that is not held); their reply records wait in staged */
+	uint64_t *held_bits;          /* bitmap by tag group */
+	uint32_t *held_groups;        /* the same, listed */
+	size_t nheld_groups;
+	struct held_obj { uint64_t off; uint32_t len; } held_objs[HOLD_OBJS];
+	size_t nheld_objs;
+	size_t held_txns;             /* 0: nothing held */
 };
 
 static int fail(char *err, size_t errlen, const char *what, char *rerr, int code)
@@ -115,6 +133,8 @@ void arfd_store_close(struct arfd_store *st)
 	free(st->conv);
 	free(st->repair);
 	free(st->stage_val);
+	free(st->held_bits);
+	free(st->held_groups);
 	free(st);
 }
 
@@ -778,9 +798,124 @@ int arfd_store_each(struct arfd_store *st, char prefix,
 	return rc;
 }
 
+/* ---- unstable writes held back -------------------------------------------- */
+
+static int held_group(const struct arfd_store *st, uint32_t g)
+{
+	return st->held_bits && (st->held_bits[g / 64] >> (g % 64)) & 1;
+}
+
+/* One pass over a transaction's META objects for hold: without apply,
+ * count the tag groups (*newg, an upper bound: once per tag) and objects
+ * (*newo) not held yet, and return -1 for a freed block; with apply, hold
+ * them. */
+static int hold_pass(struct arfd_store *st, struct arf_meta_fs *fs,
+		     const struct arf_meta_dirty *list, size_t n, int apply, size_t *newg,
+		     size_t *newo)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct arf_meta_dirty *d = &list[i];
+		uint32_t blk;
+		if (d->region != ARF_REGION_META || d->len > ARF_BLOCK_SIZE)
+			continue;
+		if (tag_block(fs->sb, d, &blk)) {
+			uint32_t g = blk / TAG_GROUP;
+			if (!((const struct arf_meta_tag *)(fs->meta + d->off))->ino)
+				return -1; /* a freed block: its records' end goes with the batch */
+			if (held_group(st, g))
+				continue;
+			(*newg)++;
+			if (apply) {
+				st->held_bits[g / 64] |= 1ull << (g % 64);
+				st->held_groups[st->nheld_groups++] = g;
+			}
+			continue;
+		}
+		size_t j = 0;
+		while (j < st->nheld_objs && st->held_objs[j].off != d->off)
+			j++;
+		if (j == st->nheld_objs) {
+			(*newo)++;
+			if (apply)
+				st->held_objs[st->nheld_objs++] = (struct held_obj){ d->off, d->len };
+		} else if (apply && st->held_objs[j].len < d->len) {
+			st->held_objs[j].len = d->len;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Hold transaction list back from RocksDB: its blocks are in the data log
+ * already; its tag groups and other META objects are remembered (each
+ * once) and put from the regions by the batch that next goes, with the
+ * sequence of the last transaction in it; its reply record waits in
+ * staged.  Until then a crash loses it as it loses any unstable write:
+ * recovery takes what is whole through min(RocksDB's sequence, the log's),
+ * and clients re-send the rest.  Nonzero if held; 0 when the transaction
+ * must go now (a freed block, a bound reached, out of memory).
+ */
+static int hold(struct arfd_store *st, struct arf_meta_fs *fs, const struct arf_meta_dirty *list,
+		size_t n)
+{
+	uint32_t ngroups = (fs->sb->n_blocks + TAG_GROUP - 1) / TAG_GROUP;
+	size_t newg = 0, newo = 0;
+
+	if (st->held_txns >= HOLD_TXNS)
+		return 0;
+	if (!st->held_bits) {
+		st->held_bits = calloc((ngroups + 63) / 64, 8);
+		st->held_groups = malloc(HOLD_GROUPS * sizeof(*st->held_groups));
+		if (!st->held_bits || !st->held_groups) {
+			free(st->held_bits);
+			free(st->held_groups);
+			st->held_bits = NULL;
+			st->held_groups = NULL;
+			return 0;
+		}
+	}
+	if (hold_pass(st, fs, list, n, 0, &newg, &newo) ||
+	    st->nheld_groups + newg > HOLD_GROUPS || st->nheld_objs + newo > HOLD_OBJS)
+		return 0;
+	if (st->stage_klen && arfd_store_queue(st, st->stage_key, st->stage_klen, st->stage_val,
+					       st->stage_vlen))
+		return 0;
+	arfd_store_unstage(st);
+	hold_pass(st, fs, list, n, 1, &newg, &newo);
+	st->held_txns++;
+	st->held_total++;
+	return 1;
+}
+
+/* Put what is held into wb, from the regions as they are now. */
+static void put_held(struct arfd_store *st, struct arf_meta_fs *fs, rocksdb_writebatch_t *wb)
+{
+	for (size_t i = 0; i < st->nheld_groups; i++)
+		put_group(st, wb, fs->sb, fs->meta, st->held_groups[i]);
+	for (size_t i = 0; i < st->nheld_objs; i++) {
+		char k[9];
+		key_meta(k, st->held_objs[i].off);
+		memcpy(st->scratch, fs->meta + st->held_objs[i].off, st->held_objs[i].len);
+		if (((struct arf_meta_hdr *)st->scratch)->ver & 1)
+			arf_meta_obj_seal(st->scratch, st->held_objs[i].len);
+		rocksdb_writebatch_put(wb, k, sizeof(k), (const char *)st->scratch,
+				       st->held_objs[i].len);
+	}
+}
+
+/* The batch with what was held went (or failed: the export fails then). */
+static void release_held(struct arfd_store *st)
+{
+	for (size_t i = 0; i < st->nheld_groups; i++)
+		st->held_bits[st->held_groups[i] / 64] = 0;
+	st->nheld_groups = 0;
+	st->nheld_objs = 0;
+	st->held_txns = 0;
+}
+
 int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
-		       const struct arf_meta_dirty *list, size_t n, uint64_t seq, char *err,
-		       size_t errlen)
+		       const struct arf_meta_dirty *list, size_t n, uint64_t seq, int defer,
+		       char *err, size_t errlen)
 {
 	rocksdb_writebatch_t *wb;
 	size_t nb = 0;
@@ -836,8 +971,13 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 	if (nb && st->log && (rc = arfd_datalog_append(st->log, st->inc, seq, st->blocks, st->csums,
 						       nb, fs->data, 0, err, errlen)))
 		return rc;
+	if (defer && st->log && hold(st, fs, list, n)) {
+		__atomic_store_n(&st->seq, seq, __ATOMIC_RELEASE);
+		return 0;
+	}
 	wb = st->staged ? st->staged : rocksdb_writebatch_create();
 	st->staged = NULL;
+	put_held(st, fs, wb);
 	for (size_t i = 0; i < nb && !st->log; i++) { /* test_blob_store */
 		char k[5] = { 'D', (char)(st->blocks[i] >> 24), (char)(st->blocks[i] >> 16),
 			      (char)(st->blocks[i] >> 8), (char)st->blocks[i] };
@@ -856,7 +996,8 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 				arfd_datalog_drop(st->log, blk); /* freed: its image is garbage */
 			/* a write touches its tags in block order: most repeats of a
 			 * group are the one just put */
-			if (blk / TAG_GROUP != last_group && !group_seen(st, blk / TAG_GROUP)) {
+			if (blk / TAG_GROUP != last_group && !held_group(st, blk / TAG_GROUP) &&
+			    !group_seen(st, blk / TAG_GROUP)) {
 				last_group = blk / TAG_GROUP;
 				put_group(st, wb, fs->sb, fs->meta, last_group);
 			}
@@ -876,8 +1017,28 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 	arfd_store_unstage(st);
 	rc = write_batch(st, wb, 0, "write", err, errlen);
 	rocksdb_writebatch_destroy(wb);
+	release_held(st);
+	st->batches++;
 	if (!rc)
 		__atomic_store_n(&st->seq, seq, __ATOMIC_RELEASE);
+	return rc;
+}
+
+int arfd_store_flush(struct arfd_store *st, struct arf_meta_fs *fs, char *err, size_t errlen)
+{
+	rocksdb_writebatch_t *wb;
+	int rc;
+
+	if (!st->held_txns)
+		return 0;
+	wb = st->staged ? st->staged : rocksdb_writebatch_create();
+	st->staged = NULL;
+	put_held(st, fs, wb);
+	put_seq(wb, st->inc, arfd_store_seq(st));
+	rc = write_batch(st, wb, 0, "write", err, errlen);
+	rocksdb_writebatch_destroy(wb);
+	release_held(st);
+	st->batches++;
 	return rc;
 }
 
@@ -900,7 +1061,7 @@ int arfd_store_put_format(struct arfd_store *st, struct arf_meta_fs *fs,
 		if (list[i].region != ARF_REGION_META || list[i].off < heads ||
 		    list[i].off >= heads_end)
 			keep[nkeep++] = list[i];
-	rc = arfd_store_put_txn(st, fs, keep, nkeep, seq, err, errlen);
+	rc = arfd_store_put_txn(st, fs, keep, nkeep, seq, 0, err, errlen);
 	free(keep);
 	return rc;
 }
@@ -942,6 +1103,8 @@ void arfd_store_stats(struct arfd_store *st, struct arfd_store_stats *s)
 
 	memset(s, 0, sizeof(*s));
 	s->wal_bytes = st->wal_bytes;
+	s->batches = st->batches;
+	s->held_txns = st->held_total;
 	if (!st->log)
 		return;
 	arfd_datalog_stats(st->log, &ls);

@@ -58,6 +58,8 @@ struct arfd_store;
 /* Counters of the store (monotonic where not said). */
 struct arfd_store_stats {
 	uint64_t wal_bytes;          /* bytes of RocksDB write batches (the WAL's payload) */
+	uint64_t batches;            /* RocksDB write batches of transactions */
+	uint64_t held_txns;          /* unstable writes held back for a later batch */
 	uint64_t log_bytes;          /* now: bytes in data log segments */
 	uint64_t log_live_bytes;     /* now: of those, live block records */
 	uint64_t log_segments;       /* now: segment files */
@@ -126,10 +128,20 @@ int arfd_store_durable_through(struct arfd_store *st, uint64_t inc, uint64_t *th
 
 /* Write the objects of transaction seq (the last one's + 1), taken from the
  * live regions (META objects are sealed in the copy): data blocks to the
- * data log, the rest to RocksDB as one batch.  Not synced: see sync. */
+ * data log, the rest to RocksDB as one batch.  Not synced: see sync.
+ * defer (an unstable data write): the RocksDB part may be held back and
+ * go with the next batch -- the next transaction not held, or
+ * arfd_store_flush -- so that a run of writes costs one RocksDB write, not
+ * one each; a crash loses it as it loses any unstable write (the clients
+ * re-send it). */
 int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
-		       const struct arf_meta_dirty *list, size_t n, uint64_t seq, char *err,
-		       size_t errlen);
+		       const struct arf_meta_dirty *list, size_t n, uint64_t seq, int defer,
+		       char *err, size_t errlen);
+
+/* Write what put_txn held back, as one batch (not synced), taking the
+ * objects from the regions: so call it under arfd's fs_lock, before a sync
+ * that must cover every transaction applied.  0 when nothing is held. */
+int arfd_store_flush(struct arfd_store *st, struct arf_meta_fs *fs, char *err, size_t errlen);
 
 /* The format's transaction (arf_meta_fs_format's dirty list): stored as a
  * transaction is, less the empty hash-chain heads, 262,144 of a default

@@ -162,7 +162,7 @@ int main(int argc, char **argv)
 	/* written as arfd would: a new incarnation, a transaction after the last */
 	uint64_t inc;
 	if (arfd_store_begin(st, sb.n_blocks, &inc, err, sizeof(err)) ||
-	    arfd_store_put_txn(st, &fs, &d, 1, arfd_store_seq(st) + 1, err, sizeof(err)) ||
+	    arfd_store_put_txn(st, &fs, &d, 1, arfd_store_seq(st) + 1, 0, err, sizeof(err)) ||
 	    arfd_store_sync(st, err, sizeof(err))) {
 		fprintf(stderr, "arf-inject: write: %s\n", err);
 		return 1;

@@ -110,6 +110,35 @@ class UnstableWrites(ArfdTestCase):
         print("%d unstable writes cost no sync; %d syncs for %d creates + mkdir + the close's "
               "COMMIT; with an fsync each: %d" % (n, s1 - s0, n, s2 - s1))
 
+    def test_writes_share_one_batch_that_the_commit_makes_durable(self):
+        # 16 MiB put in 1 MiB writes: RocksDB gets the create's batch and,
+        # at the close's COMMIT, one batch for all the writes (each held
+        # back, store.c); the COMMIT's sync covers that batch, so a SIGKILL
+        # right after the put loses nothing
+        data = os.urandom(16 << 20)
+        tmp = tempfile.TemporaryDirectory(prefix="arf-it-")
+        self.addCleanup(tmp.cleanup)
+        src = os.path.join(tmp.name, "src")
+        with open(src, "wb") as f:
+            f.write(data)
+        t0 = arfctl_json("--control", self.arfd.control, "stats")
+        arfctl("put", src, self.arfd.url("/held"))
+        t1 = arfctl_json("--control", self.arfd.control, "stats")
+        writes = t1["writes"]["unstable"] - t0["writes"]["unstable"]
+        self.assertGreaterEqual(writes, 16)
+        self.assertEqual(t1["store"]["held_txns"] - t0["store"]["held_txns"], writes,
+                         "every unstable write held back")
+        self.assertEqual(t1["store"]["batches"] - t0["store"]["batches"], 2,
+                         "the create's batch and the COMMIT's")
+        self.assertEqual(t1["writes"]["commits"] - t0["writes"]["commits"], 1)
+        self.arfd.kill()
+        self.arfd.start()
+        got = subprocess.run([harness.ARFCTL, "cat", self.arfd.url("/held")],
+                             capture_output=True, check=True).stdout
+        self.assertEqual(got, data, "a committed file changed by a SIGKILL")
+        print("%d writes, %d RocksDB batches (the create's and the COMMIT's); the file whole "
+              "after SIGKILL" % (writes, t1["store"]["batches"] - t0["store"]["batches"]))
+
 
 class StableWrites(ArfdTestCase):
     """[export] sync = true: every WRITE is durable before its reply."""
