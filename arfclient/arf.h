@@ -171,7 +171,8 @@ struct arf_client_opts {
 	 * COMMIT (arf_fsync, arf_flush, arf_close) makes it durable, re-sending
 	 * it if arfd restarts first.  This bounds the bytes kept: a write that
 	 * reaches it is followed by a COMMIT (default 64 MiB; 0 = a COMMIT after
-	 * every write). */
+	 * every write).  The memory of committed copies is kept for later
+	 * writes, up to as many bytes again. */
 	uint32_t unstable_max_mib;
 	/** Read ahead for a file read sequentially (1, default; 0 = never):
 	 * from its second read in a row that goes on where the last ended, the

@@ -17,7 +17,12 @@
  * made everything before it, this one included, durable.
  *
  * The bytes kept are bounded (opts.unstable_max_mib): a write past the
- * bound is followed by a COMMIT (requests.c).  A re-send that fails is
+ * bound is followed by a COMMIT (requests.c).  An entry's memory, once its
+ * write is committed, is kept for a later write of its size class (powers
+ * of two from 4 KiB to 4 MiB), up to that bound too: a fresh malloc of a
+ * 1 MiB entry is an mmap whose 256 pages fault and are cleared as the copy
+ * fills them, and its free an munmap (a quarter of arf-fuse's CPU for 1 MiB
+ * writes went there).  A re-send that fails is
  * remembered for its file and reported by the next arf_fsync or arf_flush
  * of it (close() on a mount), except ESTALE: the file is gone, and its
  * data with it.
@@ -37,9 +42,13 @@ struct arf_wlog_ent {
 	uint64_t verifier, seq;     /* the server's answer to the last send */
 	uint64_t ino, off;
 	uint32_t gen, len;
+	int cls;                    /* size class of data[] (-1: none, freed at once) */
 	struct arf_proto_cred cred;
 	uint8_t data[];
 };
+
+#define SPARE_MIN_SHIFT 12          /* classes: 4 KiB << 0 .. 4 KiB << 10 (4 MiB) */
+#define SPARE_CLASSES 11
 
 /* A re-send's failure, waiting for its file's next commit. */
 struct wlog_err {
@@ -53,7 +62,52 @@ struct arf_wlog {
 	uint64_t bytes, writes;           /* kept now */
 	struct wlog_err errs[16];
 	size_t nerrs;
+	struct arf_wlog_ent *spare[SPARE_CLASSES]; /* committed entries' memory, by class */
+	uint64_t spare_bytes;
 };
+
+/* The size class whose entries hold len bytes, or -1 past the largest. */
+static int size_class(uint32_t len)
+{
+	for (int k = 0; k < SPARE_CLASSES; k++)
+		if (len <= (1u << (SPARE_MIN_SHIFT + k)))
+			return k;
+	return -1;
+}
+
+/* Memory for an entry of len bytes: a spare one of its class, or new. */
+static struct arf_wlog_ent *ent_alloc(struct arf_wlog *l, uint32_t len)
+{
+	int k = size_class(len);
+	struct arf_wlog_ent *e = NULL;
+
+	if (k >= 0) {
+		pthread_mutex_lock(&l->lock);
+		if ((e = l->spare[k])) {
+			l->spare[k] = e->next;
+			l->spare_bytes -= 1u << (SPARE_MIN_SHIFT + k);
+		}
+		pthread_mutex_unlock(&l->lock);
+	}
+	if (!e && (e = malloc(sizeof(*e) + (k >= 0 ? 1u << (SPARE_MIN_SHIFT + k) : len))))
+		e->cls = k;
+	return e;
+}
+
+/* An entry's memory back: kept for reuse while the spares stay under the
+ * bound of kept bytes, freed otherwise.  Under l->lock. */
+static void ent_release(arf_client *c, struct arf_wlog *l, struct arf_wlog_ent *e)
+{
+	uint64_t size = e->cls >= 0 ? 1u << (SPARE_MIN_SHIFT + e->cls) : 0;
+
+	if (!size || l->spare_bytes + size > (uint64_t)c->opts.unstable_max_mib << 20) {
+		free(e);
+		return;
+	}
+	e->next = l->spare[e->cls];
+	l->spare[e->cls] = e;
+	l->spare_bytes += size;
+}
 
 static int before(const struct arf_wlog_ent *a, uint64_t verifier, uint64_t seq)
 {
@@ -69,7 +123,7 @@ int arf_wlog_init(arf_client *c)
 	return 0;
 }
 
-static void unlink_ent(struct arf_wlog *l, struct arf_wlog_ent *e)
+static void unlink_ent(arf_client *c, struct arf_wlog *l, struct arf_wlog_ent *e)
 {
 	if (e->prev)
 		e->prev->next = e->next;
@@ -81,7 +135,7 @@ static void unlink_ent(struct arf_wlog *l, struct arf_wlog_ent *e)
 		l->tail = e->prev;
 	l->bytes -= e->len;
 	l->writes--;
-	free(e);
+	ent_release(c, l, e);
 }
 
 void arf_wlog_free(arf_client *c)
@@ -91,7 +145,12 @@ void arf_wlog_free(arf_client *c)
 	if (!l)
 		return;
 	while (l->head)
-		unlink_ent(l, l->head);
+		unlink_ent(c, l, l->head);
+	for (int k = 0; k < SPARE_CLASSES; k++)
+		for (struct arf_wlog_ent *e = l->spare[k], *n; e; e = n) {
+			n = e->next;
+			free(e);
+		}
 	pthread_mutex_destroy(&l->lock);
 	free(l);
 	c->wlog = NULL;
@@ -123,7 +182,7 @@ int arf_wlog_keep(arf_client *c, const struct arf_proto_cred *cred, uint64_t ino
 		  uint64_t off, const void *data, uint32_t len, uint64_t verifier, uint64_t seq)
 {
 	struct arf_wlog *l = c->wlog;
-	struct arf_wlog_ent *e = malloc(sizeof(*e) + len);
+	struct arf_wlog_ent *e = ent_alloc(l, len);
 
 	if (!e)
 		return -ENOMEM;
@@ -150,7 +209,7 @@ void arf_wlog_committed(arf_client *c, uint64_t verifier, uint64_t durable)
 	for (struct arf_wlog_ent *e = l->head, *n; e; e = n) {
 		n = e->next;
 		if (e->verifier == verifier && e->seq <= durable)
-			unlink_ent(l, e);
+			unlink_ent(c, l, e);
 	}
 	pthread_mutex_unlock(&l->lock);
 }
@@ -332,7 +391,7 @@ int arf_wlog_replay(arf_client *c, struct arf_net_conn *conn, uint64_t verifier)
 			if (e->verifier != old)
 				continue;
 			if (cm.old_known && e->seq <= cm.old_through)
-				unlink_ent(l, e); /* durable before the restart */
+				unlink_ent(c, l, e); /* durable before the restart */
 			else
 				e->seq |= 1ull << 63; /* to re-send; a mark, in order still */
 		}
@@ -369,7 +428,7 @@ int arf_wlog_replay(arf_client *c, struct arf_net_conn *conn, uint64_t verifier)
 		if (rc && rc != -ESTALE) /* a file that is gone took its data along */
 			note_error(l, e->ino, rc);
 		if (rc || (wr.flags & ARF_PROTO_WRITE_STABLE)) {
-			unlink_ent(l, e);
+			unlink_ent(c, l, e);
 			continue;
 		}
 		/* kept under the new incarnation, after what it already holds
@@ -397,7 +456,7 @@ int arf_wlog_replay(arf_client *c, struct arf_net_conn *conn, uint64_t verifier)
 		for (struct arf_wlog_ent *e = l->head, *n; e; e = n) {
 			n = e->next;
 			if (e->verifier == cm.verifier && e->seq <= cm.durable)
-				unlink_ent(l, e);
+				unlink_ent(c, l, e);
 		}
 	}
 out:
