@@ -342,20 +342,56 @@ static void third_checks(struct cg *g, const struct grep_prog *p, const struct s
 	cg_here(g, walk);
 }
 
-/* Where the skip stopped at a byte of its own (not a pair's) that is a
- * match from the first row, the line matched: straight on to matched
- * with the byte consumed, as the table would go.  Clobbers r0. */
-static void direct_match(struct cg *g, const struct grep_prog *p, const struct scan_set *s,
-			 int matched)
+/* What a byte does in a row of a line already matched: ends it, stops
+ * the scan (a NUL under GREP_NUL_STOP), or nothing (SP_MATCH). */
+static uint32_t matched_entry(const struct grep_gen_opts *o, int c)
+{
+	if (c == '\n' || (c == 0 && o->nul_mode == GREP_NUL_EOL))
+		return SP_EOL_MATCH;
+	if (c == 0 && o->nul_mode == GREP_NUL_STOP)
+		return SP_NUL;
+	return SP_MATCH;
+}
+
+/* Whether the first row's entry e decides the line: a match, or a row
+ * where every byte goes as in a matched line (-v ' ': after the blank,
+ * only the line's end is left to find). */
+static int decided(const struct grep_prog *p, const struct grep_gen_opts *o, uint32_t e)
+{
+	if (e == SP_MATCH)
+		return 1;
+	if (e == 0 || e >= SP_BASE)
+		return 0;
+	for (int c = 0; c < 256; c++)
+		if (entry(p, e, c) != matched_entry(o, c))
+			return 0;
+	return 1;
+}
+
+/* Where the skip stopped at a byte of its own (not a pair's) that decides
+ * the line, the line matched: straight on to matched with the byte
+ * consumed, to look for the line's end only.  Clobbers r0 and r1. */
+static void direct_match(struct cg *g, const struct grep_prog *p, const struct grep_gen_opts *o,
+			 const struct scan_set *s, int matched)
 {
 	int hit = cg_label(g), n = 0;
 
-	for (int i = 0; i < s->n; i++)
-		if (!s->t[i].pair && !s->t[i].fold && entry(p, 0, s->t[i].byte) == SP_MATCH) {
-			if (!n++)
-				cg_put(g, LDXB, R0, R6, 0, 0);
-			cg_jmp(g, JEQ_K, R0, 0, s->t[i].byte, hit);
+	for (int i = 0; i < s->n; i++) {
+		const struct scan_test *t = &s->t[i];
+
+		if (t->pair || !decided(p, o, entry(p, 0, t->byte)) ||
+		    (t->fold && !decided(p, o, entry(p, 0, t->byte ^ 32))))
+			continue;
+		if (!n++)
+			cg_put(g, LDXB, R0, R6, 0, 0);
+		if (t->fold) {
+			cg_put(g, MOV_X, R1, R0, 0, 0);
+			cg_put(g, OR_K, R1, 0, 0, 0x20);
+			cg_jmp(g, JEQ_K, R1, 0, t->byte, hit);
+		} else {
+			cg_jmp(g, JEQ_K, R0, 0, t->byte, hit);
 		}
+	}
 	if (!n)
 		return;
 	int miss = cg_label(g);
@@ -388,7 +424,7 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	       char *err, size_t errlen)
 {
 	struct cg g = { 0 };
-	struct scan_set st = { 0 }, et = { 0 };
+	struct scan_set st = { 0 };
 	int r, nlcls, lazy, skip_ok;
 
 	r = cg_dfa_table(m, o, 1, out, &nlcls, err, errlen);
@@ -397,10 +433,6 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	skip_ok = start_set(out, o, &lazy, &st) == 0;
 	lazy = lazy && skip_ok;
 	out->skip_tests = skip_ok ? st.n : -1;
-	/* a matched line's end: the next terminator (or NUL that stops) */
-	cg_scan_add(&et, (struct scan_test){ .byte = '\n' });
-	if (o->nul_mode != GREP_NUL_BYTE)
-		cg_scan_add(&et, (struct scan_test){ .byte = 0 });
 
 	/* the code */
 	int loop = cg_label(&g), special = cg_label(&g), matched = cg_label(&g), skip = cg_label(&g),
@@ -442,7 +474,7 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	/* the line matched before its end: find the end */
 	cg_here(&g, matched);
 	cg_here(&g, skip);
-	cg_scan_set(&g, &et, at_end, skip_end);
+	cg_line_skip(&g, o->nul_mode, at_end, skip_end);
 	cg_here(&g, at_end);
 	cg_put(&g, LDXB, R0, R6, 0, 0);
 	cg_put(&g, ADD_K, R6, 0, 0, 1);
@@ -467,8 +499,11 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	cg_put(&g, MOV_X, R1, R6, 0, 0);
 	cg_put(&g, ADD_K, R1, 0, 0, -1);
 	cg_emit_record(&g, R1, -1, -1);
-	cg_here(&g, unsel_eol);
 	cg_next_line(&g, skip_ok ? advanced : loop, o->lineno);
+	/* no record, so no stop to look at */
+	cg_here(&g, unsel_eol);
+	cg_line_advance(&g, o->lineno);
+	cg_jmp(&g, JA, 0, 0, 0, skip_ok ? advanced : loop);
 
 	if (skip_ok) {
 		/* in the first row: on to the next place that leaves it, the
@@ -484,7 +519,7 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 		cg_scan_set(&g, &st, cand, slice_end);
 		cg_here(&g, cand);
 		third_checks(&g, out, &st, start);
-		direct_match(&g, out, &st, matched);
+		direct_match(&g, out, o, &st, matched);
 		cg_jmp(&g, JA, 0, 0, 0, loop);
 	}
 	/* every way out saves the context: the line brought up first */

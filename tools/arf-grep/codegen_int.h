@@ -3,8 +3,9 @@
  * The code generator's private header, shared by its rooms only (arf-grep's
  * shared header stays grep_int.h): the tiny assembler with labels
  * (codegen_asm.c), the opcodes and registers it speaks, the stack slots and
- * the emitters both scan shapes use (codegen.c), and the two shapes
- * (codegen_dfa.c, codegen_fixed.c).  The shipped wrapper and its ELF object
+ * the emitters both scan shapes use (codegen.c), the line work of the
+ * table walker (codegen_lines.c), and the two shapes (codegen_dfa.c,
+ * codegen_fixed.c).  The shipped wrapper and its ELF object
  * are codegen_ship.c.
  *
  * Emitting never fails by itself: the first allocation failure or
@@ -143,6 +144,16 @@ void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end);
  * time.  Clobbers r0-r2 and r5 (not reloaded); keeps r8 and r9 (in
  * SLOT_R8, SLOT_R9 meanwhile). */
 void cg_count_lines(struct cg *g);
+
+/* ---- line work (codegen_lines.c) ---- */
+
+/* Moves r6 to the next byte before r7 that may end a line: a newline, a
+ * NUL unless nul_mode is GREP_NUL_BYTE (and there, maybe 0x02 or 0x08:
+ * the caller looks at the byte), sixteen bytes a turn; in the last bytes,
+ * fewer than a turn, every byte is such a place.  Jumps to found with r6
+ * at it (not consumed), to end with r6 == r7.  Clobbers r0-r3 and r5
+ * (reloaded); keeps r4 and r8. */
+void cg_line_skip(struct cg *g, int nul_mode, int found, int end);
 
 /* ---- the shapes: grep_codegen()'s contract ---- */
 
