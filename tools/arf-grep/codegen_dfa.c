@@ -237,37 +237,6 @@ static int start_set(struct grep_prog *p, const struct grep_gen_opts *o, int *la
 	return 0;
 }
 
-/*
- * Under lazy, the start-state skip runs past the ends of lines (newlines
- * only: any other terminator goes through the table) and leaves the context
- * as it was at SLOT_SKIPFROM; where the context's line start is needed (a
- * line's end through the table, a NUL, a return), this moves it to after
- * the last newline in [SLOT_SKIPFROM, r6) and with -n counts those
- * newlines.  Clobbers r0-r5 (r5 reloaded).
- */
-static void lazy_lines(struct cg *g, int lineno)
-{
-	int back_done = cg_label(g), same = cg_label(g);
-
-	cg_put(g, LDXDW, R2, R10, SLOT_SKIPFROM, 0);
-	cg_put(g, MOV_X, R4, R6, 0, 0);
-	cg_back_to_nl(g, R4, R2, 0, same, back_done);
-	cg_here(g, back_done);
-	if (lineno) {
-		cg_put(g, MOV_X, R0, R2, 0, 0);
-		cg_put(g, MOV_K, R3, 0, 0, 0);
-		cg_count_lines(g);
-		cg_ldctx(g, R1, CTX(lineno));
-		cg_put(g, ADD_X, R1, R3, 0, 0);
-		cg_stctx(g, CTX(lineno), R1);
-	}
-	cg_put(g, LDXDW, R1, R10, SLOT_DELTA, 0);
-	cg_put(g, ADD_X, R1, R4, 0, 0);
-	cg_stctx(g, CTX(line_start), R1);
-	cg_here(g, same);
-	cg_lddw(g, R5, ARF_MC_ADDR(ARF_MC_REGION_RODATA, 0));
-}
-
 /* The third byte of test t's pair (third_test()), for c1 in either case
  * when it folds: 0, or -1 when there is none (or the cases differ). */
 static int third_of(const struct grep_prog *p, const struct scan_test *t, uint8_t *b3,
@@ -403,7 +372,7 @@ static void direct_match(struct cg *g, const struct grep_prog *p, const struct g
 	cg_here(g, miss);
 }
 
-/* Under lazy, lazy_lines() for the line around r6 + adj (r6 as it was
+/* Under lazy, cg_lazy_lines() for the line around r6 + adj (r6 as it was
  * after): the shared copy at blk, which comes back to back (call k). */
 static void lazy_call(struct cg *g, int lazy, int k, int adj, int back, int blk)
 {
@@ -425,13 +394,14 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 {
 	struct cg g = { 0 };
 	struct scan_set st = { 0 };
-	int r, nlcls, lazy, skip_ok;
+	int r, nlcls, lazy, skip_ok, count;
 
 	r = cg_dfa_table(m, o, 1, out, &nlcls, err, errlen);
 	if (r)
 		return r;
 	skip_ok = start_set(out, o, &lazy, &st) == 0;
 	lazy = lazy && skip_ok;
+	count = lazy && o->lineno; /* the skip counts the newlines it passes in r4 */
 	out->skip_tests = skip_ok ? st.n : -1;
 
 	/* the code */
@@ -449,6 +419,8 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	cg_prologue(&g);
 	if (lazy)
 		cg_put(&g, STXDW, R10, R6, SLOT_SKIPFROM, 0);
+	if (count)
+		cg_put(&g, MOV_K, R4, 0, 0, 0);
 	cg_jmp(&g, JEQ_K, R8, 0, (int32_t)SP_PENDING, skip);
 	if (skip_ok)
 		cg_jmp(&g, JEQ_K, R8, 0, 0, start);
@@ -508,15 +480,17 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	if (skip_ok) {
 		/* in the first row: on to the next place that leaves it, the
 		 * table walked from there (the context's line is behind under
-		 * lazy, until lazy_lines() brings it up) */
+		 * lazy, until cg_lazy_lines() brings it up) */
 		cg_here(&g, to_start);
 		cg_put(&g, MOV_K, R8, 0, 0, 0);
 		cg_jmp(&g, JA, 0, 0, 0, start);
 		cg_here(&g, advanced);
 		if (lazy)
 			cg_put(&g, STXDW, R10, R6, SLOT_SKIPFROM, 0);
+		if (count)
+			cg_put(&g, MOV_K, R4, 0, 0, 0);
 		cg_here(&g, start);
-		cg_scan_set(&g, &st, cand, slice_end);
+		cg_scan_set(&g, &st, count, cand, slice_end);
 		cg_here(&g, cand);
 		third_checks(&g, out, &st, start);
 		direct_match(&g, out, o, &st, matched);
@@ -529,9 +503,9 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	cg_here(&g, slice_end);
 	lazy_call(&g, lazy, 3, 0, ret[3], lazy_blk);
 	cg_jmp(&g, JA, 0, 0, 0, exit_slice);
-	if (lazy) { /* one lazy_lines(), back to where it was called */
+	if (lazy) { /* one cg_lazy_lines(), back to where it was called */
 		cg_here(&g, lazy_blk);
-		lazy_lines(&g, o->lineno);
+		cg_lazy_lines(&g, o->lineno);
 		cg_put(&g, LDXDW, R0, R10, SLOT_LAZYRET, 0);
 		for (int k = 0; k < 3; k++)
 			cg_jmp(&g, JEQ_K, R0, 0, k, ret[k]);

@@ -83,8 +83,7 @@ void cg_stctx(struct cg *g, int16_t off, int src);
 #define SLOT_GROUP (-56)  /* skip loop: where the byte-at-a-time scan hands back */
 #define SLOT_CASE (-64)   /* skip loop: 0x20 in every byte, for case folding */
 #define SLOT_SKIPFROM (-72) /* table walker: where its start-state skip began */
-#define SLOT_R8 (-80)     /* cg_count_lines(): r8 and r9 kept */
-#define SLOT_R9 (-88)
+#define SLOT_R9 (-88)     /* cg_scan_set(): r9 kept while it holds a word */
 #define SLOT_LAZYRET (-96) /* table walker: where its one lazy_lines() returns to */
 
 /* Program entry: registers and stack slots as codegen.c's comment says. */
@@ -134,19 +133,21 @@ int cg_scan_add(struct scan_set *s, struct scan_test x);
  * eight bytes a turn (the "has a zero byte" test: the lowest byte it
  * flags is the place; a place may be one where no test holds, never past
  * the first where one does); in the last bytes, fewer than a turn needs,
- * every byte is such a place (the caller looks at it).
- * Jumps to found with r6 at the place (not consumed), to end with r6 ==
- * r7.  Clobbers r0-r5 (r5 reloaded before either jump); with pairs, r8
- * too (0 at either jump); r7 as it was at either jump. */
-void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end);
-/* Adds the newlines in [r0, r4) to r3: sixteen bytes at a time (the exact
- * zero-byte test, then a multiply sums the flags), the last few one at a
- * time.  Clobbers r0-r2 and r5 (not reloaded); keeps r8 and r9 (in
- * SLOT_R8, SLOT_R9 meanwhile). */
-void cg_count_lines(struct cg *g);
+ * every byte is such a place (the caller looks at it).  With count, r4 += the
+ * newlines in the bytes r6 moved past.  Jumps to found with r6 at the
+ * place (not consumed), to end with r6 == r7.  Clobbers r0-r3 and r5
+ * (r5 reloaded before either jump), r4 without count; with pairs or
+ * count, r8 too (0 at either jump); r7 as it was at either jump. */
+void cg_scan_set(struct cg *g, const struct scan_set *s, int count, int found, int end);
 
 /* ---- line work (codegen_lines.c) ---- */
 
+/* dst = 0x80 in each byte of the word in src that is a newline, 0 in
+ * every other (exact).  Clobbers t1, t2; all four registers distinct. */
+void cg_nl_flags(struct cg *g, int dst, int src, int t1, int t2);
+/* reg = the number of bytes of reg that have 0x80 set, given that no
+ * other bit is.  Clobbers t. */
+void cg_flags_sum(struct cg *g, int reg, int t);
 /* Moves r6 to the next byte before r7 that may end a line: a newline, a
  * NUL unless nul_mode is GREP_NUL_BYTE (and there, maybe 0x02 or 0x08:
  * the caller looks at the byte), sixteen bytes a turn; in the last bytes,
@@ -154,6 +155,12 @@ void cg_count_lines(struct cg *g);
  * at it (not consumed), to end with r6 == r7.  Clobbers r0-r3 and r5
  * (reloaded); keeps r4 and r8. */
 void cg_line_skip(struct cg *g, int nul_mode, int found, int end);
+/* The table walker's start-state skip under lazy (codegen_dfa.c) ran past
+ * the ends of lines from SLOT_SKIPFROM to r6: the context's line start is
+ * moved to after the last newline in [SLOT_SKIPFROM, r6), and with lineno
+ * its line number up by r4 (the newlines the skip counted there).
+ * Clobbers r0-r5 (r5 reloaded). */
+void cg_lazy_lines(struct cg *g, int lineno);
 
 /* ---- the shapes: grep_codegen()'s contract ---- */
 
