@@ -248,12 +248,13 @@ void cg_scan_set(struct cg *g, const struct scan_set *s, int count, int found, i
 		fold |= s->t[i].fold;
 		pairs |= s->t[i].pair;
 	}
-	/* r0 the word, r8 the word a byte on (pairs); fw the word OR 0x20..
-	 * (fold), else r4 0x80.. (unless r4 counts);
+	/* r0 the word; with pairs r8 the word a byte on, made of r0 and the
+	 * next word (r5), which the next turn takes over (one load a turn);
+	 * fw the word OR 0x20.. (fold), else r4 0x80.. (unless r4 counts);
 	 * r3 the flags, r1 and r2 scratch; r7 lowered by a turn's bytes
 	 * meanwhile (an address is never that small), so the bound is one
 	 * compare */
-	int fw = count ? R9 : R4, need = 8 + pairs, mask = !fold && !count;
+	int fw = count ? R9 : R4, need = pairs ? 16 : 8, mask = !fold && !count;
 
 	if (count && fold) /* r9 (the context) lends itself for the folded word */
 		cg_put(g, STXDW, R10, R9, SLOT_R9, 0);
@@ -261,11 +262,20 @@ void cg_scan_set(struct cg *g, const struct scan_set *s, int count, int found, i
 		cg_lddw(g, R4, ONES * 0x80);
 	cg_put(g, ADD_K, R7, 0, 0, -need);
 	cg_jmp(g, JGT_X, R6, R7, 0, out);
+	if (pairs)
+		cg_put(g, LDXDW, R0, R6, 0, 0);
 	/* the bound checked at the bottom: two blocks a turn */
 	cg_here(g, loop);
-	cg_put(g, LDXDW, R0, R6, 0, 0);
-	if (pairs)
-		cg_put(g, LDXDW, R8, R6, 1, 0);
+	if (pairs) {
+		cg_put(g, LDXDW, R5, R6, 8, 0);
+		cg_put(g, MOV_X, R8, R0, 0, 0);
+		cg_put(g, RSH_K, R8, 0, 0, 8);
+		cg_put(g, MOV_X, R1, R5, 0, 0);
+		cg_put(g, LSH_K, R1, 0, 0, 56);
+		cg_put(g, OR_X, R8, R1, 0, 0);
+	} else {
+		cg_put(g, LDXDW, R0, R6, 0, 0);
+	}
 	if (fold) {
 		cg_lddw(g, fw, ONES * 0x20);
 		cg_put(g, OR_X, fw, R0, 0, 0);
@@ -293,6 +303,8 @@ void cg_scan_set(struct cg *g, const struct scan_set *s, int count, int found, i
 		cg_flags_sum(g, R1, R2);
 		cg_put(g, ADD_X, R4, R1, 0, 0);
 	}
+	if (pairs)
+		cg_put(g, MOV_X, R0, R5, 0, 0);
 	cg_put(g, ADD_K, R6, 0, 0, 8);
 	cg_jmp(g, JLE_X, R6, R7, 0, loop);
 	cg_jmp(g, JA, 0, 0, 0, out);

@@ -132,8 +132,9 @@ int cg_scan_add(struct scan_set *s, struct scan_test x);
 /* The loop that moves r6 to the next place a test of s holds before r7:
  * eight bytes a turn (the "has a zero byte" test: the lowest byte it
  * flags is the place; a place may be one where no test holds, never past
- * the first where one does); in the last bytes, fewer than a turn needs,
- * every byte is such a place (the caller looks at it).  With count, r4 += the
+ * the first where one does); in the last bytes, fewer than a turn needs
+ * (sixteen with pairs: the next word is loaded a turn ahead), every byte
+ * is such a place (the caller looks at it).  With count, r4 += the
  * newlines in the bytes r6 moved past.  Jumps to found with r6 at the
  * place (not consumed), to end with r6 == r7.  Clobbers r0-r3 and r5
  * (r5 reloaded before either jump), r4 without count; with pairs or
