@@ -217,11 +217,26 @@ int cg_scan_add(struct scan_set *s, struct scan_test x)
 
 /* r2 = y, the complement of x: the word in r0 (in fw when fold) XOR the
  * test's byte in every byte, OR for a pair the same of the word one byte
- * on (r8).  x is 0 where the test holds; y is made as the AND of the
- * complements, each word XOR the complemented byte.  Clobbers r1. */
+ * on (r8), and for a third byte of the word two bytes on (made of r0 and
+ * the next word, r5).  x is 0 where the test holds; y is made as the AND
+ * of the complements, each word XOR the complemented byte.  Clobbers r1. */
 static void scan_xor(struct cg *g, const struct scan_test *x, int fw)
 {
-	if (x->pair) {
+	if (x->triple) {
+		cg_put(g, MOV_X, R2, R0, 0, 0);
+		cg_put(g, RSH_K, R2, 0, 0, 16);
+		cg_put(g, MOV_X, R1, R5, 0, 0);
+		cg_put(g, LSH_K, R1, 0, 0, 48);
+		cg_put(g, OR_X, R2, R1, 0, 0);
+		cg_lddw(g, R1, ~(ONES * x->byte3));
+		cg_put(g, XOR_X, R2, R1, 0, 0);
+		cg_lddw(g, R1, ~(ONES * x->byte2));
+		cg_put(g, XOR_X, R1, R8, 0, 0);
+		cg_put(g, AND_X, R2, R1, 0, 0);
+		cg_lddw(g, R1, ~(ONES * x->byte));
+		cg_put(g, XOR_X, R1, x->fold ? fw : R0, 0, 0);
+		cg_put(g, AND_X, R2, R1, 0, 0);
+	} else if (x->pair) {
 		cg_lddw(g, R2, ~(ONES * x->byte2));
 		cg_put(g, XOR_X, R2, R8, 0, 0);
 		if (x->fold2) { /* either case: the bit that tells them apart on */
@@ -240,9 +255,34 @@ static void scan_xor(struct cg *g, const struct scan_test *x, int fw)
 	}
 }
 
-void cg_scan_set(struct cg *g, const struct scan_set *s, int count, int found, int end)
+/* r3 = the flags of s for the word in r0 (see cg_scan_set()); mask: r4
+ * holds 0x80.. */
+static void scan_flags(struct cg *g, const struct scan_set *s, int fw, int mask)
 {
-	int loop = cg_label(g), group = cg_label(g), out = cg_label(g), fold = 0, pairs = 0;
+	if (!s->n) /* nothing to look for (a pattern that cannot match) */
+		cg_put(g, MOV_K, R3, 0, 0, 0);
+	for (int i = 0; i < s->n; i++) {
+		/* (x - 0x01..) & ~x has 0x80 set where x has a zero byte: with
+		 * y = ~x, (0xfe.. - y) & y */
+		scan_xor(g, &s->t[i], fw);
+		cg_lddw(g, R1, ONES * 0xfe);
+		cg_put(g, SUB_X, R1, R2, 0, 0);
+		cg_put(g, AND_X, R1, R2, 0, 0);
+		cg_put(g, i ? OR_X : MOV_X, R3, R1, 0, 0);
+	}
+	if (mask) {
+		cg_put(g, AND_X, R3, R4, 0, 0);
+	} else {
+		cg_lddw(g, R1, ONES * 0x80);
+		cg_put(g, AND_X, R3, R1, 0, 0);
+	}
+}
+
+void cg_scan_set(struct cg *g, const struct scan_set *s, const struct scan_set *s3, int count,
+		 int found, int end)
+{
+	int loop = cg_label(g), group = cg_label(g), out = cg_label(g), pass = cg_label(g),
+	    fold = 0, pairs = 0;
 
 	for (int i = 0; i < s->n; i++) {
 		fold |= s->t[i].fold;
@@ -280,24 +320,9 @@ void cg_scan_set(struct cg *g, const struct scan_set *s, int count, int found, i
 		cg_lddw(g, fw, ONES * 0x20);
 		cg_put(g, OR_X, fw, R0, 0, 0);
 	}
-	if (!s->n) /* nothing to look for (a pattern that cannot match) */
-		cg_put(g, MOV_K, R3, 0, 0, 0);
-	for (int i = 0; i < s->n; i++) {
-		/* (x - 0x01..) & ~x has 0x80 set where x has a zero byte: with
-		 * y = ~x, (0xfe.. - y) & y */
-		scan_xor(g, &s->t[i], fw);
-		cg_lddw(g, R1, ONES * 0xfe);
-		cg_put(g, SUB_X, R1, R2, 0, 0);
-		cg_put(g, AND_X, R1, R2, 0, 0);
-		cg_put(g, i ? OR_X : MOV_X, R3, R1, 0, 0);
-	}
-	if (mask) {
-		cg_put(g, AND_X, R3, R4, 0, 0);
-	} else {
-		cg_lddw(g, R1, ONES * 0x80);
-		cg_put(g, AND_X, R3, R1, 0, 0);
-	}
+	scan_flags(g, s, fw, mask);
 	cg_jmp(g, JNE_K, R3, 0, 0, group);
+	cg_here(g, pass);
 	if (count) { /* r4 += the word's newlines */
 		cg_nl_flags(g, R1, R0, R2, R3);
 		cg_flags_sum(g, R1, R2);
@@ -312,6 +337,10 @@ void cg_scan_set(struct cg *g, const struct scan_set *s, int count, int found, i
 	 * above a right one, where the borrow went): r6 += its byte's index,
 	 * ((r3 & -r3) >> 7) * 0x0001020304050607 >> 56 */
 	cg_here(g, group);
+	if (s3) { /* the same word tested with the third bytes */
+		scan_flags(g, s3, fw, mask);
+		cg_jmp(g, JEQ_K, R3, 0, 0, pass);
+	}
 	cg_put(g, MOV_K, R1, 0, 0, 0);
 	cg_put(g, SUB_X, R1, R3, 0, 0);
 	cg_put(g, AND_X, R1, R3, 0, 0);

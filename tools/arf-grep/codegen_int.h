@@ -115,7 +115,8 @@ void cg_back_to_nl(struct cg *g, int ptr, int lo, int nul_eol, int at_lo, int at
  * What the scan loop of cg_scan_set() looks for: up to SCAN_MAX_TESTS
  * tests, each a byte, or a letter in either case (the byte OR 0x20 equal
  * to the lower case one), optionally followed by a second such byte (a
- * pair: both must be there, side by side).
+ * pair: both must be there, side by side), and after a pair's second
+ * byte maybe a third (triple; not in either case).
  */
 #define SCAN_MAX_TESTS 4
 struct scan_set {
@@ -124,6 +125,8 @@ struct scan_set {
 		uint8_t byte, fold;   /* the byte (lower case when fold: either case) */
 		uint8_t pair;         /* 1: byte2 must follow */
 		uint8_t byte2, fold2; /* the byte after it, as byte and fold */
+		uint8_t triple;       /* 1 (with pair, not fold2): byte3 must follow byte2 */
+		uint8_t byte3;
 	} t[SCAN_MAX_TESTS];
 };
 
@@ -134,12 +137,15 @@ int cg_scan_add(struct scan_set *s, struct scan_test x);
  * flags is the place; a place may be one where no test holds, never past
  * the first where one does); in the last bytes, fewer than a turn needs
  * (sixteen with pairs: the next word is loaded a turn ahead), every byte
- * is such a place (the caller looks at it).  With count, r4 += the
- * newlines in the bytes r6 moved past.  Jumps to found with r6 at the
+ * is such a place (the caller looks at it).  A word where a test of s
+ * holds is tested again with s3 (when given: s with third bytes), and
+ * passed when none of those holds.  With count, r4 += the newlines in
+ * the bytes r6 moved past.  Jumps to found with r6 at the
  * place (not consumed), to end with r6 == r7.  Clobbers r0-r3 and r5
  * (r5 reloaded before either jump), r4 without count; with pairs or
  * count, r8 too (0 at either jump); r7 as it was at either jump. */
-void cg_scan_set(struct cg *g, const struct scan_set *s, int count, int found, int end);
+void cg_scan_set(struct cg *g, const struct scan_set *s, const struct scan_set *s3, int count,
+		 int found, int end);
 
 /* ---- line work (codegen_lines.c) ---- */
 
