@@ -255,6 +255,16 @@ static void scan_xor(struct cg *g, const struct scan_test *x, int fw)
 	}
 }
 
+void cg_to_flag(struct cg *g, int bit, int t)
+{
+	/* (bit >> 7) * 0x0001020304050607 >> 56 is the byte's index */
+	cg_put(g, RSH_K, bit, 0, 0, 7);
+	cg_lddw(g, t, UINT64_C(0x0001020304050607));
+	cg_put(g, MUL_X, bit, t, 0, 0);
+	cg_put(g, RSH_K, bit, 0, 0, 56);
+	cg_put(g, ADD_X, R6, bit, 0, 0);
+}
+
 /* r3 = the flags of s for the word in r0 (see cg_scan_set()); mask: r4
  * holds 0x80.. */
 static void scan_flags(struct cg *g, const struct scan_set *s, int fw, int mask)
@@ -334,8 +344,7 @@ void cg_scan_set(struct cg *g, const struct scan_set *s, const struct scan_set *
 	cg_jmp(g, JLE_X, R6, R7, 0, loop);
 	cg_jmp(g, JA, 0, 0, 0, out);
 	/* the lowest flag is a test that holds (a wrong one is only ever
-	 * above a right one, where the borrow went): r6 += its byte's index,
-	 * ((r3 & -r3) >> 7) * 0x0001020304050607 >> 56 */
+	 * above a right one, where the borrow went): r6 to its byte */
 	cg_here(g, group);
 	if (s3) { /* the same word tested with the third bytes */
 		scan_flags(g, s3, fw, mask);
@@ -352,11 +361,7 @@ void cg_scan_set(struct cg *g, const struct scan_set *s, const struct scan_set *
 		cg_flags_sum(g, R2, R3);
 		cg_put(g, ADD_X, R4, R2, 0, 0);
 	}
-	cg_put(g, RSH_K, R1, 0, 0, 7);
-	cg_lddw(g, R2, UINT64_C(0x0001020304050607));
-	cg_put(g, MUL_X, R1, R2, 0, 0);
-	cg_put(g, RSH_K, R1, 0, 0, 56);
-	cg_put(g, ADD_X, R6, R1, 0, 0);
+	cg_to_flag(g, R1, R2);
 	/* found, or the last bytes (fewer than a turn needs: the caller
 	 * looks at each), or the end */
 	cg_here(g, out);

@@ -130,6 +130,9 @@ struct scan_set {
 	} t[SCAN_MAX_TESTS];
 };
 
+/* r6 += the index of the byte whose 0x80 is the one bit set in bit (a
+ * word test's lowest flag, isolated).  Clobbers bit and t. */
+void cg_to_flag(struct cg *g, int bit, int t);
 /* Adds test x to s unless it is there: 0, or -1 when s is full. */
 int cg_scan_add(struct scan_set *s, struct scan_test x);
 /* The loop that moves r6 to the next place a test of s holds before r7:

@@ -91,11 +91,7 @@ void cg_line_skip(struct cg *g, int nul_mode, int found, int end)
 	cg_put(g, MOV_K, R2, 0, 0, 0);
 	cg_put(g, SUB_X, R2, R1, 0, 0);
 	cg_put(g, AND_X, R1, R2, 0, 0);
-	cg_put(g, RSH_K, R1, 0, 0, 7);
-	cg_lddw(g, R2, UINT64_C(0x0001020304050607));
-	cg_put(g, MUL_X, R1, R2, 0, 0);
-	cg_put(g, RSH_K, R1, 0, 0, 56);
-	cg_put(g, ADD_X, R6, R1, 0, 0);
+	cg_to_flag(g, R1, R2);
 	/* found, or the last bytes (the caller looks at each), or the end */
 	cg_here(g, out);
 	cg_put(g, ADD_K, R7, 0, 0, 16);
