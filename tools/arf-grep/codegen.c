@@ -215,13 +215,28 @@ int cg_scan_add(struct scan_set *s, struct scan_test x)
 
 #define ONES UINT64_C(0x0101010101010101)
 
-/* r2 = y, the complement of x: the word in r0 (r4 when fold) XOR the
+/* r2 = y, the complement of x: the word in r0 (in fw when fold) XOR the
  * test's byte in every byte, OR for a pair the same of the word one byte
- * on (r8).  x is 0 where the test holds; y is made as the AND of the
- * complements, each word XOR the complemented byte.  Clobbers r1. */
-static void scan_xor(struct cg *g, const struct scan_test *x)
+ * on (r8), and for a third byte of the word two bytes on (made of r0 and
+ * the next word, r5).  x is 0 where the test holds; y is made as the AND
+ * of the complements, each word XOR the complemented byte.  Clobbers r1. */
+static void scan_xor(struct cg *g, const struct scan_test *x, int fw)
 {
-	if (x->pair) {
+	if (x->triple) {
+		cg_put(g, MOV_X, R2, R0, 0, 0);
+		cg_put(g, RSH_K, R2, 0, 0, 16);
+		cg_put(g, MOV_X, R1, R5, 0, 0);
+		cg_put(g, LSH_K, R1, 0, 0, 48);
+		cg_put(g, OR_X, R2, R1, 0, 0);
+		cg_lddw(g, R1, ~(ONES * x->byte3));
+		cg_put(g, XOR_X, R2, R1, 0, 0);
+		cg_lddw(g, R1, ~(ONES * x->byte2));
+		cg_put(g, XOR_X, R1, R8, 0, 0);
+		cg_put(g, AND_X, R2, R1, 0, 0);
+		cg_lddw(g, R1, ~(ONES * x->byte));
+		cg_put(g, XOR_X, R1, x->fold ? fw : R0, 0, 0);
+		cg_put(g, AND_X, R2, R1, 0, 0);
+	} else if (x->pair) {
 		cg_lddw(g, R2, ~(ONES * x->byte2));
 		cg_put(g, XOR_X, R2, R8, 0, 0);
 		if (x->fold2) { /* either case: the bit that tells them apart on */
@@ -229,144 +244,135 @@ static void scan_xor(struct cg *g, const struct scan_test *x)
 			cg_put(g, OR_X, R2, R1, 0, 0);
 		}
 		cg_lddw(g, R1, ~(ONES * x->byte));
-		cg_put(g, XOR_X, R1, x->fold ? R4 : R0, 0, 0);
+		cg_put(g, XOR_X, R1, x->fold ? fw : R0, 0, 0);
 		cg_put(g, AND_X, R2, R1, 0, 0);
 	} else if (x->byte || x->fold) {
 		cg_lddw(g, R2, ~(ONES * x->byte));
-		cg_put(g, XOR_X, R2, x->fold ? R4 : R0, 0, 0);
+		cg_put(g, XOR_X, R2, x->fold ? fw : R0, 0, 0);
 	} else { /* the NUL */
 		cg_put(g, MOV_X, R2, R0, 0, 0);
 		cg_put(g, XOR_K, R2, 0, 0, -1);
 	}
 }
 
-/* r3 = 0x80 in each byte of the word at r6 + off where a test of s holds
- * (and maybe above one: those bytes are looked at again). */
-static void scan_word(struct cg *g, const struct scan_set *s, int16_t off, int fold, int pairs)
+void cg_to_flag(struct cg *g, int bit, int t)
 {
-	cg_put(g, LDXDW, R0, R6, off, 0);
-	if (pairs)
-		cg_put(g, LDXDW, R8, R6, (int16_t)(off + 1), 0);
-	if (fold) {
-		cg_lddw(g, R4, ONES * 0x20);
-		cg_put(g, OR_X, R4, R0, 0, 0);
-	}
+	/* (bit >> 7) * 0x0001020304050607 >> 56 is the byte's index */
+	cg_put(g, RSH_K, bit, 0, 0, 7);
+	cg_lddw(g, t, UINT64_C(0x0001020304050607));
+	cg_put(g, MUL_X, bit, t, 0, 0);
+	cg_put(g, RSH_K, bit, 0, 0, 56);
+	cg_put(g, ADD_X, R6, bit, 0, 0);
+}
+
+/* r3 = the flags of s for the word in r0 (see cg_scan_set()); mask: r4
+ * holds 0x80.. */
+static void scan_flags(struct cg *g, const struct scan_set *s, int fw, int mask)
+{
 	if (!s->n) /* nothing to look for (a pattern that cannot match) */
 		cg_put(g, MOV_K, R3, 0, 0, 0);
 	for (int i = 0; i < s->n; i++) {
 		/* (x - 0x01..) & ~x has 0x80 set where x has a zero byte: with
-		 * y = ~x, (0xfe.. - y) & y, r5 = 0xfe.. */
-		scan_xor(g, &s->t[i]);
-		cg_put(g, MOV_X, R1, R5, 0, 0);
+		 * y = ~x, (0xfe.. - y) & y */
+		scan_xor(g, &s->t[i], fw);
+		cg_lddw(g, R1, ONES * 0xfe);
 		cg_put(g, SUB_X, R1, R2, 0, 0);
 		cg_put(g, AND_X, R1, R2, 0, 0);
 		cg_put(g, i ? OR_X : MOV_X, R3, R1, 0, 0);
 	}
-	if (fold) {
+	if (mask) {
+		cg_put(g, AND_X, R3, R4, 0, 0);
+	} else {
 		cg_lddw(g, R1, ONES * 0x80);
 		cg_put(g, AND_X, R3, R1, 0, 0);
-	} else {
-		cg_put(g, AND_X, R3, R4, 0, 0); /* r4 = 0x80.. without fold */
 	}
 }
 
-void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end)
+void cg_scan_set(struct cg *g, const struct scan_set *s, const struct scan_set *s3, int count,
+		 int found, int end)
 {
-	int loop = cg_label(g), group = cg_label(g), out = cg_label(g), fold = 0, pairs = 0;
+	int loop = cg_label(g), group = cg_label(g), out = cg_label(g), pass = cg_label(g),
+	    fold = 0, pairs = 0;
 
 	for (int i = 0; i < s->n; i++) {
 		fold |= s->t[i].fold;
 		pairs |= s->t[i].pair;
 	}
-	/* r0 the word, r4 the word OR 0x20.. (else 0x80..), r8 the word a
-	 * byte on (pairs), r5 0xfe.., r3 the flags, r1 and r2 scratch; r7
-	 * lowered by a turn's bytes meanwhile (an address is never that
-	 * small), so the bound is one compare */
-	cg_lddw(g, R5, ONES * 0xfe);
-	if (!fold)
+	/* r0 the word; with pairs r8 the word a byte on, made of r0 and the
+	 * next word (r5), which the next turn takes over (one load a turn);
+	 * fw the word OR 0x20.. (fold), else r4 0x80.. (unless r4 counts);
+	 * r3 the flags, r1 and r2 scratch; r7 lowered by a turn's bytes
+	 * meanwhile (an address is never that small), so the bound is one
+	 * compare */
+	int fw = count ? R9 : R4, need = pairs ? 16 : 8, mask = !fold && !count;
+
+	if (count && fold) /* r9 (the context) lends itself for the folded word */
+		cg_put(g, STXDW, R10, R9, SLOT_R9, 0);
+	if (mask)
 		cg_lddw(g, R4, ONES * 0x80);
-	cg_put(g, ADD_K, R7, 0, 0, -(8 + pairs));
+	cg_put(g, ADD_K, R7, 0, 0, -need);
 	cg_jmp(g, JGT_X, R6, R7, 0, out);
+	if (pairs)
+		cg_put(g, LDXDW, R0, R6, 0, 0);
 	/* the bound checked at the bottom: two blocks a turn */
 	cg_here(g, loop);
-	scan_word(g, s, 0, fold, pairs);
+	if (pairs) {
+		cg_put(g, LDXDW, R5, R6, 8, 0);
+		cg_put(g, MOV_X, R8, R0, 0, 0);
+		cg_put(g, RSH_K, R8, 0, 0, 8);
+		cg_put(g, MOV_X, R1, R5, 0, 0);
+		cg_put(g, LSH_K, R1, 0, 0, 56);
+		cg_put(g, OR_X, R8, R1, 0, 0);
+	} else {
+		cg_put(g, LDXDW, R0, R6, 0, 0);
+	}
+	if (fold) {
+		cg_lddw(g, fw, ONES * 0x20);
+		cg_put(g, OR_X, fw, R0, 0, 0);
+	}
+	scan_flags(g, s, fw, mask);
 	cg_jmp(g, JNE_K, R3, 0, 0, group);
+	cg_here(g, pass);
+	if (count) { /* r4 += the word's newlines */
+		cg_nl_flags(g, R1, R0, R2, R3);
+		cg_flags_sum(g, R1, R2);
+		cg_put(g, ADD_X, R4, R1, 0, 0);
+	}
+	if (pairs)
+		cg_put(g, MOV_X, R0, R5, 0, 0);
 	cg_put(g, ADD_K, R6, 0, 0, 8);
 	cg_jmp(g, JLE_X, R6, R7, 0, loop);
 	cg_jmp(g, JA, 0, 0, 0, out);
 	/* the lowest flag is a test that holds (a wrong one is only ever
-	 * above a right one, where the borrow went): r6 += its byte's index,
-	 * ((r3 & -r3) >> 7) * 0x0001020304050607 >> 56 */
+	 * above a right one, where the borrow went): r6 to its byte */
 	cg_here(g, group);
+	if (s3) { /* the same word tested with the third bytes */
+		scan_flags(g, s3, fw, mask);
+		cg_jmp(g, JEQ_K, R3, 0, 0, pass);
+	}
 	cg_put(g, MOV_K, R1, 0, 0, 0);
 	cg_put(g, SUB_X, R1, R3, 0, 0);
 	cg_put(g, AND_X, R1, R3, 0, 0);
-	cg_put(g, RSH_K, R1, 0, 0, 7);
-	cg_lddw(g, R2, UINT64_C(0x0001020304050607));
-	cg_put(g, MUL_X, R1, R2, 0, 0);
-	cg_put(g, RSH_K, R1, 0, 0, 56);
-	cg_put(g, ADD_X, R6, R1, 0, 0);
-	/* found, or the last bytes (fewer than a word needs: the caller
+	if (count) { /* r4 += the newlines below that byte */
+		cg_put(g, MOV_X, R3, R1, 0, 0);
+		cg_put(g, ADD_K, R3, 0, 0, -1);
+		cg_nl_flags(g, R2, R0, R5, R8);
+		cg_put(g, AND_X, R2, R3, 0, 0);
+		cg_flags_sum(g, R2, R3);
+		cg_put(g, ADD_X, R4, R2, 0, 0);
+	}
+	cg_to_flag(g, R1, R2);
+	/* found, or the last bytes (fewer than a turn needs: the caller
 	 * looks at each), or the end */
 	cg_here(g, out);
-	cg_put(g, ADD_K, R7, 0, 0, 8 + pairs);
-	if (pairs)
+	cg_put(g, ADD_K, R7, 0, 0, need);
+	if (pairs || count)
 		cg_put(g, MOV_K, R8, 0, 0, 0);
+	if (count && fold)
+		cg_put(g, LDXDW, R9, R10, SLOT_R9, 0);
 	cg_lddw(g, R5, ARF_MC_ADDR(ARF_MC_REGION_RODATA, 0));
 	cg_jmp(g, JGE_X, R6, R7, 0, end);
 	cg_jmp(g, JA, 0, 0, 0, found);
-}
-
-/* dst = 1 in each byte where y, the word in r1 XOR r9 (0x0a..), is 0, else
- * 0: ~(((y & r8) + r8) | y | r8) >> 7 with r8 = 0x7f.. (no carry crosses a
- * byte); r1 becomes y. */
-static void count_flags(struct cg *g, int dst)
-{
-	cg_put(g, XOR_X, R1, R9, 0, 0);
-	cg_put(g, MOV_X, dst, R1, 0, 0);
-	cg_put(g, AND_X, dst, R8, 0, 0);
-	cg_put(g, ADD_X, dst, R8, 0, 0);
-	cg_put(g, OR_X, dst, R1, 0, 0);
-	cg_put(g, OR_X, dst, R8, 0, 0);
-	cg_put(g, XOR_K, dst, 0, 0, -1);
-	cg_put(g, RSH_K, dst, 0, 0, 7);
-}
-
-void cg_count_lines(struct cg *g)
-{
-	int word = cg_label(g), byte = cg_label(g), done = cg_label(g);
-
-	cg_put(g, STXDW, R10, R8, SLOT_R8, 0);
-	cg_put(g, STXDW, R10, R9, SLOT_R9, 0);
-	cg_lddw(g, R8, UINT64_C(0x7f7f7f7f7f7f7f7f));
-	cg_lddw(g, R9, UINT64_C(0x0a0a0a0a0a0a0a0a));
-	cg_here(g, word);
-	cg_put(g, MOV_X, R1, R0, 0, 0);
-	cg_put(g, ADD_K, R1, 0, 0, 16);
-	cg_jmp(g, JGT_X, R1, R4, 0, byte);
-	/* a 0 or 1 a byte for each word, added; the multiply sums them
-	 * into the top byte */
-	cg_put(g, LDXDW, R1, R0, 0, 0);
-	count_flags(g, R5);
-	cg_put(g, LDXDW, R1, R0, 8, 0);
-	count_flags(g, R2);
-	cg_put(g, ADD_X, R5, R2, 0, 0);
-	cg_lddw(g, R2, UINT64_C(0x0101010101010101));
-	cg_put(g, MUL_X, R5, R2, 0, 0);
-	cg_put(g, RSH_K, R5, 0, 0, 56);
-	cg_put(g, ADD_X, R3, R5, 0, 0);
-	cg_put(g, ADD_K, R0, 0, 0, 16);
-	cg_jmp(g, JA, 0, 0, 0, word);
-	cg_here(g, byte);
-	cg_jmp(g, JGE_X, R0, R4, 0, done);
-	cg_put(g, LDXB, R1, R0, 0, 0);
-	cg_put(g, ADD_K, R0, 0, 0, 1);
-	cg_jmp(g, JNE_K, R1, 0, '\n', byte);
-	cg_put(g, ADD_K, R3, 0, 0, 1);
-	cg_jmp(g, JA, 0, 0, 0, byte);
-	cg_here(g, done);
-	cg_put(g, LDXDW, R8, R10, SLOT_R8, 0);
-	cg_put(g, LDXDW, R9, R10, SLOT_R9, 0);
 }
 
 int grep_codegen(struct matcher *m, const struct grep_gen_opts *o, struct grep_prog *out,

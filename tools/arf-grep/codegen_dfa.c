@@ -237,37 +237,6 @@ static int start_set(struct grep_prog *p, const struct grep_gen_opts *o, int *la
 	return 0;
 }
 
-/*
- * Under lazy, the start-state skip runs past the ends of lines (newlines
- * only: any other terminator goes through the table) and leaves the context
- * as it was at SLOT_SKIPFROM; where the context's line start is needed (a
- * line's end through the table, a NUL, a return), this moves it to after
- * the last newline in [SLOT_SKIPFROM, r6) and with -n counts those
- * newlines.  Clobbers r0-r5 (r5 reloaded).
- */
-static void lazy_lines(struct cg *g, int lineno)
-{
-	int back_done = cg_label(g), same = cg_label(g);
-
-	cg_put(g, LDXDW, R2, R10, SLOT_SKIPFROM, 0);
-	cg_put(g, MOV_X, R4, R6, 0, 0);
-	cg_back_to_nl(g, R4, R2, 0, same, back_done);
-	cg_here(g, back_done);
-	if (lineno) {
-		cg_put(g, MOV_X, R0, R2, 0, 0);
-		cg_put(g, MOV_K, R3, 0, 0, 0);
-		cg_count_lines(g);
-		cg_ldctx(g, R1, CTX(lineno));
-		cg_put(g, ADD_X, R1, R3, 0, 0);
-		cg_stctx(g, CTX(lineno), R1);
-	}
-	cg_put(g, LDXDW, R1, R10, SLOT_DELTA, 0);
-	cg_put(g, ADD_X, R1, R4, 0, 0);
-	cg_stctx(g, CTX(line_start), R1);
-	cg_here(g, same);
-	cg_lddw(g, R5, ARF_MC_ADDR(ARF_MC_REGION_RODATA, 0));
-}
-
 /* The third byte of test t's pair (third_test()), for c1 in either case
  * when it folds: 0, or -1 when there is none (or the cases differ). */
 static int third_of(const struct grep_prog *p, const struct scan_test *t, uint8_t *b3,
@@ -291,6 +260,31 @@ static int third_of(const struct grep_prog *p, const struct scan_test *t, uint8_
 	return 0;
 }
 
+/* s with the third byte of each pair that has one the loop can test
+ * (not in either case) into *s3: 0, or -1 when no pair has one.  The loop
+ * tests them only in a word where a test of s holds (cg_scan_set()):
+ * tested in every word, a third byte costs each of them (xyzzy|needle,
+ * whose pairs never occur in grepbench's text, a quarter slower), while
+ * a pair that is common ("fo" of "foxtrot" for foo|bar) no longer stops
+ * the loop. */
+static int triples(const struct grep_prog *p, const struct scan_set *s, struct scan_set *s3)
+{
+	int n = 0;
+
+	*s3 = *s;
+	for (int i = 0; i < s3->n; i++) {
+		struct scan_test *t = &s3->t[i];
+		uint8_t b3, f3;
+
+		if (t->pair && !t->fold2 && !third_of(p, t, &b3, &f3) && !f3) {
+			t->triple = 1;
+			t->byte3 = b3;
+			n++;
+		}
+	}
+	return n ? 0 : -1;
+}
+
 /* reg == c (either case with fold), else on to l.  Clobbers r1. */
 static void byte_is(struct cg *g, int reg, uint8_t c, int fold, int l)
 {
@@ -305,9 +299,9 @@ static void byte_is(struct cg *g, int reg, uint8_t c, int fold, int l)
 /*
  * Where the skip stopped at a pair whose third byte (third_of()) is not
  * there, the place changes nothing after all: on past it (to skip) without
- * walking the table; else on.  The third byte is looked at here, where the
- * skip stops, not in its loop (a test there costs every word).  Clobbers
- * r0-r2.
+ * walking the table; else on.  The skip's loop has looked at the third
+ * bytes it can test already (triples()); this is for the rest, and for the
+ * last bytes of a slice.  Clobbers r0-r2.
  */
 static void third_checks(struct cg *g, const struct grep_prog *p, const struct scan_set *s,
 			 int skip)
@@ -342,20 +336,56 @@ static void third_checks(struct cg *g, const struct grep_prog *p, const struct s
 	cg_here(g, walk);
 }
 
-/* Where the skip stopped at a byte of its own (not a pair's) that is a
- * match from the first row, the line matched: straight on to matched
- * with the byte consumed, as the table would go.  Clobbers r0. */
-static void direct_match(struct cg *g, const struct grep_prog *p, const struct scan_set *s,
-			 int matched)
+/* What a byte does in a row of a line already matched: ends it, stops
+ * the scan (a NUL under GREP_NUL_STOP), or nothing (SP_MATCH). */
+static uint32_t matched_entry(const struct grep_gen_opts *o, int c)
+{
+	if (c == '\n' || (c == 0 && o->nul_mode == GREP_NUL_EOL))
+		return SP_EOL_MATCH;
+	if (c == 0 && o->nul_mode == GREP_NUL_STOP)
+		return SP_NUL;
+	return SP_MATCH;
+}
+
+/* Whether the first row's entry e decides the line: a match, or a row
+ * where every byte goes as in a matched line (-v ' ': after the blank,
+ * only the line's end is left to find). */
+static int decided(const struct grep_prog *p, const struct grep_gen_opts *o, uint32_t e)
+{
+	if (e == SP_MATCH)
+		return 1;
+	if (e == 0 || e >= SP_BASE)
+		return 0;
+	for (int c = 0; c < 256; c++)
+		if (entry(p, e, c) != matched_entry(o, c))
+			return 0;
+	return 1;
+}
+
+/* Where the skip stopped at a byte of its own (not a pair's) that decides
+ * the line, the line matched: straight on to matched with the byte
+ * consumed, to look for the line's end only.  Clobbers r0 and r1. */
+static void direct_match(struct cg *g, const struct grep_prog *p, const struct grep_gen_opts *o,
+			 const struct scan_set *s, int matched)
 {
 	int hit = cg_label(g), n = 0;
 
-	for (int i = 0; i < s->n; i++)
-		if (!s->t[i].pair && !s->t[i].fold && entry(p, 0, s->t[i].byte) == SP_MATCH) {
-			if (!n++)
-				cg_put(g, LDXB, R0, R6, 0, 0);
-			cg_jmp(g, JEQ_K, R0, 0, s->t[i].byte, hit);
+	for (int i = 0; i < s->n; i++) {
+		const struct scan_test *t = &s->t[i];
+
+		if (t->pair || !decided(p, o, entry(p, 0, t->byte)) ||
+		    (t->fold && !decided(p, o, entry(p, 0, t->byte ^ 32))))
+			continue;
+		if (!n++)
+			cg_put(g, LDXB, R0, R6, 0, 0);
+		if (t->fold) {
+			cg_put(g, MOV_X, R1, R0, 0, 0);
+			cg_put(g, OR_K, R1, 0, 0, 0x20);
+			cg_jmp(g, JEQ_K, R1, 0, t->byte, hit);
+		} else {
+			cg_jmp(g, JEQ_K, R0, 0, t->byte, hit);
 		}
+	}
 	if (!n)
 		return;
 	int miss = cg_label(g);
@@ -367,7 +397,7 @@ static void direct_match(struct cg *g, const struct grep_prog *p, const struct s
 	cg_here(g, miss);
 }
 
-/* Under lazy, lazy_lines() for the line around r6 + adj (r6 as it was
+/* Under lazy, cg_lazy_lines() for the line around r6 + adj (r6 as it was
  * after): the shared copy at blk, which comes back to back (call k). */
 static void lazy_call(struct cg *g, int lazy, int k, int adj, int back, int blk)
 {
@@ -388,19 +418,17 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	       char *err, size_t errlen)
 {
 	struct cg g = { 0 };
-	struct scan_set st = { 0 }, et = { 0 };
-	int r, nlcls, lazy, skip_ok;
+	struct scan_set st = { 0 }, st3;
+	int r, nlcls, lazy, skip_ok, count, has3;
 
 	r = cg_dfa_table(m, o, 1, out, &nlcls, err, errlen);
 	if (r)
 		return r;
 	skip_ok = start_set(out, o, &lazy, &st) == 0;
 	lazy = lazy && skip_ok;
+	has3 = skip_ok && triples(out, &st, &st3) == 0;
+	count = lazy && o->lineno; /* the skip counts the newlines it passes in r4 */
 	out->skip_tests = skip_ok ? st.n : -1;
-	/* a matched line's end: the next terminator (or NUL that stops) */
-	cg_scan_add(&et, (struct scan_test){ .byte = '\n' });
-	if (o->nul_mode != GREP_NUL_BYTE)
-		cg_scan_add(&et, (struct scan_test){ .byte = 0 });
 
 	/* the code */
 	int loop = cg_label(&g), special = cg_label(&g), matched = cg_label(&g), skip = cg_label(&g),
@@ -417,6 +445,8 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	cg_prologue(&g);
 	if (lazy)
 		cg_put(&g, STXDW, R10, R6, SLOT_SKIPFROM, 0);
+	if (count)
+		cg_put(&g, MOV_K, R4, 0, 0, 0);
 	cg_jmp(&g, JEQ_K, R8, 0, (int32_t)SP_PENDING, skip);
 	if (skip_ok)
 		cg_jmp(&g, JEQ_K, R8, 0, 0, start);
@@ -442,7 +472,7 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	/* the line matched before its end: find the end */
 	cg_here(&g, matched);
 	cg_here(&g, skip);
-	cg_scan_set(&g, &et, at_end, skip_end);
+	cg_line_skip(&g, o->nul_mode, at_end, skip_end);
 	cg_here(&g, at_end);
 	cg_put(&g, LDXB, R0, R6, 0, 0);
 	cg_put(&g, ADD_K, R6, 0, 0, 1);
@@ -467,24 +497,29 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	cg_put(&g, MOV_X, R1, R6, 0, 0);
 	cg_put(&g, ADD_K, R1, 0, 0, -1);
 	cg_emit_record(&g, R1, -1, -1);
-	cg_here(&g, unsel_eol);
 	cg_next_line(&g, skip_ok ? advanced : loop, o->lineno);
+	/* no record, so no stop to look at */
+	cg_here(&g, unsel_eol);
+	cg_line_advance(&g, o->lineno);
+	cg_jmp(&g, JA, 0, 0, 0, skip_ok ? advanced : loop);
 
 	if (skip_ok) {
 		/* in the first row: on to the next place that leaves it, the
 		 * table walked from there (the context's line is behind under
-		 * lazy, until lazy_lines() brings it up) */
+		 * lazy, until cg_lazy_lines() brings it up) */
 		cg_here(&g, to_start);
 		cg_put(&g, MOV_K, R8, 0, 0, 0);
 		cg_jmp(&g, JA, 0, 0, 0, start);
 		cg_here(&g, advanced);
 		if (lazy)
 			cg_put(&g, STXDW, R10, R6, SLOT_SKIPFROM, 0);
+		if (count)
+			cg_put(&g, MOV_K, R4, 0, 0, 0);
 		cg_here(&g, start);
-		cg_scan_set(&g, &st, cand, slice_end);
+		cg_scan_set(&g, &st, has3 ? &st3 : NULL, count, cand, slice_end);
 		cg_here(&g, cand);
 		third_checks(&g, out, &st, start);
-		direct_match(&g, out, &st, matched);
+		direct_match(&g, out, o, &st, matched);
 		cg_jmp(&g, JA, 0, 0, 0, loop);
 	}
 	/* every way out saves the context: the line brought up first */
@@ -494,9 +529,9 @@ int cg_gen_dfa(struct matcher *m, const struct grep_gen_opts *o, struct grep_pro
 	cg_here(&g, slice_end);
 	lazy_call(&g, lazy, 3, 0, ret[3], lazy_blk);
 	cg_jmp(&g, JA, 0, 0, 0, exit_slice);
-	if (lazy) { /* one lazy_lines(), back to where it was called */
+	if (lazy) { /* one cg_lazy_lines(), back to where it was called */
 		cg_here(&g, lazy_blk);
-		lazy_lines(&g, o->lineno);
+		cg_lazy_lines(&g, o->lineno);
 		cg_put(&g, LDXDW, R0, R10, SLOT_LAZYRET, 0);
 		for (int k = 0; k < 3; k++)
 			cg_jmp(&g, JEQ_K, R0, 0, k, ret[k]);

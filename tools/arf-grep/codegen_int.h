@@ -3,8 +3,9 @@
  * The code generator's private header, shared by its rooms only (arf-grep's
  * shared header stays grep_int.h): the tiny assembler with labels
  * (codegen_asm.c), the opcodes and registers it speaks, the stack slots and
- * the emitters both scan shapes use (codegen.c), and the two shapes
- * (codegen_dfa.c, codegen_fixed.c).  The shipped wrapper and its ELF object
+ * the emitters both scan shapes use (codegen.c), the line work of the
+ * table walker (codegen_lines.c), and the two shapes (codegen_dfa.c,
+ * codegen_fixed.c).  The shipped wrapper and its ELF object
  * are codegen_ship.c.
  *
  * Emitting never fails by itself: the first allocation failure or
@@ -82,8 +83,7 @@ void cg_stctx(struct cg *g, int16_t off, int src);
 #define SLOT_GROUP (-56)  /* skip loop: where the byte-at-a-time scan hands back */
 #define SLOT_CASE (-64)   /* skip loop: 0x20 in every byte, for case folding */
 #define SLOT_SKIPFROM (-72) /* table walker: where its start-state skip began */
-#define SLOT_R8 (-80)     /* cg_count_lines(): r8 and r9 kept */
-#define SLOT_R9 (-88)
+#define SLOT_R9 (-88)     /* cg_scan_set(): r9 kept while it holds a word */
 #define SLOT_LAZYRET (-96) /* table walker: where its one lazy_lines() returns to */
 
 /* Program entry: registers and stack slots as codegen.c's comment says. */
@@ -115,7 +115,8 @@ void cg_back_to_nl(struct cg *g, int ptr, int lo, int nul_eol, int at_lo, int at
  * What the scan loop of cg_scan_set() looks for: up to SCAN_MAX_TESTS
  * tests, each a byte, or a letter in either case (the byte OR 0x20 equal
  * to the lower case one), optionally followed by a second such byte (a
- * pair: both must be there, side by side).
+ * pair: both must be there, side by side), and after a pair's second
+ * byte maybe a third (triple; not in either case).
  */
 #define SCAN_MAX_TESTS 4
 struct scan_set {
@@ -124,25 +125,52 @@ struct scan_set {
 		uint8_t byte, fold;   /* the byte (lower case when fold: either case) */
 		uint8_t pair;         /* 1: byte2 must follow */
 		uint8_t byte2, fold2; /* the byte after it, as byte and fold */
+		uint8_t triple;       /* 1 (with pair, not fold2): byte3 must follow byte2 */
+		uint8_t byte3;
 	} t[SCAN_MAX_TESTS];
 };
 
+/* r6 += the index of the byte whose 0x80 is the one bit set in bit (a
+ * word test's lowest flag, isolated).  Clobbers bit and t. */
+void cg_to_flag(struct cg *g, int bit, int t);
 /* Adds test x to s unless it is there: 0, or -1 when s is full. */
 int cg_scan_add(struct scan_set *s, struct scan_test x);
 /* The loop that moves r6 to the next place a test of s holds before r7:
  * eight bytes a turn (the "has a zero byte" test: the lowest byte it
  * flags is the place; a place may be one where no test holds, never past
- * the first where one does); in the last bytes, fewer than a turn needs,
- * every byte is such a place (the caller looks at it).
- * Jumps to found with r6 at the place (not consumed), to end with r6 ==
- * r7.  Clobbers r0-r5 (r5 reloaded before either jump); with pairs, r8
- * too (0 at either jump); r7 as it was at either jump. */
-void cg_scan_set(struct cg *g, const struct scan_set *s, int found, int end);
-/* Adds the newlines in [r0, r4) to r3: sixteen bytes at a time (the exact
- * zero-byte test, then a multiply sums the flags), the last few one at a
- * time.  Clobbers r0-r2 and r5 (not reloaded); keeps r8 and r9 (in
- * SLOT_R8, SLOT_R9 meanwhile). */
-void cg_count_lines(struct cg *g);
+ * the first where one does); in the last bytes, fewer than a turn needs
+ * (sixteen with pairs: the next word is loaded a turn ahead), every byte
+ * is such a place (the caller looks at it).  A word where a test of s
+ * holds is tested again with s3 (when given: s with third bytes), and
+ * passed when none of those holds.  With count, r4 += the newlines in
+ * the bytes r6 moved past.  Jumps to found with r6 at the
+ * place (not consumed), to end with r6 == r7.  Clobbers r0-r3 and r5
+ * (r5 reloaded before either jump), r4 without count; with pairs or
+ * count, r8 too (0 at either jump); r7 as it was at either jump. */
+void cg_scan_set(struct cg *g, const struct scan_set *s, const struct scan_set *s3, int count,
+		 int found, int end);
+
+/* ---- line work (codegen_lines.c) ---- */
+
+/* dst = 0x80 in each byte of the word in src that is a newline, 0 in
+ * every other (exact).  Clobbers t1, t2; all four registers distinct. */
+void cg_nl_flags(struct cg *g, int dst, int src, int t1, int t2);
+/* reg = the number of bytes of reg that have 0x80 set, given that no
+ * other bit is.  Clobbers t. */
+void cg_flags_sum(struct cg *g, int reg, int t);
+/* Moves r6 to the next byte before r7 that may end a line: a newline, a
+ * NUL unless nul_mode is GREP_NUL_BYTE (and there, maybe 0x02 or 0x08:
+ * the caller looks at the byte), sixteen bytes a turn; in the last bytes,
+ * fewer than a turn, every byte is such a place.  Jumps to found with r6
+ * at it (not consumed), to end with r6 == r7.  Clobbers r0-r3 and r5
+ * (reloaded); keeps r4 and r8. */
+void cg_line_skip(struct cg *g, int nul_mode, int found, int end);
+/* The table walker's start-state skip under lazy (codegen_dfa.c) ran past
+ * the ends of lines from SLOT_SKIPFROM to r6: the context's line start is
+ * moved to after the last newline in [SLOT_SKIPFROM, r6), and with lineno
+ * its line number up by r4 (the newlines the skip counted there).
+ * Clobbers r0-r5 (r5 reloaded). */
+void cg_lazy_lines(struct cg *g, int lineno);
 
 /* ---- the shapes: grep_codegen()'s contract ---- */
 
