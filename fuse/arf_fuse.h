@@ -222,6 +222,14 @@ void arf_fuse_cred_set(fuse_req_t req);
  * groups again is another open and read of /proc/PID/task/TID/status) */
 void arf_fuse_cred_set_keep(fuse_req_t req, struct arf_cred *cred);
 void arf_fuse_cred_file(fuse_req_t req, const struct arf_cred *cred);
+/* the uid and gid alone, for a request whose refusal says whether the
+ * groups matter (cred.c); arf_fuse_cred_again: after such a request, 1 if
+ * rc is EACCES or EPERM -- the groups are now read into *cred and set,
+ * and the request is to be made once more -- else 0; arf_fuse_cred_fill:
+ * read and set them now */
+void arf_fuse_cred_lean(fuse_req_t req, struct arf_cred *cred);
+int arf_fuse_cred_again(fuse_req_t req, struct arf_cred *cred, int rc);
+void arf_fuse_cred_fill(fuse_req_t req, struct arf_cred *cred);
 
 /* hardmount.c: hard and soft mounts.  Note req as the request this thread
  * serves: a wait of its libarf calls for the server ends only when its

@@ -145,8 +145,18 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct arf_cred cred;
 	int rc;
 
-	arf_fuse_cred_set_keep(req, &cred);
+	/* the groups change nothing but the rights (cred.c), unless a setgid
+	 * bit is asked for (kept only for a member of the file's group) */
+	if (mode & S_ISGID)
+		arf_fuse_cred_set_keep(req, &cred);
+	else
+		arf_fuse_cred_lean(req, &cred);
 	rc = arf_create(fs->c, p->ino, p->gen, name, mode & 07777, (fi->flags & O_EXCL) != 0, &st);
+	if (arf_fuse_cred_again(req, &cred, rc))
+		rc = arf_create(fs->c, p->ino, p->gen, name, mode & 07777, (fi->flags & O_EXCL) != 0,
+				&st);
+	else if (!rc && !cred.ngroups && st.uid != cred.uid)
+		arf_fuse_cred_fill(req, &cred); /* another's file, opened: its writes need them */
 	struct arf_fuse_names_change ch = { p->ino, p->gen, NULL, name };
 	arf_fuse_names_after(fs, rc, &ch, 1); /* names.c: the name is there now */
 	if (!rc && (fi->flags & O_TRUNC) && st.size) /* an existing file, reopened */

@@ -34,8 +34,9 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct arf_fuse *fs = arf_fuse_of(req);
 	struct arf_fuse_node *p = arf_fuse_node(fs, parent);
 	struct arf_stat st;
+	struct arf_cred cred;
 
-	arf_fuse_cred_set(req);
+	arf_fuse_cred_lean(req, &cred); /* the kernel let the caller search p */
 	/* in a directory whose names this mount knows (names.c), a free name
 	 * (the kernel asks before every mkdir, create and rename target) and a
 	 * name this mount's own change made (the rename target, looked up
@@ -45,6 +46,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			 ? -ENOENT
 			 : arf_lookup(known == ARF_FUSE_NAME_PRESENT ? fs->c : fs->cf, p->ino, p->gen,
 				      name, &st);
+	if (arf_fuse_cred_again(req, &cred, rc))
+		rc = arf_lookup(fs->cf, p->ino, p->gen, name, &st);
 	if (rc == -ENOENT && fs->opts.neg_cache) {
 		struct fuse_entry_param e;
 		memset(&e, 0, sizeof(e));
@@ -104,9 +107,13 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	struct arf_fuse_node *n = arf_fuse_node(fs, ino);
 	struct arf_stat a;
 
+	struct arf_cred cred;
+
 	(void)fi;
-	arf_fuse_cred_set(req);
+	arf_fuse_cred_lean(req, &cred);
 	int rc = node_attr(fs, n, &a);
+	if (arf_fuse_cred_again(req, &cred, rc))
+		rc = node_attr(fs, n, &a);
 	if (rc)
 		fuse_reply_err(req, arf_fuse_errno_fh(rc));
 	else

@@ -50,9 +50,12 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t
 	struct arf_fuse *fs = arf_fuse_of(req);
 	struct arf_fuse_node *p = arf_fuse_node(fs, parent);
 	struct arf_stat st;
+	struct arf_cred cred;
 
-	arf_fuse_cred_set(req);
+	arf_fuse_cred_lean(req, &cred); /* the groups change nothing but the rights */
 	int rc = arf_mkdir(fs->c, p->ino, p->gen, name, mode & 07777, &st);
+	if (arf_fuse_cred_again(req, &cred, rc))
+		rc = arf_mkdir(fs->c, p->ino, p->gen, name, mode & 07777, &st);
 	if (!rc)
 		arf_fuse_names_new_dir(fs, &st); /* empty, and ours to know */
 	reply_new(req, fs, rc, &st, p, name);
@@ -86,12 +89,18 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct arf_fuse_node *p = arf_fuse_node(fs, parent);
 	struct arf_cred cred;
 
-	arf_fuse_cred_req(req, &cred);
-	arf_set_thread_cred(&cred);
+	/* the groups change nothing but the rights; but a hidden name keeps
+	 * the credentials for its removal at the last close (hidden.c) */
+	if (__atomic_load_n(&fs->open_files, __ATOMIC_RELAXED))
+		arf_fuse_cred_set_keep(req, &cred);
+	else
+		arf_fuse_cred_lean(req, &cred);
 	struct arf_fuse_names_change ch = { p->ino, p->gen, name, NULL };
 	int rc = arf_fuse_hide_if_open(fs, p->ino, p->gen, name, &cred);
 	if (rc == 0) {
 		rc = arf_unlink(fs->c, p->ino, p->gen, name);
+		if (arf_fuse_cred_again(req, &cred, rc))
+			rc = arf_unlink(fs->c, p->ino, p->gen, name);
 		arf_fuse_names_after(fs, rc, &ch, 1);
 	} else {
 		/* a hidden name came instead: forget the directory's names */
@@ -106,10 +115,13 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct arf_fuse *fs = arf_fuse_of(req);
 	struct arf_fuse_node *p = arf_fuse_node(fs, parent);
+	struct arf_cred cred;
 
-	arf_fuse_cred_set(req);
+	arf_fuse_cred_lean(req, &cred); /* the groups change nothing but the rights */
 	struct arf_fuse_names_change ch = { p->ino, p->gen, name, NULL };
 	int rc = arf_rmdir(fs->c, p->ino, p->gen, name);
+	if (arf_fuse_cred_again(req, &cred, rc))
+		rc = arf_rmdir(fs->c, p->ino, p->gen, name);
 	arf_fuse_names_after(fs, rc, &ch, 1);
 	fuse_reply_err(req, arf_fuse_errno(rc));
 }

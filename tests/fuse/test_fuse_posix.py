@@ -167,6 +167,34 @@ class Errnos(FuseTestCase):
         self.assertEqual(self.as_user(code), "EACCES")
         # with it as a supplementary group: allowed by the kernel and the server
         self.assertEqual(self.as_user(code, groups=[4242]), "OK")
+        # arf-fuse sends a lookup, create, mkdir, unlink or rmdir without the
+        # groups first and with them after the server's refusal (cred.c):
+        # each is allowed, and a file of another user, opened through a
+        # create, keeps them for its writes
+        with open(p("team", "shared"), "wb") as f:
+            f.write(b"root's\n")
+        os.chown(p("team", "shared"), 0, 4242)
+        os.chmod(p("team", "shared"), 0o660)
+        code = ("print(errno_of(os.mkdir, %r))\n"
+                "print(errno_of(os.stat, %r))\n"
+                "print(errno_of(lambda f: os.close(os.open(f, os.O_CREAT|os.O_WRONLY)), %r))\n"
+                "print(errno_of(os.unlink, %r))\n"
+                "print(errno_of(os.rmdir, %r))\n"
+                "print(errno_of(os.unlink, %r))\n"
+                "fd = os.open(%r, os.O_CREAT|os.O_WRONLY|os.O_APPEND)\n"
+                "os.write(fd, b'member\\n'); os.close(fd)\n"
+                "print('written')\n") % (
+                    p("team", "dd"), p("team", "x"), p("team", "dd", "y"), p("team", "dd", "y"),
+                    p("team", "dd"), p("team", "x"), p("team", "shared"))
+        out = self.as_user(code, groups=[4242]).split("\n")
+        self.assertEqual(out, ["OK", "OK", "OK", "OK", "OK", "OK", "written"])
+        with open(p("team", "shared"), "rb") as f:
+            self.assertEqual(f.read(), b"root's\nmember\n")
+        self.assertEqual(os.listdir(p("team")), ["shared"])
+        # and without the group, each is refused as before
+        code = ("print(errno_of(os.stat, %r))\n"
+                "print(errno_of(os.unlink, %r))\n") % (p("team", "shared"), p("team", "shared"))
+        self.assertEqual(self.as_user(code).split("\n"), ["EACCES", "EACCES"])
 
 
 class NoSpace(FuseTestCase):
