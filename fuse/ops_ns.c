@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "arf_fuse.h"
 
@@ -34,14 +35,33 @@ static void reply_new(fuse_req_t req, struct arf_fuse *fs, int rc, const struct 
 		arf_fuse_reply_entry(fs, req, st);
 }
 
+/* The credentials for a request that may remove a file's last name: the
+ * groups change nothing but the rights (cred.c), but a hidden name keeps
+ * the credentials for its removal at the last close (hidden.c), so with
+ * files open on the mount they are read now. */
+static void cred_for_removal(fuse_req_t req, struct arf_fuse *fs, struct arf_cred *cred)
+{
+	if (__atomic_load_n(&fs->open_files, __ATOMIC_RELAXED))
+		arf_fuse_cred_set_keep(req, cred);
+	else
+		arf_fuse_cred_lean(req, cred);
+}
+
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	struct arf_fuse *fs = arf_fuse_of(req);
 	struct arf_fuse_node *p = arf_fuse_node(fs, parent);
 	struct arf_stat st;
+	struct arf_cred cred;
 
-	arf_fuse_cred_set(req);
+	/* a setgid bit asked for is kept only for a member of the group */
+	if (mode & S_ISGID)
+		arf_fuse_cred_set_keep(req, &cred);
+	else
+		arf_fuse_cred_lean(req, &cred);
 	int rc = arf_mknod(fs->c, p->ino, p->gen, name, mode, rdev, &st);
+	if (arf_fuse_cred_again(req, &cred, rc))
+		rc = arf_mknod(fs->c, p->ino, p->gen, name, mode, rdev, &st);
 	reply_new(req, fs, rc, &st, p, name);
 }
 
@@ -66,9 +86,12 @@ static void op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent, co
 	struct arf_fuse *fs = arf_fuse_of(req);
 	struct arf_fuse_node *p = arf_fuse_node(fs, parent);
 	struct arf_stat st;
+	struct arf_cred cred;
 
-	arf_fuse_cred_set(req);
+	arf_fuse_cred_lean(req, &cred); /* the groups change nothing but the rights */
 	int rc = arf_symlink(fs->c, p->ino, p->gen, name, target, &st);
+	if (arf_fuse_cred_again(req, &cred, rc))
+		rc = arf_symlink(fs->c, p->ino, p->gen, name, target, &st);
 	reply_new(req, fs, rc, &st, p, name);
 }
 
@@ -77,9 +100,12 @@ static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const 
 	struct arf_fuse *fs = arf_fuse_of(req);
 	struct arf_fuse_node *n = arf_fuse_node(fs, ino), *p = arf_fuse_node(fs, newparent);
 	struct arf_stat st;
+	struct arf_cred cred;
 
-	arf_fuse_cred_set(req);
+	arf_fuse_cred_lean(req, &cred); /* the groups change nothing but the rights */
 	int rc = arf_link(fs->c, n->ino, n->gen, p->ino, p->gen, newname, &st);
+	if (arf_fuse_cred_again(req, &cred, rc))
+		rc = arf_link(fs->c, n->ino, n->gen, p->ino, p->gen, newname, &st);
 	reply_new(req, fs, rc, &st, p, newname);
 }
 
@@ -89,12 +115,7 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct arf_fuse_node *p = arf_fuse_node(fs, parent);
 	struct arf_cred cred;
 
-	/* the groups change nothing but the rights; but a hidden name keeps
-	 * the credentials for its removal at the last close (hidden.c) */
-	if (__atomic_load_n(&fs->open_files, __ATOMIC_RELAXED))
-		arf_fuse_cred_set_keep(req, &cred);
-	else
-		arf_fuse_cred_lean(req, &cred);
+	cred_for_removal(req, fs, &cred);
 	struct arf_fuse_names_change ch = { p->ino, p->gen, name, NULL };
 	int rc = arf_fuse_hide_if_open(fs, p->ino, p->gen, name, &cred);
 	if (rc == 0) {
@@ -138,16 +159,19 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	arf_fuse_cred_req(req, &cred);
-	arf_set_thread_cred(&cred);
+	unsigned aflags = ((flags & RENAME_NOREPLACE) ? ARF_RENAME_NOREPLACE : 0) |
+			  ((flags & RENAME_EXCHANGE) ? ARF_RENAME_EXCHANGE : 0);
+	cred_for_removal(req, fs, &cred);
 	/* the kernel has checked the types and rights already, so once the
 	 * target is hidden the rename is not expected to fail */
 	if (!(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE))) /* an exchange removes no file */
 		rc = arf_fuse_hide_if_open(fs, np->ino, np->gen, newname, &cred);
-	if (rc >= 0)
-		rc = arf_rename(fs->c, p->ino, p->gen, name, np->ino, np->gen, newname,
-				((flags & RENAME_NOREPLACE) ? ARF_RENAME_NOREPLACE : 0) |
-				((flags & RENAME_EXCHANGE) ? ARF_RENAME_EXCHANGE : 0));
+	if (rc >= 0) {
+		rc = arf_rename(fs->c, p->ino, p->gen, name, np->ino, np->gen, newname, aflags);
+		if (arf_fuse_cred_again(req, &cred, rc))
+			rc = arf_rename(fs->c, p->ino, p->gen, name, np->ino, np->gen, newname,
+					aflags);
+	}
 	struct arf_fuse_names_change ch[2] = { { p->ino, p->gen, name, NULL },
 					       { np->ino, np->gen, NULL, newname } };
 	if (flags & RENAME_EXCHANGE) /* both names stay */

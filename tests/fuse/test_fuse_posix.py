@@ -180,14 +180,21 @@ class Errnos(FuseTestCase):
                 "print(errno_of(lambda f: os.close(os.open(f, os.O_CREAT|os.O_WRONLY)), %r))\n"
                 "print(errno_of(os.unlink, %r))\n"
                 "print(errno_of(os.rmdir, %r))\n"
-                "print(errno_of(os.unlink, %r))\n"
+                "print(errno_of(os.rename, %r, %r))\n"
+                "print(errno_of(os.link, %r, %r))\n"
+                "print(errno_of(os.symlink, 'x2', %r))\n"
+                "print(errno_of(os.mknod, %r, 0o600))\n"
+                "for f in ('x2', 'x3', 'x4', 'x5'):\n"
+                "    print(errno_of(os.unlink, os.path.join(%r, f)))\n"
                 "fd = os.open(%r, os.O_CREAT|os.O_WRONLY|os.O_APPEND)\n"
                 "os.write(fd, b'member\\n'); os.close(fd)\n"
                 "print('written')\n") % (
                     p("team", "dd"), p("team", "x"), p("team", "dd", "y"), p("team", "dd", "y"),
-                    p("team", "dd"), p("team", "x"), p("team", "shared"))
+                    p("team", "dd"), p("team", "x"), p("team", "x2"), p("team", "x2"),
+                    p("team", "x3"), p("team", "x4"), p("team", "x5"), p("team"),
+                    p("team", "shared"))
         out = self.as_user(code, groups=[4242]).split("\n")
-        self.assertEqual(out, ["OK", "OK", "OK", "OK", "OK", "OK", "written"])
+        self.assertEqual(out, ["OK"] * 13 + ["written"])
         with open(p("team", "shared"), "rb") as f:
             self.assertEqual(f.read(), b"root's\nmember\n")
         self.assertEqual(os.listdir(p("team")), ["shared"])
