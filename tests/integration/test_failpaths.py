@@ -208,13 +208,30 @@ class FailStop(unittest.TestCase):
         why = self.assert_failed(d, "injected failure (server.test_fail_write)")
         cpu = self.assert_no_spin(d, "injected failure (server.test_fail_write)")
         self.restart_clean(d)
-        run([harness.ITEST, "verify", d.url("/"), str(n)])
+        lost = ""
+        if sync:
+            run([harness.ITEST, "verify", d.url("/"), str(n)])
+        else:
+            # an unstable write is durable once a COMMIT or a later durable
+            # change covers it: each create's group commit covered the write
+            # before it, but nothing covered f000004's (the create after it
+            # failed, and its client, gone, never committed), and arfd holds
+            # an unstable write's metadata back for the next batch -- the
+            # one that failed -- so it may be lost: the file is then empty,
+            # never other bytes (a client still there re-sends it)
+            run([harness.ITEST, "verify", d.url("/"), str(n - 1)])
+            last = "/acked/f%06d" % (n - 1)
+            size = json.loads(arfctl("--json", "stat", d.url(last)).stdout)["size"]
+            if size:
+                run([harness.ITEST, "verify", d.url("/"), str(n)])
+            else:
+                lost = f" ({last}'s uncommitted write lost: the file is empty)"
         self.assertTrue(see(d, failed).startswith("absent"), see(d, failed))
         arfctl("mkdir", d.url("/after"))
         print(f"{'sync' if sync else 'async'} export, RocksDB write 12 fails: {n} files "
               f"acknowledged, then EIO; one-sided readers of {failed}: {seen}; "
               f"status failure: {why!r}; {cpu:.2f} s CPU in 2 s; after a restart the "
-              f"{n} acknowledged files are intact and {failed} absent")
+              f"acknowledged files are intact{lost} and {failed} absent")
 
     def test_write_failure_sync_export(self):
         self.write_failure(True)
