@@ -14,7 +14,8 @@ acknowledgement of what is not durable; a one-sided reader (arf-fptest:
 libarf's one-sided readers only) never sees the change RocksDB refused;
 every later request answers EIO and `arfctl status` says why; arfd does
 not spin (no retry loop: one log line, no CPU); after a restart everything
-acknowledged is there.
+acknowledged as durable is there (every change but an unstable write, and
+each unstable write a COMMIT or a later durable change covered).
 
 ThreadCreation: each of arfd's own thread creations made to fail in turn
 (an LD_PRELOAD shim, failthread.c): arfd stops with a message naming the
