@@ -356,6 +356,10 @@ int arfd_config_set(struct arfd_config *cfg, const char *section, const char *ke
 	return apply(cfg, e, value, err, errlen);
 }
 
+/* The longest line arfd.conf may have: inih's buffer (INI_MAX_LINE, 200)
+ * holds it, its newline and the terminating NUL. */
+#define MAX_LINE 198
+
 struct load_ctx {
 	struct arfd_config *cfg;
 	char msg[256];
@@ -473,6 +477,14 @@ static int on_ini(void *user, const char *section, const char *name, const char 
 
 	if (lc->failed)
 		return 0;
+	if (name && value && strlen(name) + 3 + strlen(value) > MAX_LINE) {
+		/* it came on a line without the blanks around '=': written back
+		 * as "key = value" (--dump-config) it would not fit one */
+		snprintf(lc->msg, sizeof(lc->msg), "'%s = ...' is longer than a line may be (%d "
+			 "bytes)", name, MAX_LINE);
+		lc->failed = 1;
+		return 0;
+	}
 	if (!strncasecmp(section, "volume ", 7))
 		return on_volume(lc, section + 7, name, value);
 	if (!name) /* a bare section header (inih INI_CALL_HANDLER_ON_NEW_SECTION) */
@@ -494,15 +506,24 @@ static int on_ini(void *user, const char *section, const char *name, const char 
 }
 
 /* The [volume NAME] headers first: inih (as Debian builds it) calls the
- * handler for keys only, and a volume section may have none.  0, or the
- * line of a bad one (lc->msg says why). */
+ * handler for keys only, and a volume section may have none.  And every
+ * line's length: inih reads a line into INI_MAX_LINE (200) bytes, so a
+ * longer one would be cut in two, its value silently short and its rest
+ * read as another line.  0, or the line of a bad one (lc->msg says why). */
 static int scan_volumes(FILE *f, struct load_ctx *lc)
 {
-	char buf[1024];
-	int line = 0;
+	char *buf = NULL;
+	size_t cap = 0;
+	ssize_t got;
+	int line = 0, bad = 0;
 
-	while (fgets(buf, sizeof(buf), f)) {
+	while (!bad && (got = getline(&buf, &cap, f)) >= 0) {
 		line++;
+		if (got - (got && buf[got - 1] == '\n') > MAX_LINE) {
+			snprintf(lc->msg, sizeof(lc->msg), "line longer than %d bytes", MAX_LINE);
+			lc->failed = bad = 1;
+			break;
+		}
 		char *p = buf, *end;
 		while (isspace((unsigned char)*p)) /* as inih skips it */
 			p++;
@@ -510,9 +531,10 @@ static int scan_volumes(FILE *f, struct load_ctx *lc)
 			continue;
 		*end = 0;
 		if (!add_volume(lc, p + 8))
-			return line;
+			bad = 1;
 	}
-	return 0;
+	free(buf);
+	return bad ? line : 0;
 }
 
 int arfd_config_load(struct arfd_config *cfg, const char *path, char *err, size_t errlen)

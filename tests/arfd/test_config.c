@@ -115,6 +115,57 @@ static void test_parse_errors(void **state)
 	}
 }
 
+/* Load text; 0 with the configuration in *c, or -1 with the message's
+ * tail (after the path) checked against want. */
+static int load_text(const char *text, struct arfd_config *c, const char *want)
+{
+	char err[512];
+	arfd_config_defaults(c);
+	const char *p = write_conf(text);
+	int rc = arfd_config_load(c, p, err, sizeof(err));
+	if (rc && (!want || !strstr(err, want) || strncmp(err, p, strlen(p))))
+		fail_msg("got '%s', want '%s%s'", err, p, want ? want : "(accepted)");
+	if (!rc && want)
+		fail_msg("accepted, want '%s'", want);
+	unlink(p);
+	return rc;
+}
+
+/* inih reads a line into 200 bytes: a longer one is refused, never cut in
+ * two (fuzz-config found "cert_file =" and 188 bytes then ';' loading as a
+ * shortened value whose dump, one byte longer, did not load) */
+static void test_long_lines(void **state)
+{
+	char text[600], a[300];
+	struct arfd_config c, again;
+	(void)state;
+	memset(a, 'a', sizeof(a));
+	/* 198 bytes: the longest line; its dump loads back the same */
+	snprintf(text, sizeof(text), "[cell]\ncert_file = %.186s\n", a);
+	assert_int_equal(load_text(text, &c, NULL), 0);
+	assert_int_equal(strlen(c.cell_cert_file), 186);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	arfd_config_dump(&c, f);
+	fclose(f);
+	buf[len] = 0;
+	assert_int_equal(load_text(buf, &again, NULL), 0);
+	assert_string_equal(again.cell_cert_file, c.cell_cert_file);
+	free(buf);
+	/* 199 bytes */
+	snprintf(text, sizeof(text), "[cell]\ncert_file = %.187s\n", a);
+	load_text(text, &c, ":2: line longer than 198 bytes");
+	/* 197 bytes, but 199 as the dump writes it */
+	snprintf(text, sizeof(text), "[cell]\ncert_file=%.187s\n", a);
+	load_text(text, &c, ":2: 'cert_file = ...' is longer than a line may be (198 bytes)");
+	/* the fuzzer's input; and a line past getline's first buffer */
+	snprintf(text, sizeof(text), "[cell]\x9c\ncert_file =%.188s;\n", a);
+	load_text(text, &c, ":2: line longer than 198 bytes");
+	snprintf(text, sizeof(text), "[server]\nworkers = 2\n# %.290s\n", a);
+	load_text(text, &c, ":3: line longer than 198 bytes");
+}
+
 static void test_missing_file(void **state)
 {
 	struct arfd_config c;
@@ -186,6 +237,7 @@ int main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_parse_ok),
 		cmocka_unit_test(test_parse_errors),
+		cmocka_unit_test(test_long_lines),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_set_and_dump),
 		cmocka_unit_test(test_cell),
