@@ -155,8 +155,12 @@ void *arfd_committer_main(void *arg)
 			d->sync_wanted = d->durable_seq;
 		} else {
 			/* unstable writes held back from RocksDB go first (under
-			 * the lock: their objects come from the regions) */
-			int rc = arfd_store_flush(d->store, &d->fs, err, sizeof(err));
+			 * the lock: their objects come from the regions) -- not
+			 * once the export failed: the regions may then hold the
+			 * change RocksDB refused, and the held writes are lost as
+			 * uncommitted writes are */
+			int rc = arfd_failed(d) ? 0
+						: arfd_store_flush(d->store, &d->fs, err, sizeof(err));
 			arfd_fs_unlock(d);
 			if (!rc)
 				rc = arfd_store_sync(d->store, err, sizeof(err));

@@ -644,7 +644,7 @@ static json_object *cmd_checkpoint(struct arfd *d)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	arfd_lock_for_control(d);
 	quiesce(d);
-	int rc = arfd_store_flush(d->store, &d->fs, err, sizeof(err));
+	int rc = arfd_failed(d) ? 0 : arfd_store_flush(d->store, &d->fs, err, sizeof(err));
 	if (!rc)
 		rc = arfd_store_sync(d->store, err, sizeof(err));
 	arfd_fs_unlock(d);
