@@ -92,6 +92,8 @@ struct arf_fuse_node {
 	int64_t seen_ctime_ns;   /* (a change of ctime alone: the attributes, not the pages;
 				  * or an ACL another client set) */
 	uint64_t fresh_until_ms; /* until then read through the uncached client */
+	int64_t list_ctime_ns;   /* a directory's ctime and mtime at the opendir */
+	int64_t list_mtime_ns;   /* ... that last let the kernel cache its listing */
 	char *hidden;            /* silly-renamed to this name in (hdir, hgen); NULL if not */
 	uint64_t hdir;
 	uint32_t hgen;
@@ -259,6 +261,9 @@ void arf_fuse_hidden_cleanup(struct arf_fuse *fs);
  * kernel's attributes are dropped too.  Returns 0 or libarf's error. */
 int arf_fuse_revalidate(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_node *n,
 			int *keep_cache);
+/* The same, giving the fresh attributes in *fresh. */
+int arf_fuse_revalidate_st(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_node *n,
+			   int *keep_cache, struct arf_stat *fresh);
 
 /* locks.c: advisory locks at arfd.  want: ask the kernel to pass locks on
  * (op_init); flush: an owner's fcntl locks go (FLUSH); release: a file's

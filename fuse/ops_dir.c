@@ -11,6 +11,17 @@
  * each entry's attributes and a lookup reference, saving a lookup per name
  * for `ls -l` and the like.  opendir revalidates like open (close-to-open
  * for listings), and a new pass (offset 0) fetches afresh.
+ *
+ * The kernel may keep a listing (cache_readdir) and answer the next
+ * opendir's passes from it without asking, as an NFS client keeps a
+ * directory's pages while its change attribute holds.  The kernel checks
+ * its copy against the directory's mtime and its own changes; here opendir
+ * checks it against the server: the cached listing is kept only while the
+ * directory's ctime and mtime are those of the opendir that let it be
+ * filled (every change of an entry moves both, and ctime cannot be set
+ * back), and is dropped otherwise, so a name another client added or
+ * removed shows at the next opendir, as a change to a file shows at the
+ * next open.  noac turns the cache off.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -23,10 +34,11 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	struct arf_fuse *fs = arf_fuse_of(req);
 	struct arf_fuse_node *n = arf_fuse_node(fs, ino);
+	struct arf_stat fresh;
 	int keep;
 
 	arf_fuse_cred_set(req);
-	int rc = arf_fuse_revalidate(fs, ino, n, &keep);
+	int rc = arf_fuse_revalidate_st(fs, ino, n, &keep, &fresh);
 	if (rc) {
 		fuse_reply_err(req, arf_fuse_errno_fh(rc));
 		return;
@@ -37,7 +49,16 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		return;
 	}
 	fi->fh = (uintptr_t)d;
-	fi->cache_readdir = 0;
+	fi->cache_readdir = fs->opts.ac;
+	pthread_mutex_lock(&fs->lock);
+	keep = fs->opts.ac && n->list_ctime_ns == fresh.ctime_ns && n->list_mtime_ns == fresh.mtime_ns;
+	n->list_ctime_ns = fresh.ctime_ns;
+	n->list_mtime_ns = fresh.mtime_ns;
+	pthread_mutex_unlock(&fs->lock);
+	fi->keep_cache = keep;
+	if (!keep && fi->cache_readdir && fs->se)
+		/* the kernel's listing (its pages) and its attributes go */
+		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0);
 	if (fuse_reply_open(req, fi) == -ENOENT)
 		arf_fuse_listing_free(d);
 }

@@ -45,7 +45,15 @@ static int same_attr(const struct arf_stat *a, const struct arf_stat *b)
 int arf_fuse_revalidate(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_node *n,
 			int *keep_cache)
 {
-	struct arf_stat fresh, cached;
+	struct arf_stat fresh;
+	return arf_fuse_revalidate_st(fs, ino, n, keep_cache, &fresh);
+}
+
+int arf_fuse_revalidate_st(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_node *n,
+			   int *keep_cache, struct arf_stat *out)
+{
+	struct arf_stat cached;
+	struct arf_stat fresh;
 	int rc = arf_getattr(fs->cf, n->ino, n->gen, &fresh);
 
 	if (rc == -ESTALE)
@@ -66,6 +74,7 @@ int arf_fuse_revalidate(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_nod
 	pthread_mutex_unlock(&fs->lock);
 	if (!same && fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0); /* attributes only */
+	*out = fresh;
 	return 0;
 }
 

@@ -59,9 +59,9 @@ static const struct opt_def opt_table[] = {
 	{ "fsname", OPT_STR, F(fsname), 0, sizeof(((struct arf_fuse_opts *)0)->fsname), -1, "NAME",
 	  "the source shown in /proc/mounts (default: the URL; mount.arf gives SPEC)" },
 	/* caching, as NFS */
-	{ "ac", OPT_FLAG, F(ac), 1, 0, -1, NULL, "cache attributes and names (default)" },
+	{ "ac", OPT_FLAG, F(ac), 1, 0, -1, NULL, "cache attributes, names and listings (default)" },
 	{ "noac", OPT_FLAG, F(ac), 0, 0, -1, NULL,
-	  "no attribute or name caching, in the kernel or libarf" },
+	  "no attribute, name or listing caching, in the kernel or libarf" },
 	{ "actimeo", OPT_ACTIMEO, 0, 0, DAY, -1, "N", "set all four ac* timeouts to N seconds" },
 	{ "acregmin", OPT_UINT, F(acregmin), 0, DAY, -1, "N",
 	  "file attributes cached at least N seconds (default 3)" },

@@ -17,7 +17,11 @@ export, with default caching on both.
   local filesystem; the other mount sees the new mode.
 - Every SETATTR sets ctime, chown(f, -1, -1) included.
 - O_APPEND from two mounts (point 6): four writers, two on each mount,
-  4,000 lines in all, every one kept whole and in each writer's order."""
+  4,000 lines in all, every one kept whole and in each writer's order.
+- A listing the kernel keeps (issue 15, point 5): a second listing of an
+  unchanged 2,000-entry directory asks arfd nothing; a name added,
+  removed or renamed on A, or on B itself, and a change whose mtime was
+  set back, show in B's next listing; with noac every listing asks."""
 import errno
 import os
 import shutil
@@ -236,6 +240,73 @@ class SetIdAndCtime(FuseTestCase):
         print("chown(f, -1, -1), chown and chmod to the same values, utime: each sets ctime, "
               "seen by the other mount; chown(f, -1, -1) clears a file's set-id bits and "
               "keeps a directory's, as ext4 does")
+
+
+class KeptListings(FuseTestCase):
+    def setUp(self):
+        super().setUp()
+        self.a = self.mnt
+        self.b = self.mount()
+
+    def listing_asks(self, path):
+        """B's listing of path, and the requests and program runs it cost."""
+        s0 = self.arfd.stats()["requests"]
+        names = sorted(os.listdir(path))
+        s1 = self.arfd.stats()["requests"]
+        asked = sum(s1.get(k, 0) - s0.get(k, 0) for k in ("readdir", "prog_exec"))
+        return names, asked
+
+    def test_kept_listing_follows_the_other_mount(self):
+        a, b = self.a, self.b
+        os.mkdir(a.p("big"))
+        want = ["f%04d" % i for i in range(2000)]
+        for n in want:
+            os.close(os.open(a.p("big", n), os.O_CREAT | os.O_WRONLY, 0o644))
+        names, asked = self.listing_asks(b.p("big"))
+        self.assertEqual(names, want)
+        self.assertGreater(asked, 0, "the first listing is fetched")
+        names, asked = self.listing_asks(b.p("big"))
+        self.assertEqual(names, want)
+        self.assertEqual(asked, 0, "an unchanged directory's listing is the kernel's")
+
+        def step(what, change, expect):
+            change()
+            names, asked = self.listing_asks(b.p("big"))
+            self.assertEqual(names, sorted(expect), what)
+            self.assertGreater(asked, 0, what)
+            names, asked = self.listing_asks(b.p("big"))
+            self.assertEqual(names, sorted(expect), what + " (again)")
+            self.assertEqual(asked, 0, what + ": kept again")
+
+        def touch(m, n):
+            os.close(os.open(m.p("big", n), os.O_CREAT | os.O_WRONLY, 0o644))
+        want.append("added-on-a")
+        step("a name added on A", lambda: touch(a, "added-on-a"), want)
+        want.remove("f0007")
+        step("a name removed on A", lambda: os.unlink(a.p("big", "f0007")), want)
+        want.remove("f0008")
+        want.append("renamed")
+        step("a name renamed on A", lambda: os.rename(a.p("big", "f0008"), a.p("big", "renamed")),
+             want)
+        want.append("added-on-b")
+        step("a name added on B", lambda: touch(b, "added-on-b"), want)
+
+        big_t = 1_600_000_000_123_456_789  # the directory's mtime, set twice
+        step("the mtime set on A", lambda: os.utime(a.p("big"), ns=(big_t, big_t)), want)
+
+        def add_and_set_back():
+            touch(a, "hidden-by-mtime")
+            os.utime(a.p("big"), ns=(big_t, big_t))
+        want.append("hidden-by-mtime")
+        step("a name added on A, the mtime set back", add_and_set_back, want)
+
+        c = self.mount("noac")
+        for i in range(2):
+            names, asked = self.listing_asks(c.p("big"))
+            self.assertEqual(names, sorted(want))
+            self.assertGreater(asked, 0, "noac: listing %d asks" % (i + 1))
+        print("a kept listing: unchanged 0 requests; changed on either mount (mtime set "
+              "back too): fetched again and right; noac: always fetched")
 
 
 class Appends(FuseTestCase):
