@@ -106,6 +106,9 @@ struct arfd {
 	uint64_t durable_seq;                /* last transaction whose data log and WAL are synced */
 	uint64_t sync_wanted;                /* highest seq someone waits to see durable */
 	int sync_forced;                     /* reclamation needs one more sync (commit.c) */
+	int syncing;                         /* a group commit is in progress (commit.c) */
+	int sync_failed;                     /* a sync failed: nothing becomes durable any more */
+	uint64_t sync_ns_avg;                /* recent syncs' mean duration (commit.c) */
 	struct arfd_pending *pending;        /* deferred seals and waiting replies */
 	pthread_cond_t commit_cond;          /* wakes the committer */
 	pthread_t committer;
@@ -278,6 +281,10 @@ void arfd_fs_lock_destroy(struct arfd *d);
 void arfd_lock_for_control(struct arfd *d);
 /* The committer thread: group commits (WAL sync, seals, waiting replies). */
 void *arfd_committer_main(void *arg);
+/* Under fs_lock, once a reply waits for applied_seq to be durable: the
+ * group commit, run by the caller itself when that is quicker than waking
+ * the committer (commit.c); returns under fs_lock. */
+void arfd_commit_wanted(struct arfd *d);
 /* Fail-stop (fs_lock held): mark the export failed for the reason why
  * (once; later calls keep the first reason), log it, seal nothing more and
  * wake the committer to answer the replies waiting for a sync. */

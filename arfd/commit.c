@@ -18,11 +18,12 @@
  * each sync -- so a run of writes costs one RocksDB write, not one each
  * (store.h); a crash loses it with the write, which the client re-sends.
  * Every other mutation, and
- * every write on an [export] sync export, is sealed and answered by the
- * committer thread once the data log and the write-ahead log holding it
- * are synced (pending.c): one sync for every mutation waiting (group
- * commit).  After a sync the committer also reclaims the data log's
- * garbage (store.h).
+ * every write on an [export] sync export, is sealed and answered once the
+ * data log and the write-ahead log holding it are synced (pending.c): one
+ * sync for every mutation waiting (group commit), run by the committer
+ * thread, or by the request's own worker where that is quicker
+ * (arfd_commit_wanted).  After a sync the data log's garbage is reclaimed
+ * (store.h).
  *
  * Fail-stop.  The exported regions are changed in place before the write,
  * and nothing can take a change back out of them; so when RocksDB refuses
@@ -48,6 +49,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "arfd.h"
 #include "log.h"
@@ -133,53 +135,112 @@ static void reclaim(struct arfd *d, uint64_t durable)
 	arfd_fs_unlock(d);
 }
 
-void *arfd_committer_main(void *arg)
+static uint64_t mono_ns(void)
 {
-	struct arfd *d = arg;
-	char err[256];
-	int sync_failed = 0;
+	struct timespec ts;
 
-	arfd_fs_lock(d);
-	for (;;) {
-		while (d->sync_wanted <= d->durable_seq && !d->sync_forced &&
-		       !__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE))
-			arfd_fs_wait(d, &d->commit_cond);
-		if (d->sync_wanted <= d->durable_seq && !d->sync_forced)
-			break; /* stopping, and nobody waits */
-		struct arfd_reply *rep;
-		uint64_t target = d->applied_seq; /* everything written so far */
-		d->sync_forced = 0;
-		if (sync_failed) {
-			/* nothing becomes durable any more: whoever waits hears EIO */
-			rep = arfd_pending_fail(d->pending);
-			d->sync_wanted = d->durable_seq;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One group commit, under fs_lock with d->syncing set (so one at a time);
+ * the lock is let go during the sync and the replies' sending, and held
+ * again on return. */
+static void commit_round(struct arfd *d)
+{
+	char err[256];
+	struct arfd_reply *rep = NULL;
+	uint64_t target = d->applied_seq; /* everything written so far */
+
+	d->sync_forced = 0;
+	if (!d->sync_failed) {
+		/* unstable writes held back from RocksDB go first (under the
+		 * lock: their objects come from the regions) -- not once the
+		 * export failed: the regions may then hold the change RocksDB
+		 * refused, and the held writes are lost as uncommitted writes
+		 * are */
+		int rc = arfd_failed(d) ? 0 : arfd_store_flush(d->store, &d->fs, err, sizeof(err));
+		arfd_fs_unlock(d);
+		uint64_t t0 = mono_ns();
+		if (!rc)
+			rc = arfd_store_sync(d->store, err, sizeof(err));
+		uint64_t took = mono_ns() - t0;
+		arfd_fs_lock(d);
+		d->sync_ns_avg = (d->sync_ns_avg * 7 + took) / 8;
+		if (rc) {
+			d->sync_failed = 1;
+			arfd_fail(d, err);
 		} else {
-			/* unstable writes held back from RocksDB go first (under
-			 * the lock: their objects come from the regions) -- not
-			 * once the export failed: the regions may then hold the
-			 * change RocksDB refused, and the held writes are lost as
-			 * uncommitted writes are */
-			int rc = arfd_failed(d) ? 0
-						: arfd_store_flush(d->store, &d->fs, err, sizeof(err));
-			arfd_fs_unlock(d);
-			if (!rc)
-				rc = arfd_store_sync(d->store, err, sizeof(err));
-			arfd_fs_lock(d);
-			if (rc) {
-				sync_failed = 1;
-				arfd_fail(d, err);
-				continue;
-			}
 			d->ctr.syncs++;
 			d->ctr.synced_txns += target - d->durable_seq;
 			d->durable_seq = target;
 			rep = arfd_pending_commit(d->pending, &d->fs, target);
 		}
-		arfd_fs_unlock(d);
-		arfd_pending_send(rep);
-		if (!sync_failed && !arfd_failed(d))
-			reclaim(d, target);
-		arfd_fs_lock(d);
+	}
+	int failed = d->sync_failed;
+	if (failed) {
+		/* nothing becomes durable any more: whoever waits hears EIO */
+		rep = arfd_pending_fail(d->pending);
+		d->sync_wanted = d->durable_seq;
+	}
+	arfd_fs_unlock(d);
+	arfd_pending_send(rep);
+	if (!failed && !arfd_failed(d))
+		reclaim(d, target);
+	arfd_fs_lock(d);
+}
+
+static int commit_due(const struct arfd *d)
+{
+	return d->sync_wanted > d->durable_seq || d->sync_forced;
+}
+
+/*
+ * The committer hands the reply a second thread switch (the worker wakes
+ * it, it wakes to send): on a 2-core machine about a third of a create's
+ * cost.  So the worker whose reply waits runs the group commit itself when
+ * no other commit is in progress, no request waits for a worker, and syncs
+ * have been quick (the data directory on tmpfs, or a disk with a
+ * write-back cache: under INLINE_SYNC_NS).  A slow sync stays with the
+ * committer, so that the workers go on serving meanwhile, and everything
+ * applied by then joins the next sync, as before.
+ */
+#define INLINE_SYNC_NS 100000u
+
+void arfd_commit_wanted(struct arfd *d)
+{
+	if (d->sync_wanted < d->applied_seq)
+		d->sync_wanted = d->applied_seq;
+	if (d->syncing || d->sync_ns_avg > INLINE_SYNC_NS ||
+	    arfd_lane_queued(d, ARFD_LANE_REQUEST) ||
+	    __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
+		pthread_cond_signal(&d->commit_cond);
+		return;
+	}
+	d->syncing = 1;
+	commit_round(d);
+	d->syncing = 0;
+	if (commit_due(d) || __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE))
+		pthread_cond_signal(&d->commit_cond); /* others came meanwhile */
+}
+
+void *arfd_committer_main(void *arg)
+{
+	struct arfd *d = arg;
+
+	arfd_fs_lock(d);
+	for (;;) {
+		int stopping = __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE);
+		if (d->syncing || (!commit_due(d) && !stopping)) {
+			/* nothing to do, or a worker commits (it wakes us after) */
+			arfd_fs_wait(d, &d->commit_cond);
+			continue;
+		}
+		if (!commit_due(d))
+			break; /* stopping, and nobody waits */
+		d->syncing = 1;
+		commit_round(d);
+		d->syncing = 0;
 	}
 	arfd_fs_unlock(d);
 	return NULL;
