@@ -53,7 +53,8 @@ DATA_TESTS = [
     ("1m seq write", "write", "1m", 1),
 ]
 
-META_TESTS = ["create", "stat cold", "stat warm", "lookup depth 10", "readdir 10k", "unlink"]
+META_TESTS = ["create", "stat cold", "stat warm", "lookup depth 10", "readdir 10k",
+              "readdir 10k changed", "unlink"]
 
 SPIN_US = 50  # arfd --spin-us and the clients' spin_us (libarf's default)
 ARF_WAIT = ("polling: arfd and client spin up to %d us before sleeping (adaptive: "

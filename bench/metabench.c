@@ -18,7 +18,9 @@
  * PHASE: setup (make /B, /B/files, the depth-10 path /B/p1/../p8/leaf and
  * /B/big with --big entries), create, stat (cold: a fresh client; --warm:
  * a first untimed pass, then the timed one), lookup (the depth-10 path,
- * --secs long), readdir (all of /B/big, --secs long), unlink, teardown.
+ * --secs long), readdir (all of /B/big, --secs long; --changed: the
+ * directory's times set to now before each listing, timed, so that no
+ * client may answer from a listing it kept), unlink, teardown.
  *
  * Prints one JSON object: ops, seconds, ops_per_s, mean_us, and for arf the
  * client's counters over the timed part (one_sided_reads, rounds, requests,
@@ -35,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -53,6 +56,7 @@ static double secs = 2.0;
 static int warm, server_pid;
 static const char *strategy = "hybrid";
 static int nocache;
+static int changed; /* readdir: the directory's times set before each listing */
 static long spin_us = -1;
 
 static arf_client *ac;
@@ -273,6 +277,20 @@ static int do_rmdir(const char *p)
 	return rmdir(full(p)) ? -errno : 0;
 }
 
+/* set a directory's times to now (a change its cached listings must not
+ * survive): posix and nfs; libarf keeps no listing, so --changed is refused
+ * there */
+static int do_touch(const char *p)
+{
+	if (be == B_NFS) {
+		struct timeval tv[2];
+		gettimeofday(&tv[0], NULL);
+		tv[1] = tv[0];
+		return nfs_utimes(nfs, p, tv);
+	}
+	return utimensat(AT_FDCWD, full(p), NULL, 0) ? -errno : 0;
+}
+
 /* list a whole directory; returns the entry count ("." and ".." not counted) */
 static long do_listdir(const char *p)
 {
@@ -404,7 +422,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: metabench arf|nfs|posix TARGET setup|create|stat|lookup|readdir|unlink|teardown\n"
 		"  [--base /mb] [--files N] [--big N] [--secs S] [--warm] [--strategy hybrid|onesided|requests]\n"
-		"  [--nocache] [--spin-us N] [--server-pid PID]\n");
+		"  [--nocache] [--changed] [--spin-us N] [--server-pid PID]\n");
 	exit(2);
 }
 
@@ -413,7 +431,7 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "base", 1, 0, 'b' },       { "files", 1, 0, 'n' },    { "big", 1, 0, 'B' },
 		{ "secs", 1, 0, 't' },       { "warm", 0, 0, 'w' },     { "strategy", 1, 0, 's' },
-		{ "nocache", 0, 0, 'C' },    { "spin-us", 1, 0, 'S' },  { "server-pid", 1, 0, 'p' },
+		{ "nocache", 0, 0, 'C' },    { "changed", 0, 0, 'c' },    { "spin-us", 1, 0, 'S' },  { "server-pid", 1, 0, 'p' },
 		{ 0, 0, 0, 0 },
 	};
 	int c;
@@ -426,6 +444,7 @@ int main(int argc, char **argv)
 		case 'w': warm = 1; break;
 		case 's': strategy = optarg; break;
 		case 'C': nocache = 1; break;
+		case 'c': changed = 1; break;
 		case 'S': spin_us = atol(optarg); break;
 		case 'p': server_pid = atoi(optarg); break;
 		default: usage();
@@ -445,6 +464,10 @@ int main(int argc, char **argv)
 		usage();
 	if (nfiles < 1 || nbig < 1 || secs <= 0)
 		usage();
+	if (changed && be == B_ARF) {
+		fprintf(stderr, "metabench: --changed: libarf keeps no listing (posix and nfs only)\n");
+		return 2;
+	}
 	connect_be();
 
 	char path[4096], deep[4096];
@@ -511,13 +534,15 @@ int main(int argc, char **argv)
 		start();
 		double end = t0 + secs;
 		do {
+			if (changed) /* timed: ~0.1 ms beside a listing's milliseconds */
+				CHECK("utimes", path, do_touch(path));
 			n = do_listdir(path);
 			if (n < 0)
 				die("readdir", path, errtext((int)n));
 			ops++;
 			items += n;
 		} while (now() < end);
-		report("readdir", ops, items);
+		report(changed ? "readdir_changed" : "readdir", ops, items);
 	} else if (!strcmp(phase, "unlink")) {
 		start();
 		for (long i = 0; i < nfiles; i++) {
