@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * arfd/store: metadata in RocksDB, data in the data log (see store.h).
- * About 1,070 lines, kept whole because load, begin and put_txn share the
- * key layout, the tag groups and the recovery state (through, repairs,
- * format conversion) that store.h describes; the data log itself is apart
- * (datalog.c).
+ * About 1,300 lines, kept whole because load, begin, put_txn and the held
+ * unstable writes (hold, flush) share the key layout, the tag groups and
+ * the recovery state (through, repairs, format conversion) that store.h
+ * describes; the data log itself is apart (datalog.c).
  */
 #include <errno.h>
 #include <rocksdb/c.h>

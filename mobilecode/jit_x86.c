@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The JIT's code generator: verified eBPF to x86-64, one pass over the
- * program and a patch pass for jumps.  The code keeps every guarantee the
+ * program and a patch pass for jumps.  About 1,130 lines, kept whole: the
+ * instruction encoders, the per-opcode emitters and the call-out routines
+ * share the register map, the budget charging and the fault exits below,
+ * and splitting them would put those invariants in two places.  The code keeps every guarantee the
  * interpreter gives, and gives the same results, faults and messages:
  *
  * Addresses.  Programs keep the interpreter's addresses, region << 48 |

@@ -23,6 +23,10 @@
  *
  * Everything is bounded: client timeouts of a few seconds, SO_RCVTIMEO on
  * raw sockets, and an alarm() for the whole program.
+ *
+ * About 1,500 lines, kept in one file: every test shares the one in-process
+ * server, its regions' pattern and the per-transport runner above; the
+ * views' tests, which need a server of their own, are apart (test_views.c).
  */
 #include <endian.h>
 #include <errno.h>
