@@ -94,6 +94,7 @@ struct arf_fuse_node {
 	uint64_t fresh_until_ms; /* until then read through the uncached client */
 	int64_t list_ctime_ns;   /* a directory's ctime and mtime at the opendir */
 	int64_t list_mtime_ns;   /* ... that last let the kernel cache its listing */
+	uint64_t list_fill_ms;   /* when the kernel last fetched it from the start */
 	char *hidden;            /* silly-renamed to this name in (hdir, hgen); NULL if not */
 	uint64_t hdir;
 	uint32_t hgen;
@@ -261,6 +262,8 @@ void arf_fuse_hidden_cleanup(struct arf_fuse *fs);
  * kernel's attributes are dropped too.  Returns 0 or libarf's error. */
 int arf_fuse_revalidate(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_node *n,
 			int *keep_cache);
+/* names.c: CLOCK_MONOTONIC in milliseconds. */
+uint64_t arf_fuse_now_ms(void);
 /* The same, giving the fresh attributes in *fresh. */
 int arf_fuse_revalidate_st(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_node *n,
 			   int *keep_cache, struct arf_stat *fresh);

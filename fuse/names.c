@@ -59,11 +59,16 @@ struct arf_fuse_names {
 	struct names_dir dir[NAMES_DIRS];
 };
 
-static uint64_t now_ms(void)
+uint64_t arf_fuse_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint64_t now_ms(void)
+{
+	return arf_fuse_now_ms();
 }
 
 static size_t hash(const char *s)

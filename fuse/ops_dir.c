@@ -21,7 +21,12 @@
  * filled (every change of an entry moves both, and ctime cannot be set
  * back), and is dropped otherwise, so a name another client added or
  * removed shows at the next opendir, as a change to a file shows at the
- * next open.  noac turns the cache off.
+ * next open.  It is also dropped once half of acregmin has passed since it
+ * was fetched: the kernel answers stat() of its names from the attributes
+ * that came with it (every page is readdirplus while listings are kept,
+ * session.c), and past their timeout it would ask name by name, where a
+ * fresh readdirplus listing asks in a dozen rounds.  noac turns the cache
+ * off.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -51,7 +56,11 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	fi->fh = (uintptr_t)d;
 	fi->cache_readdir = fs->opts.ac;
 	pthread_mutex_lock(&fs->lock);
-	keep = fs->opts.ac && n->list_ctime_ns == fresh.ctime_ns && n->list_mtime_ns == fresh.mtime_ns;
+	/* ... and while the attributes the kernel got with it (readdirplus)
+	 * are still its to use: otherwise every stat() after the kept listing
+	 * would ask, one name at a time */
+	keep = fs->opts.ac && n->list_ctime_ns == fresh.ctime_ns && n->list_mtime_ns == fresh.mtime_ns &&
+	       arf_fuse_now_ms() - n->list_fill_ms < (uint64_t)fs->opts.acregmin * 500u;
 	n->list_ctime_ns = fresh.ctime_ns;
 	n->list_mtime_ns = fresh.mtime_ns;
 	pthread_mutex_unlock(&fs->lock);
@@ -130,8 +139,11 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	arf_fuse_cred_set(req);
-	if (off == 0) /* a new pass (rewinddir): fetch afresh */
+	if (off == 0) { /* a new pass (rewinddir): fetch afresh */
 		arf_fuse_listing_reset(d);
+		if (plus)
+			__atomic_store_n(&dn->list_fill_ms, arf_fuse_now_ms(), __ATOMIC_RELAXED);
+	}
 	/* "." and ".." first: the kernel takes no reference for them */
 	if (off == 0) {
 		got = add_plain(req, plus, buf, size, ".", dn->ino, DT_DIR, 1);

@@ -31,8 +31,14 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->congestion_threshold = 48;
 	conn->time_gran = 1;
 	unsigned want = FUSE_CAP_ASYNC_READ | FUSE_CAP_ATOMIC_O_TRUNC | FUSE_CAP_AUTO_INVAL_DATA |
-			FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS |
+			FUSE_CAP_READDIRPLUS | FUSE_CAP_PARALLEL_DIROPS |
 			FUSE_CAP_ASYNC_DIO | FUSE_CAP_HANDLE_KILLPRIV;
+	/* a listing the kernel keeps (ops_dir.c) is fetched whole with
+	 * attributes, every page readdirplus, so that stat()s of its names
+	 * after a kept listing find them; with noac the kernel keeps none and
+	 * uses readdirplus where lookups follow (AUTO) */
+	if (!fs->opts.ac)
+		want |= FUSE_CAP_READDIRPLUS_AUTO;
 	/* HANDLE_KILLPRIV: the server clears set-id bits on write, truncate and
 	 * chown (ops/), as local filesystems do.  Where libfuse does not pass
 	 * it on (3.14 does not), the kernel sends its own "remove privileges"
