@@ -54,7 +54,6 @@ struct arfd_counters {
 	uint64_t syncs;          /* WAL syncs (group commits) */
 	uint64_t synced_txns;    /* transactions made durable by those syncs */
 	uint64_t bad_requests;   /* undecodable request bodies */
-	uint64_t inline_requests;/* requests the soft-NIC thread served itself (lanes.c) */
 	uint64_t prog_loads;     /* programs verified and cached */
 	uint64_t prog_jitted;    /* of those, compiled to native code */
 	uint64_t prog_jit_failed;/* of those, left to the interpreter by a JIT failure */

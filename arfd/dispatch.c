@@ -3,10 +3,8 @@
  * arfd/dispatch — requests from the soft-NIC to ops/ hooks and back.
  *
  * The soft-NIC thread hands each request to a job (a copy of it, or a big
- * one's receive buffer itself) and queues it in its lane (lanes.c), or,
- * for a short read or unstable write while the lane is idle, serves it
- * itself (lanes.c, serve_inline); a request worker takes a job, looks the
- * request's kind up in the procedure
+ * one's receive buffer itself) and queues it in its lane (lanes.c); a
+ * request worker takes it, looks the request's kind up in the procedure
  * table (procs.c), and does around the procedure what every request
  * shares: the credentials it acts with (identity.c), the counters, the
  * stale-handle limits, and for a mutation the transaction, written to the

@@ -23,10 +23,7 @@
  * one run per worker, not 200.
  *
  * Within a flow the order is kept; across flows and across lanes it is
- * not (as with NFS, requests in flight together carry no order).  The
- * soft-NIC thread serves a short request itself only while the request
- * lane has nothing queued and nothing in service (serve_inline), so that
- * neither the order nor the fairness changes.
+ * not (as with NFS, requests in flight together carry no order).
  *
  * Stopping (arfd_lanes_stop, after the transport is gone): the request lane
  * drains what is queued; the program lane drops what is queued (arfd_stop
@@ -81,7 +78,6 @@ struct arfd_lane {
 	struct flow *bucket[FLOW_BUCKETS];
 	struct flow *round, *round_tail; /* flows with jobs; the head is served next */
 	unsigned len;              /* jobs queued (read without the lock by spinners) */
-	unsigned busy;             /* jobs being served, by workers or inline */
 	pthread_t workers[64];
 	int nworkers;
 };
@@ -187,54 +183,12 @@ static uint32_t flow_uid(const struct arfd_conn *ac, const uint8_t *body, size_t
 	}
 }
 
-/*
- * Run to completion.  Handing a request to a worker costs a thread switch
- * each way, and on a small machine the switch is most of a 4 KiB write's
- * cost.  So the soft-NIC thread serves a request itself when that can
- * neither reorder a flow nor wait for long: the request lane has nothing
- * queued and no job in service (so nothing of any flow is ahead of it),
- * and the request is short and never waits for a sync -- a read that
- * shares the lock (ARFD_PROC_SHARED) or an unstable data write of up to
- * 64 KiB.  Everything else, and everything while the lane is
- * busy, is queued as before.  Returns 1 when it was served.
- */
-#define INLINE_MAX ((64u << 10) + 1024u) /* a 64 KiB write and its header */
-
-static int serve_inline(struct arfd *d, struct arfd_lane *l, const struct arfd_proc *proc,
-			struct arf_net_sconn *c, const struct arf_net_hdr *h, const uint8_t *body,
-			size_t len)
-{
-	int quick = (proc->flags & ARFD_PROC_SHARED) ||
-		    ((proc->flags & ARFD_PROC_UNSTABLE) && !d->cfg.sync);
-
-	if (l != d->lanes[ARFD_LANE_REQUEST] || !quick || len > INLINE_MAX ||
-	    __atomic_load_n(&d->ctl_waiting, __ATOMIC_ACQUIRE))
-		return 0;
-	pthread_mutex_lock(&l->lock);
-	int mine = !l->len && !l->busy;
-	if (mine)
-		l->busy++;
-	pthread_mutex_unlock(&l->lock);
-	if (!mine)
-		return 0;
-	arfd_request(d, c, h->id, h->op, body, len);
-	__atomic_fetch_add(&d->ctr.inline_requests, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&l->lock);
-	l->busy--;
-	pthread_mutex_unlock(&l->lock);
-	return 1;
-}
-
 void arfd_on_request(void *ctx, struct arf_net_sconn *c, const struct arf_net_hdr *h,
 		     const uint8_t *body, size_t len)
 {
 	struct arfd_conn *ac = arf_net_sconn_udata(c);
 	struct arfd *d = ac ? ac->d : ctx; /* the volume the connection chose (server.c) */
-	const struct arfd_proc *proc = arfd_proc_find(h->op);
-	struct arfd_lane *l = d->lanes[proc->lane];
-
-	if (serve_inline(d, l, proc, c, h, body, len))
-		return;
+	struct arfd_lane *l = d->lanes[arfd_proc_find(h->op)->lane];
 	/* a big body (a 1 MiB WRITE) is not copied: the job takes the
 	 * soft-NIC's receive buffer (the copy was a tenth of arfd's CPU) */
 	void *owned = arf_net_sconn_take_body(c);
@@ -297,7 +251,6 @@ static struct arfd_job *lane_next(struct arfd_lane *l)
 
 		if (l->round && !(stopping && l->drop_on_stop)) {
 			j = lane_take(l);
-			l->busy++; /* until served (lane_main) */
 			break;
 		}
 		if (stopping)
@@ -323,9 +276,6 @@ static void *lane_main(void *arg)
 		else
 			arfd_request(d, j->c, j->id, j->op, j->body, j->len);
 		job_free(j);
-		pthread_mutex_lock(&l->lock);
-		l->busy--;
-		pthread_mutex_unlock(&l->lock);
 	}
 	arfd_prog_thread_exit();
 	return NULL;
