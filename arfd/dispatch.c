@@ -134,12 +134,7 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 		arfd_pending_add_reply(d->pending, d->applied_seq, c, id, op,
 				       arf_net_status_from_err(rc), rbody, blen);
 		w.buf = NULL;
-		if (!shared)
-			arfd_commit_wanted(d);
-		else if (d->sync_wanted < d->applied_seq) {
-			d->sync_wanted = d->applied_seq;
-			pthread_cond_signal(&d->commit_cond);
-		}
+		arfd_commit_wanted(d); /* never shared: only changes and COMMIT defer */
 	}
 	if (shared)
 		arfd_fs_rdunlock(d);

@@ -262,7 +262,7 @@ void arf_fuse_hidden_cleanup(struct arf_fuse *fs);
  * kernel's attributes are dropped too.  Returns 0 or libarf's error. */
 int arf_fuse_revalidate(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_node *n,
 			int *keep_cache);
-/* names.c: CLOCK_MONOTONIC in milliseconds. */
+/* names.c: CLOCK_MONOTONIC in milliseconds (the clock of every timeout here). */
 uint64_t arf_fuse_now_ms(void);
 /* The same, giving the fresh attributes in *fresh. */
 int arf_fuse_revalidate_st(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_node *n,

@@ -48,13 +48,6 @@ struct waitjob {
 };
 static struct waitjob *waiting;
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static int lock_errno(int rc)
 {
 	return rc == -EAGAIN ? EAGAIN : arf_fuse_errno(rc);
@@ -64,7 +57,7 @@ static int lock_errno(int rc)
 static void revalidate(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_node *n)
 {
 	if (fs->cf != fs->c)
-		__atomic_store_n(&n->fresh_until_ms, now_ms() + fs->cache_ms + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&n->fresh_until_ms, arf_fuse_now_ms() + fs->cache_ms + 1, __ATOMIC_RELAXED);
 	if (fs->se)
 		fuse_lowlevel_notify_inval_inode(fs->se, ino, 0, 0); /* pages and attributes */
 }

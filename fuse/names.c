@@ -66,11 +66,6 @@ uint64_t arf_fuse_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static uint64_t now_ms(void)
-{
-	return arf_fuse_now_ms();
-}
-
 static size_t hash(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;
@@ -204,7 +199,7 @@ int arf_fuse_names_state(struct arf_fuse *fs, uint64_t dir, uint32_t dgen, const
 		return state;
 	pthread_mutex_lock(&t->lock);
 	struct names_dir *d = find(t, dir, dgen);
-	if (d && now_ms() - d->stamp_ms < t->window_ms) {
+	if (d && arf_fuse_now_ms() - d->stamp_ms < t->window_ms) {
 		char **s = slot_of(d, name);
 		state = !*s || *s == &tomb ? ARF_FUSE_NAME_ABSENT : ARF_FUSE_NAME_PRESENT;
 	}
@@ -250,7 +245,7 @@ void arf_fuse_names_new_dir(struct arf_fuse *fs, const struct arf_stat *st)
 		d->ino = st->ino;
 		d->gen = st->gen;
 		d->ctime_ns = st->ctime_ns;
-		d->stamp_ms = now_ms();
+		d->stamp_ms = arf_fuse_now_ms();
 	}
 	pthread_mutex_unlock(&t->lock);
 }
@@ -282,7 +277,7 @@ void arf_fuse_names_after(struct arf_fuse *fs, int rc, const struct arf_fuse_nam
 		if (proven && ch[i].add && add(t, d, ch[i].add))
 			proven = 0;
 		if (proven)
-			d->stamp_ms = now_ms();
+			d->stamp_ms = arf_fuse_now_ms();
 		else
 			forget(t, d); /* someone else changed it, or the change failed */
 	}

@@ -30,13 +30,6 @@ static uint64_t nodeid_of(struct arf_fuse *fs, struct arf_fuse_node *n)
 	return n == &fs->root ? FUSE_ROOT_ID : (uint64_t)(uintptr_t)n;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 int arf_fuse_nodes_init(struct arf_fuse *fs, const struct arf_stat *root)
 {
 	fs->nbuckets = NBUCKETS_MIN;
@@ -249,7 +242,7 @@ void arf_fuse_node_seen(struct arf_fuse *fs, struct arf_fuse_node *n, const stru
 arf_client *arf_fuse_reader(struct arf_fuse *fs, struct arf_fuse_node *n)
 {
 	uint64_t until = __atomic_load_n(&n->fresh_until_ms, __ATOMIC_RELAXED);
-	if (until && now_ms() < until)
+	if (until && arf_fuse_now_ms() < until)
 		return fs->cf;
 	return fs->c;
 }

@@ -29,13 +29,6 @@
 
 #include "arf_fuse.h"
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static int same_attr(const struct arf_stat *a, const struct arf_stat *b)
 {
 	return a->gen == b->gen && a->size == b->size && a->mtime_ns == b->mtime_ns &&
@@ -66,7 +59,7 @@ int arf_fuse_revalidate_st(struct arf_fuse *fs, fuse_ino_t ino, struct arf_fuse_
 	arf_reply_attr_drop(fs->c, n->ino);
 	if (fs->cf != fs->c &&
 	    (arf_getattr(fs->c, n->ino, n->gen, &cached) || !same_attr(&cached, &fresh)))
-		__atomic_store_n(&n->fresh_until_ms, now_ms() + fs->cache_ms + 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&n->fresh_until_ms, arf_fuse_now_ms() + fs->cache_ms + 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&fs->lock);
 	*keep_cache = n->seen_mtime_ns == fresh.mtime_ns && n->seen_size == fresh.size;
 	/* ctime moves with every change of attributes (mode, owner, links) */
