@@ -814,6 +814,52 @@ static void test_posted(void **state)
 	assert_reads_ok(t->c);
 }
 
+/* One thread posts far more than the server will take before its replies
+ * are read, and waits only at the end: 96 echoes of 256 KiB, 24 MiB each
+ * way.  The server stops reading the connection while its replies pile up
+ * unread (and at 64 requests in flight), so the client's socket fills and
+ * a post must read replies while it waits to send, or it waits until the
+ * timeout breaks the connection (net/client.c, wait_writable). */
+#define NBIG 96
+#define BIG_LEN (256u << 10)
+static void test_sender_reads(void **state)
+{
+	struct tc *t = *state;
+	struct arf_net_pending *ps = calloc(NBIG, sizeof(*ps));
+	uint8_t *msg = malloc(BIG_LEN);
+
+	assert_non_null(ps);
+	assert_non_null(msg);
+	__atomic_store_n(&posted_count, 0, __ATOMIC_RELAXED);
+	uint64_t t0 = arf_net_now_us();
+	for (int i = 0; i < NBIG; i++) {
+		memset(msg, 'a' + i % 26, BIG_LEN);
+		struct iovec v = { msg, BIG_LEN };
+		ps[i].done = posted_done;
+		assert_int_equal(arf_net_post(t->c, OP_ECHO, &v, 1, &ps[i]), 0);
+	}
+	while (__atomic_load_n(&posted_count, __ATOMIC_ACQUIRE) < NBIG) {
+		__atomic_store_n(&posted_flag, 0, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&posted_count, __ATOMIC_ACQUIRE) >= NBIG)
+			break;
+		assert_true(arf_net_wait(t->c, &posted_flag, 5000) >= 0);
+	}
+	uint64_t us = arf_net_now_us() - t0;
+	for (int i = 0; i < NBIG; i++) {
+		assert_int_equal(ps[i].rc, 0);
+		assert_int_equal(ps[i].status, ARF_NET_S_OK);
+		assert_int_equal(ps[i].body.len, 5 + BIG_LEN);
+		memset(msg, 'a' + i % 26, BIG_LEN);
+		assert_memory_equal((uint8_t *)ps[i].body.data + 5, msg, BIG_LEN);
+		arf_net_buf_free(&ps[i].body);
+	}
+	/* well inside the 5 s timeout that a stalled post would run into */
+	assert_true(us < 4000000u);
+	free(msg);
+	free(ps);
+	assert_reads_ok(t->c);
+}
+
 static void test_hello_refused(void **state)
 {
 	struct tc *t = *state;
@@ -1502,6 +1548,7 @@ int main(void)
 		BOTH(test_rights),
 		BOTH(test_pipelined_calls),
 		BOTH(test_posted),
+		BOTH(test_sender_reads),
 		cmocka_unit_test_prestate(test_hello_refused, &tc_tcp),
 		cmocka_unit_test_prestate(test_hello_refused, &tc_shm),
 		cmocka_unit_test_prestate_setup_teardown(test_shm_readonly_mapping, conn_setup,
