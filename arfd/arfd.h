@@ -54,6 +54,7 @@ struct arfd_counters {
 	uint64_t syncs;          /* WAL syncs (group commits) */
 	uint64_t synced_txns;    /* transactions made durable by those syncs */
 	uint64_t bad_requests;   /* undecodable request bodies */
+	uint64_t inline_requests;/* requests the soft-NIC thread served itself (lanes.c) */
 	uint64_t prog_loads;     /* programs verified and cached */
 	uint64_t prog_jitted;    /* of those, compiled to native code */
 	uint64_t prog_jit_failed;/* of those, left to the interpreter by a JIT failure */
@@ -230,6 +231,10 @@ unsigned arfd_lane_queued(struct arfd *d, enum arfd_lane_id lane);
 /* Serve one request of the request lane (dispatch.c): decode, run, count, reply. */
 void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
 		  const uint8_t *body, size_t len);
+/* the same, only if the filesystem lock is free at once; 0 (nothing done)
+ * when it is not, else 1 (lanes.c, serve_inline) */
+int arfd_request_try(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
+		     const uint8_t *body, size_t len);
 
 /*
  * Transactions, the group commit and fail-stop (commit.c).  Requests and

@@ -3,8 +3,10 @@
  * arfd/dispatch — requests from the soft-NIC to ops/ hooks and back.
  *
  * The soft-NIC thread hands each request to a job (a copy of it, or a big
- * one's receive buffer itself) and queues it in its lane (lanes.c); a
- * request worker takes it, looks the request's kind up in the procedure
+ * one's receive buffer itself) and queues it in its lane (lanes.c), or,
+ * for a short unstable write while the lane is idle, serves it
+ * itself (lanes.c, serve_inline); a request worker takes a job, looks the
+ * request's kind up in the procedure
  * table (procs.c), and does around the procedure what every request
  * shares: the credentials it acts with (identity.c), the counters, the
  * stale-handle limits, and for a mutation the transaction, written to the
@@ -26,18 +28,35 @@
 #include "arfd.h"
 #include "log.h"
 
-void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
-		  const uint8_t *body, size_t len)
+/* Serve one request.  With `try`, only if the filesystem lock is free at
+ * once: returns 0, having done nothing, when it is not (lanes.c's
+ * serve_inline then queues the request; the soft-NIC thread must not wait
+ * behind a program or a control command).  Else returns 1. */
+static int serve(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
+		 const uint8_t *body, size_t len, int try)
 {
 	const struct arfd_proc *proc = arfd_proc_find(op);
+	int guarded = (proc->flags & ARFD_PROC_HANDLE) != 0;
+	int shared = (proc->flags & ARFD_PROC_SHARED) != 0;
 
+	if (try) {
+		if (shared || __atomic_load_n(&d->ctl_waiting, __ATOMIC_ACQUIRE) ||
+		    pthread_mutex_trylock(&d->fs_lock))
+			return 0;
+		if (pthread_rwlock_trywrlock(&d->fs_rw)) {
+			pthread_mutex_unlock(&d->fs_lock);
+			return 0;
+		}
+	}
 	if (arf_net_sconn_closed(c)) {
 		/* its client hung up: nobody can get the answer, and a client
 		 * that wants it sends the call again on a new connection (the
 		 * reply cache answers one applied before); not doing it keeps a
 		 * flood a closed connection queued from costing the others */
+		if (try)
+			arfd_fs_unlock(d);
 		arf_net_reply(c, id, op, ARF_NET_S_IO, NULL, 0);
-		return;
+		return 1;
 	}
 	struct arf_proto_rd r;
 	struct arf_proto_cred pc;
@@ -51,12 +70,12 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 	arf_proto_get_cred(&r, &pc);
 
 	struct arfd_conn *ac = arf_net_sconn_udata(c);
-	int guarded = (proc->flags & ARFD_PROC_HANDLE) != 0;
-	int shared = (proc->flags & ARFD_PROC_SHARED) != 0;
 	q.ac = ac;
-	while (__atomic_load_n(&d->ctl_waiting, __ATOMIC_ACQUIRE))
+	while (!try && __atomic_load_n(&d->ctl_waiting, __ATOMIC_ACQUIRE))
 		sched_yield(); /* a control command goes first (arfd_lock_for_control) */
-	if (shared)
+	if (try)
+		; /* taken above */
+	else if (shared)
 		arfd_fs_rdlock(d);
 	else
 		arfd_fs_lock(d);
@@ -114,7 +133,7 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 	if (rc == ARFD_PROC_LATER) { /* the procedure answers it itself (locks.c) */
 		arfd_fs_unlock(d); /* never a shared one */
 		arf_proto_wr_free(&w);
-		return;
+		return 1;
 	}
 	if (rc == ARF_EPROTO)
 		__atomic_add_fetch(&d->ctr.bad_requests, 1, __ATOMIC_RELAXED);
@@ -149,6 +168,19 @@ void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t
 		arf_net_reply(c, id, op, arf_net_status_from_err(rc), &iov, rc || !w.len ? 0 : 1);
 	}
 	arf_proto_wr_free(&w);
+	return 1;
+}
+
+void arfd_request(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
+		  const uint8_t *body, size_t len)
+{
+	serve(d, c, id, op, body, len, 0);
+}
+
+int arfd_request_try(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
+		     const uint8_t *body, size_t len)
+{
+	return serve(d, c, id, op, body, len, 1);
 }
 
 void arfd_lock_for_control(struct arfd *d)
