@@ -194,11 +194,11 @@ static uint32_t flow_uid(const struct arfd_conn *ac, const uint8_t *body, size_t
  * neither reorder a flow nor wait for long: the request lane has nothing
  * queued and no job in service (so nothing of any flow is ahead of it),
  * and the request is an unstable data write of up to 64 KiB, which never
- * waits for a sync and whose reply is a few dozen bytes.  Reads are not
- * served here: a 256 KiB reply the socket cannot take at once piles up in
- * the connection's queue while the soft-NIC goes on reading, and 64 such
- * reads in flight over shm stalled a client for seconds (integration-async,
- * 1 run in 25, when reads were served here too).  Nor does it wait for
+ * waits for a sync and whose reply is a few dozen bytes.  Reads stay with
+ * the workers for now: a 256 KiB reply is a copy the soft-NIC would make
+ * while every other connection waits (the stall first blamed on serving
+ * reads here was the client's, net/client.c's wait_writable; reads here
+ * are yet to be measured on their own).  Nor does it wait for
  * the filesystem lock: held by a program, the lock lane or a control
  * command, the request is queued.  Everything else, and everything while
  * the lane is busy, is queued as before.  Returns 1 when it was served.
