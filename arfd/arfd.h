@@ -155,6 +155,8 @@ enum arfd_lane_id {
 				 * UNSTABLE) unless [export] sync; every other mutation
 				 * replies once durable */
 #define ARFD_PROC_SHARED  16u   /* only reads: runs with the lock shared (arfd_fs_rdlock) */
+#define ARFD_PROC_BRIEF   32u   /* a read of constant cost and a short reply: may be
+				 * served by the transport's thread (lanes.c) */
 #define ARFD_PROC_BASE    ARF_OP_GETATTR /* the lowest request kind */
 #define ARFD_PROC_LATER   1      /* a procedure's return: it kept the request and will
 				  * answer it itself (arf_net_reply), later */

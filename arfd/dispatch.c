@@ -4,7 +4,7 @@
  *
  * The soft-NIC thread hands each request to a job (a copy of it, or a big
  * one's receive buffer itself) and queues it in its lane (lanes.c), or,
- * for a short unstable write while the lane is idle, serves it
+ * for a short unstable write or a brief read while the lane is idle, serves it
  * itself (lanes.c, serve_inline); a request worker takes a job, looks the
  * request's kind up in the procedure
  * table (procs.c), and does around the procedure what every request
@@ -40,12 +40,18 @@ static int serve(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t 
 	int shared = (proc->flags & ARFD_PROC_SHARED) != 0;
 
 	if (try) {
-		if (shared || __atomic_load_n(&d->ctl_waiting, __ATOMIC_ACQUIRE) ||
-		    pthread_mutex_trylock(&d->fs_lock))
+		if (__atomic_load_n(&d->ctl_waiting, __ATOMIC_ACQUIRE))
 			return 0;
-		if (pthread_rwlock_trywrlock(&d->fs_rw)) {
-			pthread_mutex_unlock(&d->fs_lock);
-			return 0;
+		if (shared) {
+			if (pthread_rwlock_tryrdlock(&d->fs_rw))
+				return 0;
+		} else {
+			if (pthread_mutex_trylock(&d->fs_lock))
+				return 0;
+			if (pthread_rwlock_trywrlock(&d->fs_rw)) {
+				pthread_mutex_unlock(&d->fs_lock);
+				return 0;
+			}
 		}
 	}
 	if (arf_net_sconn_closed(c)) {
@@ -53,7 +59,9 @@ static int serve(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t 
 		 * that wants it sends the call again on a new connection (the
 		 * reply cache answers one applied before); not doing it keeps a
 		 * flood a closed connection queued from costing the others */
-		if (try)
+		if (try && shared)
+			arfd_fs_rdunlock(d);
+		else if (try)
 			arfd_fs_unlock(d);
 		arf_net_reply(c, id, op, ARF_NET_S_IO, NULL, 0);
 		return 1;

@@ -194,11 +194,11 @@ static uint32_t flow_uid(const struct arfd_conn *ac, const uint8_t *body, size_t
  * neither reorder a flow nor wait for long: the request lane has nothing
  * queued and no job in service (so nothing of any flow is ahead of it),
  * and the request is an unstable data write of up to 64 KiB, which never
- * waits for a sync and whose reply is a few dozen bytes.  Reads stay with
- * the workers for now: a 256 KiB reply is a copy the soft-NIC would make
- * while every other connection waits (the stall first blamed on serving
- * reads here was the client's, net/client.c's wait_writable; reads here
- * are yet to be measured on their own).  Nor does it wait for
+ * waits for a sync and whose reply is a few dozen bytes, or a brief read
+ * (ARFD_PROC_BRIEF: GETATTR, LOOKUP, ACCESS, READLINK, XATTR_GET -- constant
+ * work, a short reply).  READ and READDIR stay with the workers: a 256 KiB
+ * reply, or a walk of a big directory, is work the soft-NIC would do while
+ * every other connection waits.  Nor does it wait for
  * the filesystem lock: held by a program, the lock lane or a control
  * command, the request is queued.  Everything else, and everything while
  * the lane is busy, is queued as before.  Returns 1 when it was served.
@@ -209,7 +209,8 @@ static int serve_inline(struct arfd *d, struct arfd_lane *l, const struct arfd_p
 			struct arf_net_sconn *c, const struct arf_net_hdr *h, const uint8_t *body,
 			size_t len)
 {
-	int quick = (proc->flags & ARFD_PROC_UNSTABLE) && !d->cfg.sync;
+	int quick = ((proc->flags & ARFD_PROC_UNSTABLE) && !d->cfg.sync) ||
+		    (proc->flags & ARFD_PROC_BRIEF);
 
 	if (l != d->lanes[ARFD_LANE_REQUEST] || !quick || len > INLINE_MAX ||
 	    __atomic_load_n(&d->ctl_waiting, __ATOMIC_ACQUIRE))

@@ -462,13 +462,13 @@ static int p_commit(struct arfd_req *q)
 #define P(op, fn, flags, lane) [(op) - ARFD_PROC_BASE] = { (op), (flags), (lane), (fn) }
 
 static const struct arfd_proc procs[] = {
-	P(ARF_OP_GETATTR, p_getattr, H | S, REQ),
-	P(ARF_OP_LOOKUP, p_lookup, H | S, REQ),
+	P(ARF_OP_GETATTR, p_getattr, H | S | ARFD_PROC_BRIEF, REQ),
+	P(ARF_OP_LOOKUP, p_lookup, H | S | ARFD_PROC_BRIEF, REQ),
 	P(ARF_OP_READDIR, p_readdir, H | S, REQ),
 	P(ARF_OP_READ, p_read, H | S, REQ),
-	P(ARF_OP_READLINK, p_readlink, H | S, REQ),
+	P(ARF_OP_READLINK, p_readlink, H | S | ARFD_PROC_BRIEF, REQ),
 	P(ARF_OP_STATFS, p_statfs, S, REQ),
-	P(ARF_OP_ACCESS, p_access, H | S, REQ),
+	P(ARF_OP_ACCESS, p_access, H | S | ARFD_PROC_BRIEF, REQ),
 	P(ARF_OP_CREATE, p_create, M | H, REQ),
 	P(ARF_OP_MKDIR, p_mkdir, M | H, REQ),
 	P(ARF_OP_MKNOD, p_mknod, M | H, REQ),
@@ -495,7 +495,7 @@ static const struct arfd_proc procs[] = {
 	P(ARF_OP_LOCK_RENEW, arfd_p_lock_renew, 0, REQ),
 	P(ARF_OP_LOCK_CANCEL, arfd_p_lock_cancel, 0, REQ),
 	/* xattr.c */
-	P(ARF_OP_XATTR_GET, arfd_p_xattr_get, H | S, REQ),
+	P(ARF_OP_XATTR_GET, arfd_p_xattr_get, H | S | ARFD_PROC_BRIEF, REQ),
 	P(ARF_OP_XATTR_SET, arfd_p_xattr_set, M | H, REQ),
 	P(ARF_OP_XATTR_LIST, arfd_p_xattr_list, H | S, REQ),
 	P(ARF_OP_XATTR_REMOVE, arfd_p_xattr_remove, M | H, REQ),

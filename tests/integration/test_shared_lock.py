@@ -9,7 +9,9 @@ one byte value; every READ checks its block holds one value from end to
 end (a READ that ran while a WRITE was half applied would see two).  Then
 GETATTR and LOOKUP floods beside a writer, which also take the shared
 lock.  Four workers, over tcp and shm; the torn and error counts must be 0
-and every kind must have been served."""
+and every kind must have been served.  And one client alone: its GETATTRs,
+LOOKUPs and 4 KiB WRITEs are served by the soft-NIC thread itself (the
+inline_requests counter), its READs by the workers."""
 import json
 import os
 import subprocess
@@ -45,6 +47,34 @@ class SharedLock(unittest.TestCase):
         self.assertEqual(p.returncode, 0, r)
         self.assertGreater(r["ops"], threads, r)
         return r
+
+    def stats(self):
+        return json.loads(subprocess.run(
+            [os.path.join(BUILD, "tools", "arfctl", "arfctl"), "--control", self.arfd.control,
+             "--json", "stats"], stdout=subprocess.PIPE, check=True).stdout)
+
+    def test_one_client_served_inline(self):
+        # one request at a time: the lane is idle for each, so the soft-NIC
+        # thread serves GETATTR, LOOKUP and 4 KiB unstable WRITEs itself
+        # (lanes.c, serve_inline); READ goes to a worker
+        for t in TRANSPORTS:
+            url = self.arfd.url("/", t)
+            for kind, inline in (("getattr", True), ("lookup", True), ("write", True),
+                                 ("read", False)):
+                with self.subTest(transport=t, kind=kind):
+                    i0 = self.stats()["inline_requests"]
+                    p = subprocess.run([SCALEBENCH, url, "1", "1", kind, "--file",
+                                        "/i-%s" % kind], stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, timeout=120)
+                    r = json.loads(p.stdout.decode())
+                    self.assertEqual((r["errors"], r["torn"], p.returncode), (0, 0, 0), r)
+                    d = self.stats()["inline_requests"] - i0
+                    print("%s %s: %d requests, %d served inline" % (t, kind, r["ops"], d))
+                    if inline:
+                        self.assertGreaterEqual(d, r["ops"] // 2, r)
+                    else:
+                        # only the file's setup (its create and writes)
+                        self.assertLess(d, max(100, r["ops"] // 10), r)
 
     def test_readers_beside_writers(self):
         for t in TRANSPORTS:
