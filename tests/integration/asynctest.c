@@ -67,14 +67,16 @@ static uint64_t rnd(void)
 	return rng_state;
 }
 
-/* A file's name unique to this run. */
+/* A file's name unique to this run (the last one made, for remove_file). */
+static char made_name[96];
+
 static int make_file(arf_client *c, const char *what, struct arf_stat *f)
 {
 	struct arf_stat root;
-	char name[96];
+	char *name = made_name;
 	int rc;
 
-	snprintf(name, sizeof(name), "async-%s-%d-%llu", what, (int)getpid(),
+	snprintf(made_name, sizeof(made_name), "async-%s-%d-%llu", what, (int)getpid(),
 		 (unsigned long long)(rnd() & 0xffff));
 	if ((rc = arf_root(c, &root)) ||
 	    (rc = arf_create(c, root.ino, root.gen, name, 0644, 1, f)))
@@ -275,8 +277,11 @@ static int cmd_ops(const char *url, long nops, int one_sided)
 	rng_state ^= (uint64_t)getpid() << 20;
 	if ((rc = arf_root(c, &st.root)))
 		FAIL("root: %s", arf_strerror(rc));
+	char ro_name[sizeof(made_name)], rw_name[sizeof(made_name)];
 	make_file(c, "ro", &st.ro);
+	memcpy(ro_name, made_name, sizeof(ro_name));
 	make_file(c, "rw", &st.rw);
+	memcpy(rw_name, made_name, sizeof(rw_name));
 	uint8_t *buf = malloc(RO_SIZE > RW_SLOTS * SLOT ? RO_SIZE : RW_SLOTS * SLOT);
 	if (!buf)
 		FAIL("out of memory");
@@ -380,6 +385,11 @@ static int cmd_ops(const char *url, long nops, int one_sided)
 	for (int i = 0; i < DEPTH; i++)
 		free(ops[i].mem);
 	free(buf);
+	/* gone once checked, so that runs repeated against one arfd
+	 * (ARF_ASYNC_ROUNDS) do not fill it */
+	if ((rc = arf_unlink(c, st.root.ino, st.root.gen, ro_name)) ||
+	    (rc = arf_unlink(c, st.root.ino, st.root.gen, rw_name)))
+		FAIL("removing the files: %s", arf_strerror(rc));
 	arf_close(c);
 	return 0;
 }
