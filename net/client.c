@@ -687,8 +687,10 @@ static int wait_locked(struct arf_net_conn *c, const int *flag, uint64_t deadlin
  * case).  Callbacks run here as under any reader: they never call into
  * the connection (arfclient/async.c).  0, or the error that ends it.
  */
-static int wait_writable(struct arf_net_conn *c)
+static int wait_writable(void *arg)
 {
+	struct arf_net_conn *c = arg;
+
 	pthread_mutex_lock(&c->lock);
 	int mine = !c->reading && !c->broken;
 	if (mine)
@@ -706,52 +708,6 @@ static int wait_writable(struct arf_net_conn *c)
 	pthread_cond_broadcast(&c->cond);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
-}
-
-/* Send a whole frame (caller holds send_lock), reading replies while the
- * socket is full (wait_writable). */
-static int send_reading(struct arf_net_conn *c, const struct arf_net_hdr *h,
-			const struct iovec *iov, int iovcnt)
-{
-	uint8_t hdr[sizeof(struct arf_net_hdr)];
-	struct iovec v[17];
-	int nv = 0;
-
-	if (iovcnt > 16)
-		return -EINVAL;
-	arf_net_hdr_encode(h, hdr);
-	v[nv++] = (struct iovec){ hdr, sizeof(hdr) };
-	for (int i = 0; i < iovcnt; i++)
-		if (iov[i].iov_len)
-			v[nv++] = iov[i];
-	struct iovec *cur = v;
-	int left = nv;
-	while (left > 0) {
-		struct msghdr m = { .msg_iov = cur, .msg_iovlen = (size_t)left };
-		ssize_t n = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				int rc = wait_writable(c);
-				if (rc)
-					return rc;
-				continue;
-			}
-			return -errno;
-		}
-		size_t done = (size_t)n;
-		while (left > 0 && done >= cur->iov_len) {
-			done -= cur->iov_len;
-			cur++;
-			left--;
-		}
-		if (left > 0) {
-			cur->iov_base = (uint8_t *)cur->iov_base + done;
-			cur->iov_len -= done;
-		}
-	}
-	return 0;
 }
 
 int arf_net_submit(struct arf_net_conn *c, uint16_t op, uint32_t aux, const struct iovec *iov,
@@ -791,7 +747,8 @@ int arf_net_submit_id(struct arf_net_conn *c, uint16_t op, uint64_t id, uint32_t
 
 	h = (struct arf_net_hdr){ .len = (uint32_t)len, .op = op, .id = p->id, .aux = aux };
 	pthread_mutex_lock(&c->send_lock);
-	rc = send_reading(c, &h, iov, iovcnt);
+	rc = arf_net_send_frame_wait(c->fd, &h, iov, iovcnt, NULL, 0, c->timeout_ms,
+				     wait_writable, c);
 	pthread_mutex_unlock(&c->send_lock);
 	if (!rc) {
 		ARF_NET_CTR(c, bytes_sent, len);

@@ -306,6 +306,13 @@ int arf_net_wait_fd_spin(int fd, short events, struct arf_spin *s, int timeout_m
 int arf_net_send_frame(int fd, const struct arf_net_hdr *h, const struct iovec *iov, int iovcnt,
 		       const int *fds, int nfds, int timeout_ms)
 {
+	return arf_net_send_frame_wait(fd, h, iov, iovcnt, fds, nfds, timeout_ms, NULL, NULL);
+}
+
+int arf_net_send_frame_wait(int fd, const struct arf_net_hdr *h, const struct iovec *iov,
+			    int iovcnt, const int *fds, int nfds, int timeout_ms,
+			    int (*wait)(void *arg), void *arg)
+{
 	uint8_t hdr[sizeof(struct arf_net_hdr)];
 	struct iovec v[18];
 	int nv = 0;
@@ -343,7 +350,7 @@ int arf_net_send_frame(int fd, const struct arf_net_hdr *h, const struct iovec *
 			if (errno == EINTR)
 				continue;
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				int rc = arf_net_wait_fd(fd, POLLOUT, 0, timeout_ms);
+				int rc = wait ? wait(arg) : arf_net_wait_fd(fd, POLLOUT, 0, timeout_ms);
 				if (rc)
 					return rc;
 				continue;

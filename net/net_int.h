@@ -65,6 +65,11 @@ int arf_net_abort_set(void);
  * Returns 0, -ETIMEDOUT, -EPIPE/-ECONNRESET, -errno. */
 int arf_net_send_frame(int fd, const struct arf_net_hdr *h, const struct iovec *iov, int iovcnt,
 		       const int *fds, int nfds, int timeout_ms);
+/* the same, with wait(arg) called instead of a wait for POLLOUT while the
+ * socket will not take more (net/client.c reads replies meanwhile) */
+int arf_net_send_frame_wait(int fd, const struct arf_net_hdr *h, const struct iovec *iov,
+			    int iovcnt, const int *fds, int nfds, int timeout_ms,
+			    int (*wait)(void *arg), void *arg);
 
 uint64_t arf_net_now_us(void);
 
