@@ -47,6 +47,7 @@ struct arfd_datalog_stats {
 	uint64_t syncs;           /* fdatasync rounds */
 	uint64_t reclaimed_bytes; /* segment bytes deleted by reclamation since start */
 	uint64_t copied_bytes;    /* live records rewritten by reclamation since start */
+	uint64_t recycled;        /* heads made from a deleted segment's file since start */
 };
 
 /* Does recovery accept a block record written by incarnation inc at

@@ -1115,6 +1115,7 @@ void arfd_store_stats(struct arfd_store *st, struct arfd_store_stats *s)
 	s->log_syncs = ls.syncs;
 	s->log_reclaimed_bytes = ls.reclaimed_bytes;
 	s->log_copied_bytes = ls.copied_bytes;
+	s->log_recycled = ls.recycled;
 }
 
 void arfd_store_inject_faults(struct arfd_store *st, uint64_t fail_write, uint64_t fail_sync)

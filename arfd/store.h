@@ -67,6 +67,7 @@ struct arfd_store_stats {
 	uint64_t log_syncs;          /* data log fdatasync rounds */
 	uint64_t log_reclaimed_bytes;/* segment bytes deleted by reclamation */
 	uint64_t log_copied_bytes;   /* live records rewritten by reclamation */
+	uint64_t log_recycled;       /* heads made from a deleted segment's file */
 };
 
 /* Open (creating if missing) the store in dir.  Refuses a store of another

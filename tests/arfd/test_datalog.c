@@ -13,7 +13,11 @@
  *   - buffered mode (test_power_loss) loses exactly what was not synced;
  *   - reclamation deletes dead segments, copies live records, and recovery
  *     afterwards still finds every block;
- *   - freed blocks are neither replayed nor compared.
+ *   - freed blocks are neither replayed nor compared;
+ *   - a deleted segment's file is recycled as a later head, and what its
+ *     earlier life left past the new records is never read as records:
+ *     neither at the head's end after a crash nor past a closed segment's
+ *     end, where it would read as damage and void later transactions.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -262,6 +266,23 @@ static void test_buffered_loses_what_was_not_synced(void **state)
 	arfd_datalog_close(l);
 }
 
+/* Reclaim until there is nothing left to do: each round copies a segment,
+ * then a sync covers the copies and the round after deletes. */
+static void reclaim_all(struct arfd_datalog *l, uint64_t inc, uint64_t seq)
+{
+	char err[256];
+	int rounds = 0;
+	for (;;) {
+		int rc = arfd_datalog_reclaim(l, seq, err, sizeof(err));
+		assert_true(rc >= 0);
+		if (rc)
+			arfd_datalog_reclaim_wait(l, seq);
+		assert_int_equal(arfd_datalog_sync(l, inc, seq, err, sizeof(err)), 0);
+		if (!rc && ++rounds > 1)
+			break;
+	}
+}
+
 static void test_reclaim(void **state)
 {
 	struct arfd_datalog *l = open_log(0, 1u << 20);
@@ -282,18 +303,7 @@ static void test_reclaim(void **state)
 	arfd_datalog_stats(l, &s);
 	uint64_t before = s.bytes;
 	assert_true(s.segments > 30);
-	/* reclaim until it has nothing to do: each round copies a segment,
-	 * then a sync covers the copies and the round after deletes */
-	int rounds = 0;
-	for (;;) {
-		int rc = arfd_datalog_reclaim(l, seq, err, sizeof(err));
-		assert_true(rc >= 0);
-		if (rc)
-			arfd_datalog_reclaim_wait(l, seq);
-		assert_int_equal(arfd_datalog_sync(l, 1, seq, err, sizeof(err)), 0);
-		if (!rc && ++rounds > 1)
-			break;
-	}
+	reclaim_all(l, 1, seq);
 	assert_int_equal(arfd_datalog_reclaim(l, seq, err, sizeof(err)), 0);
 	arfd_datalog_stats(l, &s);
 	assert_true(s.bytes < before / 4);
@@ -312,6 +322,115 @@ static void test_reclaim(void **state)
 	arfd_datalog_close(l);
 }
 
+/* The names of the files in dir ending in suffix (up to max), sorted. */
+static int list_files(const char *suffix, char names[][64], int max)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	while (d && (e = readdir(d))) {
+		size_t a = strlen(e->d_name), b = strlen(suffix);
+		if (a > b && a < 64 && !strcmp(e->d_name + a - b, suffix) && n < max)
+			snprintf(names[n++], 64, "%s", e->d_name);
+	}
+	if (d)
+		closedir(d);
+	qsort(names, (size_t)n, 64, (int (*)(const void *, const void *))strcmp);
+	return n;
+}
+
+static void test_recycled_segments(void **state)
+{
+	struct arfd_datalog *l = open_log(0, 1u << 20);
+	struct arfd_datalog_stats s;
+	char err[256], p[400], names[64][64];
+	uint64_t through, loaded, seq = 0;
+	uint32_t v = 0;
+	uint8_t hdr[48], rec[48 + BS];
+	(void)state;
+	assert_int_equal(arfd_datalog_begin(l, 1, err, sizeof(err)), 0);
+	/* 64 blocks over and over: 40 one-MiB segments, then reclaimed */
+	while (v < 160)
+		txn(l, 1, ++seq, 0, 64, ++v);
+	assert_int_equal(arfd_datalog_sync(l, 1, seq, err, sizeof(err)), 0);
+	reclaim_all(l, 1, seq);
+	/* two files kept, the rest deleted */
+	assert_int_equal(list_files(".free", names, 64), 2);
+	/* the next heads are those files, each overwritten from its start:
+	 * 4 transactions a segment, so two heads and one more */
+	for (int i = 0; i < 9; i++)
+		txn(l, 1, ++seq, 0, 64, ++v);
+	assert_int_equal(arfd_datalog_sync(l, 1, seq, err, sizeof(err)), 0);
+	arfd_datalog_stats(l, &s);
+	assert_int_equal(s.recycled, 2);
+	assert_int_equal(list_files(".free", names, 64), 0);
+	uint64_t diff = 0;
+	assert_int_equal(arfd_datalog_compare(l, region, (uint64_t)NB * BS, NULL, NULL, &diff, err,
+					      sizeof(err)), 0);
+	arfd_datalog_close(l);
+
+	/* A closed recycled segment whose cut of its old tail was lost (a
+	 * crash before the truncate reached the disk): whole records of its
+	 * earlier life follow its own.  As one, a block record of another
+	 * segment (it checks there, seeded with that segment's id) is put
+	 * after the last record of each closed recycled segment.  Read as
+	 * records, they would make the segment longer than its successor's
+	 * header says: damage, and every later transaction void. */
+	int n = list_files(".seg", names, 64), grown = 0;
+	assert_true(n >= 3);
+	snprintf(p, sizeof(p), "%s/%.63s", dir, names[n - 1]); /* the head: another id */
+	FILE *f = fopen(p, "r");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, 48, SEEK_SET), 0);
+	assert_int_equal(fread(rec, 1, sizeof(rec), f), sizeof(rec));
+	fclose(f);
+	for (int i = 0; i < n - 1; i++) {
+		uint16_t flags;
+		snprintf(p, sizeof(p), "%s/%.63s", dir, names[i]);
+		f = fopen(p, "r+");
+		assert_non_null(f);
+		assert_int_equal(fread(hdr, 1, sizeof(hdr), f), sizeof(hdr));
+		memcpy(&flags, hdr + 6, 2); /* the on-disk header's flags: 0x8 = F_REUSED */
+		if (flags & 0x8) {
+			assert_int_equal(fseek(f, 0, SEEK_END), 0);
+			assert_int_equal(fwrite(rec, 1, sizeof(rec), f), sizeof(rec));
+			grown++;
+		}
+		fclose(f);
+	}
+	assert_int_equal(grown, 2);
+	l = recover(1, 1, &through, &loaded, 0, 1u << 20);
+	assert_int_equal(through, seq); /* nothing read as damage */
+	replay(l, &loaded);
+	assert_int_equal(loaded, 64);
+	assert_memory_equal(back, region, (size_t)NB * BS);
+
+	/* A later incarnation reclaims, and its head after that is a spare
+	 * holding records of the earlier life past what it writes; then a
+	 * crash: what was not synced is void (RocksDB recovered only
+	 * through the last sync), the rest is whole. */
+	assert_int_equal(arfd_datalog_begin(l, 2, err, sizeof(err)), 0);
+	for (int i = 0; i < 12; i++)
+		txn(l, 2, ++seq, 0, 64, ++v);
+	assert_int_equal(arfd_datalog_sync(l, 2, seq, err, sizeof(err)), 0);
+	reclaim_all(l, 2, seq);
+	uint64_t synced = seq;
+	uint8_t *snap = malloc((size_t)NB * BS);
+	memcpy(snap, region, (size_t)NB * BS);
+	for (int i = 0; i < 6; i++)
+		txn(l, 2, ++seq, 0, 64, ++v);
+	arfd_datalog_stats(l, &s);
+	assert_true(s.recycled >= 1);
+	arfd_datalog_close(l); /* a crash */
+	l = recover(2, 1, &through, &loaded, 0, 1u << 20);
+	assert_int_equal(through, seq);
+	durable[2] = synced;
+	replay(l, &loaded);
+	assert_memory_equal(back, snap, (size_t)NB * BS);
+	free(snap);
+	arfd_datalog_close(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -323,6 +442,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_buffered_loses_what_was_not_synced, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_reclaim, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recycled_segments, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,10 @@ started again, and the test asserts:
   * the writes the crash lost are re-sent by libarf (A's resent_bytes
     grows over the run) and are all there afterwards;
   * no re-send overwrites a later committed write of the other client;
-  * arfctl fsck is clean every 10 cycles.
+  * arfctl fsck is clean every 10 cycles;
+  * the data log's heads are recycled files (a restart's head takes a spare
+    left by reclamation), so recovery meets records of a file's earlier
+    life past the new ones, and ignores them.
 
 Every arfd is stopped by pid, even when a test fails."""
 import os
@@ -59,6 +62,7 @@ class PowerLoss(unittest.TestCase):
 
         t0 = time.monotonic()
         resent = []
+        recycled = 0
         for i in range(cycles):
             out = say("cycle %d" % i)
             self.assertEqual(out, "crash", "cycle %d: %s\narfd's log:\n%s" % (i, out, d.log()))
@@ -67,6 +71,7 @@ class PowerLoss(unittest.TestCase):
             self.assertTrue(out.startswith("ok "), "cycle %d after the crash: %s\narfd's log:\n%s"
                             % (i, out, d.log()))
             resent.append(int(out.split()[1]))
+            recycled += d.stats()["store"]["log_recycled"]
             if i % 10 == 9:
                 f = harness.arfctl("--control", d.control, "fsck", check=False)
                 self.assertEqual(f.returncode, 0, "cycle %d: fsck: %s%s" % (
@@ -81,11 +86,13 @@ class PowerLoss(unittest.TestCase):
         drv.wait(timeout=60)
         self.assertGreater(resent[-1], 0, "no write was ever re-sent: the crashes lost nothing, "
                            "so power loss was not simulated")
+        self.assertGreater(recycled, 0, "no data log head was a recycled file")
         grew = sum(1 for x, y in zip([0] + resent, resent) if y > x)
         print("power loss: %d cycles in %.0f s; nothing committed lost, no committed write of "
               "B overwritten by A's re-sends; A re-sent %d bytes in %d of %d restarts; %d "
-              "restarts past an unsynced mark; %s" % (
-                  cycles, time.monotonic() - t0, resent[-1], grew, cycles, checked, summary))
+              "restarts past an unsynced mark; %d recycled heads; %s" % (
+                  cycles, time.monotonic() - t0, resent[-1], grew, cycles, checked, recycled,
+                  summary))
 
 
 if __name__ == "__main__":
