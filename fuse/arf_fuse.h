@@ -31,6 +31,8 @@
 #include "arf.h"
 
 #define ARF_FUSE_MAX_IO   (1u << 20)  /* max_read / max_write per request */
+#define ARF_FUSE_WSIZE    ARF_FUSE_MAX_IO /* wsize's default: smaller pieces cost more CPU */
+#define ARF_FUSE_WSIZE_STR "1048576"
 #define ARF_FUSE_BLKSIZE  (1u << 20)  /* st_blksize: the preferred I/O size */
 #define ARF_FUSE_HIDDEN   ".arf-hidden-"
 #define ARF_FUSE_XATTR_MAX 65536u     /* largest value or name list (XATTR_SIZE_MAX) */
@@ -55,6 +57,7 @@ struct arf_fuse_opts {
 	int neg_cache;           /* from lookupcache: the kernel caches failed lookups */
 	int spin_set;            /* spin_us was given */
 	uint32_t spin_us;        /* libarf: poll this long before sleeping */
+	uint32_t rsize, wsize;   /* bytes per READ / WRITE request (NFS's rsize, wsize) */
 	uint32_t port;           /* port= (0 = from the URL) */
 	char transport[8];       /* transport= ("" = from the URL) */
 	char socket[256];        /* socket= (shm) */

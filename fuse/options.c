@@ -56,6 +56,11 @@ static const struct opt_def opt_table[] = {
 	{ "spin_us", OPT_UINT, F(spin_us), 0, 1000000, F(spin_set), "N",
 	  "libarf polls up to this long for a reply before sleeping, less while polling "
 	  "catches nothing (default 50)" },
+	{ "rsize", OPT_UINT, F(rsize), 4096, ARF_FUSE_MAX_IO, -1, "N",
+	  "bytes a READ request asks for at most (default and largest 1048576)" },
+	{ "wsize", OPT_UINT, F(wsize), 4096, ARF_FUSE_MAX_IO, -1, "N",
+	  "bytes a WRITE request carries at most (default " ARF_FUSE_WSIZE_STR "; the kernel "
+	  "sends the pieces of a bigger direct write at once)" },
 	{ "fsname", OPT_STR, F(fsname), 0, sizeof(((struct arf_fuse_opts *)0)->fsname), -1, "NAME",
 	  "the source shown in /proc/mounts (default: the URL; mount.arf gives SPEC)" },
 	/* caching, as NFS */
@@ -156,6 +161,8 @@ void arf_fuse_opts_init(struct arf_fuse_opts *o)
 	o->acdirmax = 60;
 	o->timeo = 600;
 	o->retrans = 2;
+	o->rsize = ARF_FUSE_MAX_IO;
+	o->wsize = ARF_FUSE_WSIZE;
 	o->allow_other = -1; /* decided at mount time */
 }
 

@@ -24,8 +24,8 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	struct arf_fuse *fs = userdata;
 
-	conn->max_write = ARF_FUSE_MAX_IO;
-	conn->max_read = ARF_FUSE_MAX_IO;
+	conn->max_write = fs->opts.wsize & ~4095u;
+	conn->max_read = fs->opts.rsize & ~4095u;
 	conn->max_readahead = ARF_FUSE_MAX_IO;
 	conn->max_background = 64;
 	conn->congestion_threshold = 48;
@@ -191,7 +191,7 @@ static struct fuse_session *new_session(struct arf_fuse *fs, char *err, size_t e
 	}
 	snprintf(opts, sizeof(opts),
 		 "subtype=arf,fsname=%s,default_permissions,noatime,max_read=%u%s%s%s",
-		 fsname, ARF_FUSE_MAX_IO, fs->opts.allow_other > 0 ? ",allow_other" : "",
+		 fsname, fs->opts.rsize & ~4095u, fs->opts.allow_other > 0 ? ",allow_other" : "",
 		 fs->opts.kernel[0] ? "," : "", fs->opts.kernel);
 	char *argv[] = { "arf-fuse", "-o", opts, fs->opts.debug ? "-d" : NULL, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(fs->opts.debug ? 4 : 3, argv);

@@ -14,6 +14,7 @@ bytes match and the client's connections carry a few KiB.  The names a
 mount knows are free are believed only for a bounded time, and never past
 another client's change that a reply reveals."""
 import json
+import mmap
 import os
 import socket
 import sys
@@ -161,6 +162,40 @@ class FreeNames(FuseTestCase):
         r = rounds(self.arfd) - r0
         self.assertGreaterEqual(r, 2, "lookupcache=none: mkdir took %d rounds" % r)
         print("lookupcache=none: mkdir asks for the name first (%d rounds)" % r)
+
+    def test_wsize_rsize(self):
+        """A 1 MiB direct write goes as one WRITE by default, as 1 MiB / wsize
+        with wsize= (NFS's option), and its bytes arrive whole; rsize= cuts
+        reads likewise (reads go one-sided: counted as rounds)."""
+        data = os.urandom(1 << 20)
+
+        def writes():
+            return self.arfd.stats()["requests"].get("write", 0)
+        for opts, want_w in (("", 1), ("wsize=65536,rsize=65536", 16)):
+            m = self.mount(opts)
+            path = m.p("ws%d" % want_w)
+            fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+            os.ftruncate(fd, len(data))  # not an extending write: the kernel sends the pieces at once
+            os.close(fd)
+            fd = os.open(path, os.O_WRONLY | os.O_DIRECT)
+            buf = mmap.mmap(-1, len(data))  # aligned, as O_DIRECT wants
+            buf.write(data)
+            w0 = writes()
+            self.assertEqual(os.pwritev(fd, [buf], 0), len(data))
+            w = writes() - w0
+            os.close(fd)
+            self.assertEqual(w, want_w, "%s: a 1 MiB direct write took %d WRITEs" % (opts, w))
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
+            got = mmap.mmap(-1, len(data))
+            r0 = rounds(self.arfd)
+            self.assertEqual(os.preadv(fd, [got], 0), len(data))
+            r = rounds(self.arfd) - r0
+            os.close(fd)
+            self.assertEqual(bytes(got), data)
+            print("%s: a 1 MiB direct write in %d WRITEs, its read in %d rounds" %
+                  (opts or "defaults", w, r))
+            if want_w > 1:
+                self.assertGreaterEqual(r, 16, "rsize=65536: a 1 MiB read in %d rounds" % r)
 
 
 class BigListing(FuseTestCase):

@@ -85,7 +85,7 @@ static void test_generic_options(void **state)
 		"arf://h/",
 		"rw,defaults,_netdev,nofail,noauto,auto,user,users,nouser,exec,noexec,suid,nosuid,"
 		"dev,nodev,sync,async,noatime,relatime,x-systemd.automount,comment=hi there,"
-		"user=alice,writeback,debug,secret=abc,spin_us=0",
+		"user=alice,writeback,debug,secret=abc,spin_us=0,rsize=65536,wsize=131072",
 		&rc, err, sizeof(err));
 	assert_int_equal(rc, 0);
 	assert_string_equal(o->kernel, "rw,exec,noexec,suid,nosuid,dev,nodev,sync,async");
@@ -94,6 +94,12 @@ static void test_generic_options(void **state)
 	assert_string_equal(o->secret, "abc");
 	assert_int_equal(o->spin_set, 1);
 	assert_int_equal(o->spin_us, 0);
+	assert_int_equal(o->rsize, 65536);
+	assert_int_equal(o->wsize, 131072);
+	o = opts_for("arf://h/", "", &rc, err, sizeof(err));
+	assert_int_equal(rc, 0);
+	assert_int_equal(o->rsize, 1 << 20);
+	assert_int_equal(o->wsize, 1 << 20);
 }
 
 struct bad {
@@ -114,6 +120,8 @@ static void test_bad_options(void **state)
 		{ "noac=1", "takes no value" },
 		{ "lookupcache=some", "lookupcache=some: expected all, positive or none" },
 		{ "transport=rdma", "not tcp or shm" },
+		{ "wsize=1024", "option 'wsize'" },
+		{ "rsize=2097152", "option 'rsize'" },
 		{ "transport=tcp,socket=/s", "socket= is for transport=shm" },
 		{ "transport=shm,port=5", "port= is for transport=tcp" },
 	};
@@ -204,6 +212,7 @@ static void test_help_lists_options(void **state)
 	static const char *const names[] = { "port=N", "transport=tcp|shm", "socket=PATH", "noac",
 					     "actimeo=N", "acregmin=N", "acregmax=N", "acdirmin=N",
 					     "acdirmax=N", "secret=FILE", "writeback", "spin_us=N",
+					     "rsize=N", "wsize=N",
 					     "debug", "_netdev", "x-*", "comment=*" };
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strstr(buf, names[i]))
