@@ -168,6 +168,16 @@ static void spare_path(const struct arfd_datalog *l, uint32_t id, char *out, siz
 	snprintf(out, cap, "%s/%016" PRIx32 ".free", l->dir, id);
 }
 
+/* Delete spare files until keep are left (lock held, or before threads). */
+static void unlink_spares(struct arfd_datalog *l, size_t keep)
+{
+	for (; l->nspares > keep; l->nspares--) {
+		char p[600];
+		spare_path(l, l->spares[l->nspares - 1], p, sizeof(p));
+		unlink(p);
+	}
+}
+
 /* Append to an array of ids.  0 or -ENOMEM. */
 static int ids_push(uint32_t **ids, size_t *n, size_t *cap, uint32_t id)
 {
@@ -748,11 +758,7 @@ int arfd_datalog_begin(struct arfd_datalog *l, uint64_t inc, char *err, size_t e
 	int rc;
 
 	l->inc = inc;
-	for (; l->nspares > SPARES; l->nspares--) {
-		char p[600];
-		spare_path(l, l->spares[l->nspares - 1], p, sizeof(p));
-		unlink(p);
-	}
+	unlink_spares(l, SPARES);
 	for (size_t i = 0; i < l->nsegs; i++) {
 		struct seg *s = &l->segs[i];
 		if (s->intact < s->size) {
@@ -1113,6 +1119,13 @@ out:
 	pthread_mutex_unlock(&l->lock);
 	free(buf);
 	return rc ? rc : diffs;
+}
+
+void arfd_datalog_drop_spares(struct arfd_datalog *l)
+{
+	pthread_mutex_lock(&l->lock);
+	unlink_spares(l, 0);
+	pthread_mutex_unlock(&l->lock);
 }
 
 void arfd_datalog_stats(struct arfd_datalog *l, struct arfd_datalog_stats *s)

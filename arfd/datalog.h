@@ -145,5 +145,8 @@ int arfd_datalog_compare(struct arfd_datalog *l, const uint8_t *data, uint64_t d
 			 uint64_t *compared, char *err, size_t errlen);
 
 void arfd_datalog_stats(struct arfd_datalog *l, struct arfd_datalog_stats *s);
+/* Delete the spare files kept for recycling (arfctl checkpoint gives their
+ * space back; later heads are created afresh until reclamation keeps more). */
+void arfd_datalog_drop_spares(struct arfd_datalog *l);
 
 #endif

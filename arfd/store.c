@@ -1127,6 +1127,8 @@ void arfd_store_inject_faults(struct arfd_store *st, uint64_t fail_write, uint64
 
 void arfd_store_compact(struct arfd_store *st)
 {
+	if (st->log)
+		arfd_datalog_drop_spares(st->log);
 	rocksdb_compact_range(st->db, NULL, 0, NULL, 0);
 }
 

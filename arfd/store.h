@@ -196,7 +196,8 @@ int arfd_store_scan(struct arfd_store *st, const void *prefix, size_t plen,
 			      size_t vlen),
 		    void *ctx, char *err, size_t errlen);
 
-/* Compact RocksDB's whole key range. */
+/* Compact RocksDB's whole key range, and give back the data log's spare
+ * segment files. */
 void arfd_store_compact(struct arfd_store *st);
 
 /* Compare the stored objects with the live regions (fsck): every stored
