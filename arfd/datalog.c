@@ -168,6 +168,19 @@ static void spare_path(const struct arfd_datalog *l, uint32_t id, char *out, siz
 	snprintf(out, cap, "%s/%016" PRIx32 ".free", l->dir, id);
 }
 
+static int sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
 /* Delete spare files until keep are left (lock held, or before threads). */
 static void unlink_spares(struct arfd_datalog *l, size_t keep)
 {
@@ -468,11 +481,15 @@ int arfd_datalog_scan(struct arfd_datalog *l, uint64_t inc, uint64_t start, uint
 		if (s->intact < s->size)
 			damaged = 1;
 		if (next) {
-			/* the successor's header is read before it is scanned */
+			/* the successor's header is read before it is scanned; one
+			 * that is not whole (lost with this segment's tail: a
+			 * recycled segment, whose stale tail hides a hole, has no
+			 * other witness) says nothing of this segment's length:
+			 * damage too */
 			struct rec h;
-			if (open_fd(l, next, O_RDONLY) == 0 &&
-			    pread(next->fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) &&
-			    seg_header_ok(&h, next->id) && h.seq != s->intact)
+			if (open_fd(l, next, O_RDONLY) != 0 ||
+			    pread(next->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+			    !seg_header_ok(&h, next->id) || h.seq != s->intact)
 				damaged = 1;
 		}
 	}
@@ -556,20 +573,10 @@ int arfd_datalog_wipe(struct arfd_datalog *l, char *err, size_t errlen)
 	}
 	memset(l->where, 0, l->nblocks * sizeof(*l->where));
 	l->st.bytes = l->st.live_bytes = l->st.segments = 0;
-	return 0;
-}
-
-static int sync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	return rc;
+	/* gone for good before the new filesystem writes: an old segment
+	 * back after a crash would be read as the new one's */
+	int rc = sync_dir(l->dir);
+	return rc ? fail(err, errlen, rc, "data log %s: sync: %s", l->dir) : 0;
 }
 
 /* Write out the buffered bytes of the head (buffered mode). */
@@ -688,7 +695,7 @@ static int take_spare(struct arfd_datalog *l, struct seg *s, uint32_t spare, uin
 	int ok = fd >= 0 && pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.block < s->id;
 	if (fd >= 0)
 		close(fd);
-	if (!ok || rename(from, to) < 0) {
+	if (!ok || renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) < 0) {
 		unlink(from);
 		return -ENOENT;
 	}
@@ -743,7 +750,8 @@ static int new_head(struct arfd_datalog *l, char *err, size_t errlen)
 	s->reused = (flags & F_REUSED) != 0;
 	s->alloc = alloc;
 	l->head = s;
-	l->dir_dirty = 1;
+	if (!s->reused) /* a recycled file's name was made durable (take_spare) */
+		l->dir_dirty = 1;
 	l->st.segments = l->nsegs;
 	struct rec h;
 	rec_init(&h, s->seed, K_SEG, flags, id, l->inc, prev_len, 0);

@@ -276,9 +276,9 @@ int arfd_store_open(const char *dir, unsigned flags, struct arfd_store **out, ch
 		if (vlen == 4)
 			memcpy(&fmt, v, 4);
 		free(v);
-		if (fmt != ARFD_STORE_FORMAT && fmt != 2 && fmt != 1) {
+		if (fmt > ARFD_STORE_FORMAT || fmt < 1) {
 			snprintf(err, errlen,
-				 "%s holds an ARF store of format %u; this arfd reads formats 2 and %u "
+				 "%s holds an ARF store of format %u; this arfd reads formats 2 to %u "
 				 "(and converts format 1)", dir, fmt, ARFD_STORE_FORMAT);
 			rc = ARF_EVERSION;
 			goto fail;
@@ -652,10 +652,17 @@ int arfd_store_begin(struct arfd_store *st, uint32_t nblocks, uint64_t *incarnat
 	uint64_t start = seq + 1;
 	rocksdb_writebatch_put(wb, "incarnation", 11, (const char *)&inc, 8);
 	rocksdb_writebatch_put(wb, "inc_start", 9, (const char *)&start, 8);
+	/* formats 2 and 3 become 4 before this run writes a segment an older
+	 * arfd could not read (store.h); format 1 becomes 4 at its conversion */
+	uint32_t fmt = ARFD_STORE_FORMAT;
+	if (st->format == 2 || st->format == 3)
+		rocksdb_writebatch_put(wb, "format", 6, (const char *)&fmt, 4);
 	rc = write_batch(st, wb, 1, "write incarnation", err, errlen);
 	rocksdb_writebatch_destroy(wb);
 	if (rc)
 		return rc;
+	if (st->format == 2 || st->format == 3)
+		st->format = fmt;
 	if (st->prev_inc) {
 		struct dend *d = realloc(st->dends, (st->ndends + 1) * sizeof(*d));
 		if (!d) {
@@ -685,7 +692,6 @@ int arfd_store_begin(struct arfd_store *st, uint32_t nblocks, uint64_t *incarnat
 					      ARFD_DATALOG_GC, err, errlen)) ||
 		    (rc = arfd_datalog_sync(st->log, inc, seq, err, errlen)))
 			return rc;
-		uint32_t fmt = ARFD_STORE_FORMAT;
 		wb = rocksdb_writebatch_create();
 		rocksdb_writebatch_delete_range(wb, "D", 1, "E", 1);
 		if (st->meta) { /* tags: from one key each to groups */

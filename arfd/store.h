@@ -41,8 +41,12 @@
 #include "arf_meta_fs.h"
 
 /* 3: a new filesystem's empty hash-chain heads are not stored (load makes
- * them); a store of format 2 holds them all and is read as it is */
-#define ARFD_STORE_FORMAT 3u
+ * them); a store of format 2 holds them all and is read as it is.
+ * 4: the data log's segments may be seeded and recycled (datalog.c), which
+ * an arfd of format 3 would read as torn, losing their blocks: so a store
+ * of format 2 or 3 becomes 4 when an arfd begins writing it (before its
+ * first segment), and an older arfd refuses it.  Read as 2 and 3 are. */
+#define ARFD_STORE_FORMAT 4u
 
 /* arfd_store_open flags */
 #define ARFD_STORE_POWER_LOSS 0x1u /* test only: keep everything unsynced in this

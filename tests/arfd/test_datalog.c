@@ -17,7 +17,9 @@
  *   - a deleted segment's file is recycled as a later head, and what its
  *     earlier life left past the new records is never read as records:
  *     neither at the head's end after a crash nor past a closed segment's
- *     end, where it would read as damage and void later transactions.
+ *     end, where it would read as damage and void later transactions;
+ *   - a hole in a recycled segment whose successor lost its header is
+ *     damage (nothing else witnesses the segment's length).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -339,6 +341,19 @@ static int list_files(const char *suffix, char names[][64], int max)
 	return n;
 }
 
+/* Begin incarnation 1 of l (1 MiB segments), write 64 blocks over and
+ * over (40 segments), sync and reclaim: two deleted files kept as spares. */
+static void with_spares(struct arfd_datalog *l, uint64_t *seq, uint32_t *v)
+{
+	char err[256], names[4][64];
+	assert_int_equal(arfd_datalog_begin(l, 1, err, sizeof(err)), 0);
+	while (*v < 160)
+		txn(l, 1, ++*seq, 0, 64, ++*v);
+	assert_int_equal(arfd_datalog_sync(l, 1, *seq, err, sizeof(err)), 0);
+	reclaim_all(l, 1, *seq);
+	assert_int_equal(list_files(".free", names, 4), 2);
+}
+
 static void test_recycled_segments(void **state)
 {
 	struct arfd_datalog *l = open_log(0, 1u << 20);
@@ -348,14 +363,8 @@ static void test_recycled_segments(void **state)
 	uint32_t v = 0;
 	uint8_t hdr[48], rec[48 + BS];
 	(void)state;
-	assert_int_equal(arfd_datalog_begin(l, 1, err, sizeof(err)), 0);
-	/* 64 blocks over and over: 40 one-MiB segments, then reclaimed */
-	while (v < 160)
-		txn(l, 1, ++seq, 0, 64, ++v);
-	assert_int_equal(arfd_datalog_sync(l, 1, seq, err, sizeof(err)), 0);
-	reclaim_all(l, 1, seq);
-	/* two files kept, the rest deleted; a checkpoint gives them back */
-	assert_int_equal(list_files(".free", names, 64), 2);
+	with_spares(l, &seq, &v);
+	/* a checkpoint gives them back */
 	arfd_datalog_drop_spares(l);
 	assert_int_equal(list_files(".free", names, 64), 0);
 	while (v < 200) /* ten more segments, reclaimed: two spares again */
@@ -438,6 +447,51 @@ static void test_recycled_segments(void **state)
 	arfd_datalog_close(l);
 }
 
+/* Overwrite len bytes at off of segment id's file with garbage. */
+static void scribble(uint32_t id, long off, size_t len)
+{
+	char p[400];
+	uint8_t junk[48 + BS];
+	memset(junk, 0x5a, sizeof(junk));
+	snprintf(p, sizeof(p), "%s/%016x.seg", dir, id);
+	FILE *f = fopen(p, "r+");
+	assert_non_null(f);
+	assert_int_equal(fseek(f, off, SEEK_SET), 0);
+	assert_int_equal(fwrite(junk, 1, len, f), len);
+	fclose(f);
+}
+
+static void test_recycled_hole_and_lost_header(void **state)
+{
+	struct arfd_datalog *l = open_log(0, 1u << 20);
+	struct arfd_datalog_stats s;
+	char names[64][64];
+	uint64_t through, loaded, seq = 0;
+	uint32_t v = 0;
+	(void)state;
+	with_spares(l, &seq, &v);
+	uint64_t synced = seq;
+	/* three segments after the last sync: two recycled files, one new */
+	for (int i = 0; i < 12; i++)
+		txn(l, 1, ++seq, 0, 64, ++v);
+	arfd_datalog_stats(l, &s);
+	assert_int_equal(s.recycled, 2);
+	arfd_datalog_close(l);
+	/* a power cut: the first recycled segment loses a page in its middle
+	 * (its earlier life's bytes show there), the second its header page;
+	 * the third is whole */
+	int n = list_files(".seg", names, 64);
+	assert_true(n >= 3);
+	uint32_t r1 = (uint32_t)strtoul(names[n - 3], NULL, 16);
+	scribble(r1, 48 + 100 * (48 + BS), 48 + BS); /* record 100: transaction 2 */
+	scribble(r1 + 1, 0, 48);
+	l = recover(1, 1, &through, &loaded, 0, 1u << 20);
+	/* whole through the first transaction after the sync, not beyond:
+	 * the last segment's records do not make the lost ones whole */
+	assert_int_equal(through, synced + 1);
+	arfd_datalog_close(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -450,6 +504,8 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_reclaim, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recycled_segments, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_recycled_hole_and_lost_header, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -13,6 +13,9 @@
  *   tagmismatch  change the file block index in a block's tag
  *   blockbytes   change a byte of a file's data block
  *   oldformat    mark the store as written by an older arfd (format 0)
+ *   format3      mark it as written by the arfd before seeded data log
+ *                segments (format 3, which this arfd reads and upgrades)
+ *   showformat   print the store's format (changes nothing)
  *
  * Prints what it changed; exits 1 if the filesystem has nothing to damage.
  */
@@ -51,6 +54,31 @@ static int set_format(const char *dir, uint32_t fmt)
 	return 0;
 }
 
+static int show_format(const char *dir)
+{
+	char *rerr = NULL, *v;
+	size_t vlen = 0;
+	uint32_t fmt = 0;
+	rocksdb_options_t *o = rocksdb_options_create();
+	rocksdb_readoptions_t *ro = rocksdb_readoptions_create();
+	rocksdb_t *db = rocksdb_open_for_read_only(o, dir, 0, &rerr);
+	if (db) {
+		if ((v = rocksdb_get(db, ro, "format", 6, &vlen, &rerr)) && vlen == 4)
+			memcpy(&fmt, v, 4);
+		free(v);
+		rocksdb_close(db);
+	}
+	rocksdb_readoptions_destroy(ro);
+	rocksdb_options_destroy(o);
+	if (rerr) {
+		fprintf(stderr, "arf-inject: %s: %s\n", dir, rerr);
+		free(rerr);
+		return 1;
+	}
+	printf("store format %u\n", fmt);
+	return 0;
+}
+
 static struct arf_meta_fs fs;
 
 /* The n-th live regular file with inline extents and data (1-based). */
@@ -75,12 +103,16 @@ int main(int argc, char **argv)
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: arf-inject DIR dangling|linkcount|leakedblock|doubleblock|"
-				"tagmismatch|blockbytes|oldformat\n");
+				"tagmismatch|blockbytes|oldformat|format3|showformat\n");
 		return 2;
 	}
 	const char *kind = argv[2];
 	if (!strcmp(kind, "oldformat"))
 		return set_format(argv[1], 0);
+	if (!strcmp(kind, "format3"))
+		return set_format(argv[1], 3);
+	if (!strcmp(kind, "showformat"))
+		return show_format(argv[1]);
 	if (arfd_store_open(argv[1], 0, &st, err, sizeof(err)) || arfd_store_super(st, &sb, err, sizeof(err)) != 1) {
 		fprintf(stderr, "arf-inject: %s: %s\n", argv[1], err);
 		return 1;

@@ -156,19 +156,37 @@ class StableWrites(ArfdTestCase):
 
 
 class OldData(unittest.TestCase):
-    def test_old_data_directory_is_refused(self):
+    def stopped_arfd(self, keep):
+        """An arfd that wrote /keep (bytes keep) and stopped."""
         tmp = tempfile.TemporaryDirectory(prefix="arf-it-")
         self.addCleanup(tmp.cleanup)
         d = Arfd(workdir=tmp.name)
         self.addCleanup(d.stop)
         d.start()
-        arfctl("put", "-", d.url("/keep"), input=b"format 1")
+        arfctl("put", "-", d.url("/keep"), input=keep)
         self.assertEqual(d.stop(), 0, d.log())
+        return d
+
+    def test_old_data_directory_is_refused(self):
+        d = self.stopped_arfd(b"format 1")
         run([INJECT, d.data_dir, "oldformat"])
         with self.assertRaises(RuntimeError) as cm:
             d.start()
-        self.assertIn("holds an ARF store of format 0; this arfd reads formats 2 and 3",
+        self.assertIn("holds an ARF store of format 0; this arfd reads formats 2 to 4",
                       str(cm.exception))
+
+    def test_format_3_store_upgraded(self):
+        """A store of format 3 (written before the data log seeded and
+        recycled its segments) is read as it was and becomes format 4 as
+        arfd begins writing it, so that an older arfd, which would read the
+        new segments as torn, refuses it instead."""
+        d = self.stopped_arfd(b"format 3")
+        self.assertIn(b"store format set to 3", run([INJECT, d.data_dir, "format3"]).stdout)
+        self.assertIn(b"store format 3", run([INJECT, d.data_dir, "showformat"]).stdout)
+        d.start()
+        self.assertEqual(arfctl("cat", d.url("/keep")).stdout, b"format 3")
+        self.assertEqual(d.stop(), 0, d.log())
+        self.assertIn(b"store format 4", run([INJECT, d.data_dir, "showformat"]).stdout)
 
 
 class OneSided(ArfdTestCase):
