@@ -111,6 +111,7 @@ struct arfd_datalog {
 	uint64_t seg_bytes;
 	int buffered;
 	pthread_mutex_t lock;
+	pthread_mutex_t sync_lock;   /* one arfd_datalog_sync at a time */
 	uint64_t *where;             /* per block: seg << 32 | offset; 0 = no live record */
 	struct seg *segs;            /* by id, ascending */
 	size_t nsegs, segcap;
@@ -301,6 +302,7 @@ int arfd_datalog_open(const char *dir, uint32_t nblocks, uint64_t segment_bytes,
 	l->seg_bytes = segment_bytes < (1u << 20) ? (1u << 20) : segment_bytes;
 	l->buffered = buffered;
 	pthread_mutex_init(&l->lock, NULL);
+	pthread_mutex_init(&l->sync_lock, NULL);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		int rc = -errno;
 		arfd_datalog_close(l);
@@ -357,6 +359,7 @@ void arfd_datalog_close(struct arfd_datalog *l)
 	for (size_t i = 0; i < l->nsegs; i++)
 		seg_close_fd(&l->segs[i]);
 	pthread_mutex_destroy(&l->lock);
+	pthread_mutex_destroy(&l->sync_lock);
 	free(l->segs);
 	free(l->spares);
 	free(l->where);
@@ -846,8 +849,28 @@ void arfd_datalog_drop(struct arfd_datalog *l, uint32_t blk)
 	pthread_mutex_unlock(&l->lock);
 }
 
+/*
+ * One sync at a time (sync_lock): the committer's, and arfctl checkpoint's
+ * from the control thread.  Two at once went wrong: the second found the
+ * segments clean (the first had taken their dirty marks) and answered
+ * before the first's fdatasync was done, counted its own generation as
+ * done (a victim could be deleted before its copies were durable), and
+ * closed the descriptors the first was syncing.
+ */
+static int sync_one(struct arfd_datalog *l, uint64_t inc, uint64_t seq, char *err,
+		    size_t errlen);
+
 int arfd_datalog_sync(struct arfd_datalog *l, uint64_t inc, uint64_t seq, char *err,
 		      size_t errlen)
+{
+	pthread_mutex_lock(&l->sync_lock);
+	int rc = sync_one(l, inc, seq, err, errlen);
+	pthread_mutex_unlock(&l->sync_lock);
+	return rc;
+}
+
+static int sync_one(struct arfd_datalog *l, uint64_t inc, uint64_t seq, char *err,
+		    size_t errlen)
 {
 	int *fds, nfd = 0, rc = 0, dir_dirty;
 	uint64_t gen;
@@ -884,7 +907,7 @@ int arfd_datalog_sync(struct arfd_datalog *l, uint64_t inc, uint64_t seq, char *
 		l->head->dirty = 0;
 	gen = ++l->gen_started;
 	/* the head and every segment rolled over since the last sync; only
-	 * this thread (the committer) closes their descriptors */
+	 * a sync (one at a time) closes their descriptors */
 	for (size_t i = 0; i < l->nsegs; i++) {
 		struct seg *s = &l->segs[i];
 		if (s->dirty && s->fd >= 0) {

@@ -27,8 +27,10 @@
  * arfd's memory until a sync, so a SIGKILL loses what a power cut would.
  *
  * Threads: appends and drops come from the request workers (under
- * arfd's fs_lock), syncs and reclamation from the committer; the log has
- * a lock of its own.  Replay happens before any of them run.
+ * arfd's fs_lock), syncs and reclamation from the committer (or a worker
+ * running the group commit), a sync also from arfctl checkpoint's control
+ * thread; the log has a lock of its own, and syncs run one at a time.
+ * Replay happens before any of them run.
  */
 #ifndef ARFD_DATALOG_H
 #define ARFD_DATALOG_H

@@ -19,8 +19,12 @@
  *     neither at the head's end after a crash nor past a closed segment's
  *     end, where it would read as damage and void later transactions;
  *   - a hole in a recycled segment whose successor lost its header is
- *     damage (nothing else witnesses the segment's length).
+ *     damage (nothing else witnesses the segment's length);
+ *   - syncs from two threads at once (the committer's, arfctl
+ *     checkpoint's) each finish their work: none fails nor closes the
+ *     other's descriptors.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -492,6 +496,47 @@ static void test_recycled_hole_and_lost_header(void **state)
 	arfd_datalog_close(l);
 }
 
+struct syncer {
+	struct arfd_datalog *l;
+	int stop;
+	int failures;
+	char err[256];
+};
+
+static void *sync_loop(void *arg)
+{
+	struct syncer *s = arg;
+	char err[256];
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
+		if (arfd_datalog_sync(s->l, 1, 1, err, sizeof(err)) &&
+		    __atomic_fetch_add(&s->failures, 1, __ATOMIC_ACQ_REL) == 0)
+			memcpy(s->err, err, sizeof(err)); /* the first failure's reason */
+	return NULL;
+}
+
+static void test_syncs_from_two_threads(void **state)
+{
+	struct arfd_datalog *l = open_log(0, 1u << 20);
+	char err[256];
+	uint64_t seq = 0;
+	pthread_t t[2];
+	struct syncer s = { l, 0, 0, "" };
+	(void)state;
+	assert_int_equal(arfd_datalog_begin(l, 1, err, sizeof(err)), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, sync_loop, &s), 0);
+	/* 64-block transactions: a segment rolls over every fourth */
+	for (uint32_t v = 1; v <= 400; v++)
+		txn(l, 1, ++seq, (v % 8) * 64, 64, v);
+	__atomic_store_n(&s.stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	if (s.failures)
+		fail_msg("%d syncs failed: %s", s.failures, s.err);
+	assert_int_equal(arfd_datalog_sync(l, 1, seq, err, sizeof(err)), 0);
+	arfd_datalog_close(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -506,6 +551,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_recycled_segments, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_recycled_hole_and_lost_header, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_syncs_from_two_threads, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
