@@ -182,14 +182,22 @@ static int sync_dir(const char *dir)
 	return rc;
 }
 
-/* Delete spare files until keep are left (lock held, or before threads). */
-static void unlink_spares(struct arfd_datalog *l, size_t keep)
+/* Delete spare files until keep are left (lock held, or before threads):
+ * 0, or the first failure (-errno, with err; NULL err: not said). */
+static int unlink_spares(struct arfd_datalog *l, size_t keep, char *err, size_t errlen)
 {
+	int rc = 0;
+
 	for (; l->nspares > keep; l->nspares--) {
 		char p[600];
 		spare_path(l, l->spares[l->nspares - 1], p, sizeof(p));
-		unlink(p);
+		if (unlink(p) < 0 && errno != ENOENT && !rc) {
+			rc = -errno;
+			if (err)
+				fail(err, errlen, rc, "data log: remove %s: %s", p);
+		}
 	}
+	return rc;
 }
 
 /* Append to an array of ids.  0 or -ENOMEM. */
@@ -568,17 +576,14 @@ int arfd_datalog_wipe(struct arfd_datalog *l, char *err, size_t errlen)
 			return fail(err, errlen, -errno, "data log: remove %s: %s", p);
 	}
 	l->nsegs = 0;
-	for (; l->nspares; l->nspares--) {
-		char p[600];
-		spare_path(l, l->spares[l->nspares - 1], p, sizeof(p));
-		if (unlink(p) < 0 && errno != ENOENT)
-			return fail(err, errlen, -errno, "data log: remove %s: %s", p);
-	}
+	int rc = unlink_spares(l, 0, err, errlen);
+	if (rc)
+		return rc;
 	memset(l->where, 0, l->nblocks * sizeof(*l->where));
 	l->st.bytes = l->st.live_bytes = l->st.segments = 0;
 	/* gone for good before the new filesystem writes: an old segment
 	 * back after a crash would be read as the new one's */
-	int rc = sync_dir(l->dir);
+	rc = sync_dir(l->dir);
 	return rc ? fail(err, errlen, rc, "data log %s: sync: %s", l->dir) : 0;
 }
 
@@ -769,7 +774,7 @@ int arfd_datalog_begin(struct arfd_datalog *l, uint64_t inc, char *err, size_t e
 	int rc;
 
 	l->inc = inc;
-	unlink_spares(l, SPARES);
+	(void)unlink_spares(l, SPARES, NULL, 0); /* one left over is only space */
 	for (size_t i = 0; i < l->nsegs; i++) {
 		struct seg *s = &l->segs[i];
 		if (s->intact < s->size) {
@@ -1155,7 +1160,7 @@ out:
 void arfd_datalog_drop_spares(struct arfd_datalog *l)
 {
 	pthread_mutex_lock(&l->lock);
-	unlink_spares(l, 0);
+	(void)unlink_spares(l, 0, NULL, 0);
 	pthread_mutex_unlock(&l->lock);
 }
 
