@@ -134,6 +134,7 @@ static void add_counters(struct arf_net_counters *to, const struct arf_net_count
 	to->calls += from->calls;
 	to->bytes_sent += from->bytes_sent;
 	to->bytes_received += from->bytes_received;
+	to->futile_wakes += from->futile_wakes;
 }
 
 /*

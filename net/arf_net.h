@@ -151,6 +151,8 @@ struct arf_net_counters {
 	uint64_t calls;             /* request/response exchanges (arf_net_call) */
 	uint64_t bytes_sent;        /* frame bytes sent, headers included */
 	uint64_t bytes_received;    /* frame bytes received (shm: bytes copied in local reads too) */
+	uint64_t futile_wakes;      /* waiting threads woken to find neither their reply
+				     * nor the socket free (asleep again) */
 };
 
 /* Connect and handshake.  On success *out owns the connection (close it with

@@ -269,7 +269,6 @@ int arf_net_connect(const struct arf_net_client_opts *opts, struct arf_net_conn 
 	c->next_id = 1;
 	pthread_mutex_init(&c->send_lock, NULL);
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->cond, NULL);
 	c->fd = ops->dial(opts, err, errlen);
 	if (c->fd < 0) {
 		rc = c->fd;
@@ -307,7 +306,6 @@ void arf_net_close(struct arf_net_conn *c)
 	free(c->info);
 	pthread_mutex_destroy(&c->send_lock);
 	pthread_mutex_destroy(&c->lock);
-	pthread_cond_destroy(&c->cond);
 	free(c);
 }
 
@@ -337,6 +335,7 @@ void arf_net_counters(struct arf_net_conn *c, struct arf_net_counters *out)
 	out->calls = __atomic_load_n(&c->ctr.calls, __ATOMIC_RELAXED);
 	out->bytes_sent = __atomic_load_n(&c->ctr.bytes_sent, __ATOMIC_RELAXED);
 	out->bytes_received = __atomic_load_n(&c->ctr.bytes_received, __ATOMIC_RELAXED);
+	out->futile_wakes = __atomic_load_n(&c->ctr.futile_wakes, __ATOMIC_RELAXED);
 }
 
 /* Complete p (caller holds c->lock): unlinked, outcome set, then the
@@ -376,6 +375,41 @@ void arf_net_complete_now(struct arf_net_pending *p, int rc)
 		__atomic_store_n(&p->completed, 1, __ATOMIC_RELEASE);
 }
 
+/*
+ * Waking sleepers (caller holds c->lock).  Each sleeping thread has its own
+ * condition variable: a reply wakes only the thread it was for, and a
+ * reader that leaves wakes one thread that still waits, to read next.  (One
+ * shared condition broadcast for every reply woke every waiting thread for
+ * each: with arf-fuse's 16 threads waiting at queue depth 16, fifteen
+ * futile wake-ups per reply.)
+ */
+static void wake_filed_locked(struct arf_net_conn *c)
+{
+	for (struct arf_net_sleeper *s = c->sleepers; s; s = s->next)
+		if (__atomic_load_n(s->flag, __ATOMIC_ACQUIRE))
+			pthread_cond_signal(&s->cv);
+}
+
+/* The reader left: those whose reply came, and one that still waits. */
+static void wake_reader_left_locked(struct arf_net_conn *c)
+{
+	int next = 0;
+	for (struct arf_net_sleeper *s = c->sleepers; s; s = s->next) {
+		if (__atomic_load_n(s->flag, __ATOMIC_ACQUIRE)) {
+			pthread_cond_signal(&s->cv);
+		} else if (!next) {
+			next = 1;
+			pthread_cond_signal(&s->cv);
+		}
+	}
+}
+
+static void wake_all_locked(struct arf_net_conn *c)
+{
+	for (struct arf_net_sleeper *s = c->sleepers; s; s = s->next)
+		pthread_cond_signal(&s->cv);
+}
+
 /* The connection failed (caller holds c->lock): every waiter gets the
  * error, but one whose reply a reader is receiving, which that reader
  * completes. */
@@ -389,7 +423,7 @@ static void break_locked(struct arf_net_conn *c, int rc)
 		if (!p->claimed)
 			complete_locked(c, p, c->broken);
 	}
-	pthread_cond_broadcast(&c->cond);
+	wake_all_locked(c);
 }
 
 static struct arf_net_pending *find_locked(struct arf_net_conn *c, uint64_t id)
@@ -543,7 +577,7 @@ static int recv_direct(struct arf_net_conn *c)
 		p->aux = h.aux;
 		p->direct = 1;
 		complete_locked(c, p, 0);
-		pthread_cond_broadcast(&c->cond);
+		wake_filed_locked(c);
 	} else {
 		complete_locked(c, p, rc);
 	}
@@ -576,7 +610,7 @@ static int pump(struct arf_net_conn *c, const int *stop, uint64_t deadline_us)
 				continue; /* the server sends nothing unasked */
 			pthread_mutex_lock(&c->lock);
 			deliver(c, &h, body);
-			pthread_cond_broadcast(&c->cond);
+			wake_filed_locked(c);
 			pthread_mutex_unlock(&c->lock);
 		}
 		if (r < 0)
@@ -610,14 +644,35 @@ static int pump(struct arf_net_conn *c, const int *stop, uint64_t deadline_us)
 	}
 }
 
-/* Sleep on c->cond (c->lock held) until deadline_us (0: none): with an
- * abort hook, in slices.  0, or -ECANCELED when the hook says to give up. */
-static int cond_wait(struct arf_net_conn *c, uint64_t deadline_us)
+static int timed_wait(struct arf_net_conn *c, pthread_cond_t *cv, uint64_t deadline_us);
+
+/* Sleep (c->lock held) until woken (see wake_filed_locked) or deadline_us
+ * (0: none): with an abort hook, in slices.  0, or -ECANCELED when the
+ * hook says to give up. */
+static int cond_wait(struct arf_net_conn *c, const int *flag, uint64_t deadline_us)
 {
+	struct arf_net_sleeper me = { .flag = flag, .next = c->sleepers };
+	int rc = 0;
+
+	pthread_cond_init(&me.cv, NULL);
+	c->sleepers = &me;
 	if (!deadline_us && !arf_net_abort_set()) {
-		pthread_cond_wait(&c->cond, &c->lock);
-		return 0;
+		pthread_cond_wait(&me.cv, &c->lock);
+	} else {
+		rc = timed_wait(c, &me.cv, deadline_us);
 	}
+	for (struct arf_net_sleeper **pp = &c->sleepers; *pp; pp = &(*pp)->next) {
+		if (*pp == &me) {
+			*pp = me.next;
+			break;
+		}
+	}
+	pthread_cond_destroy(&me.cv);
+	return rc;
+}
+
+static int timed_wait(struct arf_net_conn *c, pthread_cond_t *cv, uint64_t deadline_us)
+{
 	uint64_t left = UINT64_MAX;
 	if (deadline_us) {
 		uint64_t now = arf_net_now_us();
@@ -633,7 +688,7 @@ static int cond_wait(struct arf_net_conn *c, uint64_t deadline_us)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
 	}
-	if (pthread_cond_timedwait(&c->cond, &c->lock, &ts) == ETIMEDOUT)
+	if (pthread_cond_timedwait(cv, &c->lock, &ts) == ETIMEDOUT)
 		return arf_net_abort_check();
 	return 0;
 }
@@ -644,7 +699,7 @@ static int cond_wait(struct arf_net_conn *c, uint64_t deadline_us)
  * connection's error, as arf_net_wait; -ECANCELED when the thread's abort
  * hook gave up (the connection stays whole: a reader stops between
  * frames). */
-static int wait_locked(struct arf_net_conn *c, const int *flag, uint64_t deadline_us)
+static int wait_locked_once(struct arf_net_conn *c, const int *flag, uint64_t deadline_us)
 {
 	for (int polled = 0;; polled = 1) {
 		if (__atomic_load_n(flag, __ATOMIC_ACQUIRE))
@@ -656,9 +711,11 @@ static int wait_locked(struct arf_net_conn *c, const int *flag, uint64_t deadlin
 		if (deadline_us && deadline_us != UINT64_MAX && arf_net_now_us() >= deadline_us)
 			return 0;
 		if (c->reading) {
-			int crc = cond_wait(c, deadline_us == UINT64_MAX ? 0 : deadline_us);
+			int crc = cond_wait(c, flag, deadline_us == UINT64_MAX ? 0 : deadline_us);
 			if (crc)
 				return crc;
+			if (c->reading && !c->broken && !__atomic_load_n(flag, __ATOMIC_ACQUIRE))
+				ARF_NET_CTR(c, futile_wakes, 1);
 			continue;
 		}
 		c->reading = 1;
@@ -666,12 +723,23 @@ static int wait_locked(struct arf_net_conn *c, const int *flag, uint64_t deadlin
 		int prc = pump(c, flag, deadline_us);
 		pthread_mutex_lock(&c->lock);
 		c->reading = 0;
-		pthread_cond_broadcast(&c->cond);
+		wake_reader_left_locked(c);
 		if (prc == -ECANCELED)
 			return prc; /* our caller gave up; the stream is whole */
 		if (prc < 0)
 			break_locked(c, prc);
 	}
+}
+
+/* wait_locked_once, and then, when nobody reads the socket, wake a thread
+ * that still waits to read it: the one woken when the reader left may have
+ * gone (its deadline passed, or it gave up) without reading. */
+static int wait_locked(struct arf_net_conn *c, const int *flag, uint64_t deadline_us)
+{
+	int rc = wait_locked_once(c, flag, deadline_us);
+	if (!c->reading && c->sleepers)
+		wake_reader_left_locked(c);
+	return rc;
 }
 
 /*
@@ -705,7 +773,7 @@ static int wait_writable(void *arg)
 	}
 	pthread_mutex_lock(&c->lock);
 	c->reading = 0;
-	pthread_cond_broadcast(&c->cond);
+	wake_reader_left_locked(c);
 	pthread_mutex_unlock(&c->lock);
 	return rc;
 }
@@ -782,7 +850,7 @@ int arf_net_await(struct arf_net_conn *c, struct arf_net_pending *p)
 	/* broken: break_locked completed every waiter but one being received
 	 * into, whose reader completes it before it lets go of the socket */
 	while (!__atomic_load_n(&p->completed, __ATOMIC_ACQUIRE))
-		pthread_cond_wait(&c->cond, &c->lock);
+		cond_wait(c, &p->completed, 0);
 	pthread_mutex_unlock(&c->lock);
 	return p->rc;
 }

@@ -116,6 +116,15 @@ struct arf_net_map {           /* shm: one region mapped into the client */
 	uint64_t size;
 };
 
+/* A thread asleep on a connection (on its stack, in c->sleepers while
+ * asleep): woken when *flag is set, when the reader leaves and it may
+ * read next, or when the connection breaks. */
+struct arf_net_sleeper {
+	pthread_cond_t cv;
+	const int *flag;
+	struct arf_net_sleeper *next;
+};
+
 struct arf_net_conn {
 	const struct arf_net_cops *ops;
 	int fd;
@@ -133,7 +142,9 @@ struct arf_net_conn {
 
 	pthread_mutex_t send_lock;     /* one frame at a time on the socket */
 	pthread_mutex_t lock;          /* waiters, reader election, broken */
-	pthread_cond_t cond;           /* a reply was filed, or the reader left */
+	/* threads asleep until their flag is set or they must read (client.c:
+	 * each is woken alone, never all for every reply) */
+	struct arf_net_sleeper *sleepers;
 	struct arf_net_pending *waiters; /* posted, reply not filed yet */
 	int reading;                   /* a thread is reading the socket for everyone */
 	int broken;                    /* -errno once the connection failed */
