@@ -49,7 +49,7 @@ static const struct centry table[] = {
 	  "write the bound tcp port here once serving (empty = none)" },
 	{ "server", "log_level", C_LEVEL, S(log_level), 0, 3, "info", "error, warn, info or debug" },
 	{ "server", "spin_us", C_INT, S(spin_us), 0, 100000, "50",
-	  "microseconds to poll before sleeping when idle (0 = never spin)" },
+	  "microseconds the workers poll before sleeping when idle; the soft-NIC polls 4x (0 = never spin)" },
 	{ "server", "workers", C_INT, S(workers), 1, 64, "1", "request worker threads" },
 	{ "server", "control", C_STR, S(control), 0, 0, "auto",
 	  "management socket for arfctl's status, stats, clients, exports, fsck, checkpoint; "

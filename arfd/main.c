@@ -35,7 +35,7 @@ static void usage(FILE *out)
 		"  -f, --foreground      stay in the foreground (default: detach once serving)\n"
 		"      --set SECTION.KEY=VALUE  set any configuration key (repeatable)\n"
 		"      --log-level LEVEL error, warn, info or debug\n"
-		"      --spin-us N       microseconds to poll before sleeping (0 = never spin)\n"
+		"      --spin-us N       microseconds to poll before sleeping (soft-NIC: 4x; 0 = never spin)\n"
 		"      --dump-config     print the effective configuration and exit\n"
 		"      --check-config    check the configuration and exit (0 = valid)\n"
 		"  -h, --help            show this help\n"

@@ -25,6 +25,7 @@
 #include "xattr.h"
 
 #define SCRATCH_SIZE (64u << 10)
+#define NIC_SPIN_FACTOR 4u /* the soft-NIC polls this many times spin_us (arfd_start) */
 
 static int map_region(const char *name, uint64_t size, int *fd, void **base, char *err,
 		      size_t errlen)
@@ -638,7 +639,15 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 	so.unix_path = d->cfg.socket[0] ? d->cfg.socket : NULL;
 	so.rdma_addr = serve_rdma ? raddr : NULL;
 	so.rdma_port = rport;
-	so.spin_us = (uint32_t)d->cfg.spin_us;
+	/* The soft-NIC (and the rdma server's completion loop) polls four
+	 * times spin_us after its last message: a mount's next request comes
+	 * a FUSE crossing and a system call after the reply, 50-100 us later
+	 * on the 2-core machine, which a 50 us window misses every time, so
+	 * the thread slept and each request paid its wake-up (arf-fuse 4 KiB
+	 * random writes at queue depth 1: 6.3-7.3k/s with 50, 10.9-11.7k/s
+	 * with 200; bench/README).  Workers keep spin_us (lanes.c): longer
+	 * spins there took the cores that requests at depth 16 need. */
+	so.spin_us = (uint32_t)d->cfg.spin_us * NIC_SPIN_FACTOR;
 	so.max_conns = (uint32_t)d->cfg.max_conns;
 	so.max_conns_per_client = (uint32_t)d->cfg.max_conns_per_client;
 	so.reserved_root_conns = (uint32_t)d->cfg.reserved_root_conns;
