@@ -324,6 +324,12 @@ struct arf_net_server_opts {
 	const char *rdma_addr;
 	uint16_t rdma_port;
 	uint32_t spin_us;         /* soft-NIC adaptive polling */
+	/* After a message whose work went to another thread
+	 * (arf_net_server_handed_off), the soft-NIC polls at most this long,
+	 * without adapting spin_us (0: spin_us): the next message then comes
+	 * after that thread's reply, and polling meanwhile takes a core from
+	 * it. */
+	uint32_t spin_handoff_us;
 	/* Connection limits, checked at accept.  A client is a uid on the
 	 * UNIX socket (SO_PEERCRED) and an address on tcp and rdma (IPv6 by
 	 * its /64).  Root-evident peers (shm uid 0, tcp from a reserved port
@@ -403,6 +409,9 @@ void arf_net_server_view_reads(struct arf_net_server *s, uint32_t view, uint64_t
 			       uint64_t *bytes);
 int arf_net_server_start(struct arf_net_server *s, char *err, size_t errlen);
 uint16_t arf_net_server_port(struct arf_net_server *s); /* bound tcp port */
+/* From on_request: the request's work went to another thread (the soft-NIC
+ * polls spin_handoff_us after this batch of messages, not spin_us). */
+void arf_net_server_handed_off(void);
 uint16_t arf_net_server_rdma_port(struct arf_net_server *s); /* bound rdma port, 0 = none */
 /* Can this process use the rdma transport?  1 when rdma-core was built in
  * and ibv_get_device_list finds a device; 0 otherwise, with the reason in

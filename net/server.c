@@ -209,6 +209,14 @@ void arf_net_server_counters(struct arf_net_server *s, struct arf_net_server_cou
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }
 
+/* Set by on_request (arf_net_server_handed_off) on the soft-NIC thread. */
+static __thread int handed_off;
+
+void arf_net_server_handed_off(void)
+{
+	handed_off = 1;
+}
+
 static void *snic_main(void *arg)
 {
 	struct arf_net_server *s = arg;
@@ -216,13 +224,15 @@ static void *snic_main(void *arg)
 	uint64_t last = arf_net_now_us(), last_scan = last;
 	struct arf_spin spin;
 	uint32_t window;
+	int short_window = 0;      /* window is spin_handoff_us: not adapted */
 
 	arf_spin_init(&spin, s->o.spin_us);
 	window = arf_spin_budget(&spin);
 	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE)) {
 		int spinning = window && arf_net_now_us() - last < window;
 		if (window && !spinning) { /* the spin caught nothing */
-			arf_spin_done(&spin, window, 0);
+			if (!short_window)
+				arf_spin_done(&spin, window, 0);
 			window = 0;
 		}
 		/* while there are connections, their timers are looked at every
@@ -234,11 +244,13 @@ static void *snic_main(void *arg)
 			break;
 		}
 		if (n > 0) {
-			if (spinning)
+			if (spinning && !short_window)
 				arf_spin_done(&spin, window, 1);
 			last = arf_net_now_us();
 			window = arf_spin_budget(&spin);
+			short_window = 0;
 		}
+		handed_off = 0;
 		for (int i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;
 			if (p == &tag_ev) {
@@ -266,6 +278,10 @@ static void *snic_main(void *arg)
 			if (evs[i].events & EPOLLOUT)
 				arf_net_srv_conn_writable(s, c);
 			arf_net_srv_conn_readable(s, c);
+		}
+		if (handed_off && s->o.spin_handoff_us && window > s->o.spin_handoff_us) {
+			window = s->o.spin_handoff_us;
+			short_window = 1;
 		}
 		uint64_t now = arf_net_now_us();
 		if (now - last_scan >= SCAN_US) {

@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1550,6 +1551,73 @@ static void test_shm_unsealable(void **state)
 	}
 }
 
+/* The soft-NIC's poll after a message (net/server.c): spin_us after work it
+ * did itself, spin_handoff_us after work it handed to another thread
+ * (arf_net_server_handed_off), whose reply the next message waits for.
+ * The process's CPU while the client sleeps is the soft-NIC's polling. */
+#define OP_INLINE  OP_ECHO
+#define OP_HANDOFF OP_NOENT
+
+static void on_request_spin(void *ctx, struct arf_net_sconn *c, const struct arf_net_hdr *h,
+			    const uint8_t *body, size_t len)
+{
+	(void)ctx;
+	(void)body;
+	(void)len;
+	if (h->op == OP_HANDOFF)
+		arf_net_server_handed_off(); /* as if a worker answered */
+	arf_net_reply(c, h->id, h->op, ARF_NET_S_OK, NULL, 0);
+}
+
+static double cpu_ms(void)
+{
+	struct rusage r;
+	getrusage(RUSAGE_SELF, &r);
+	return (double)(r.ru_utime.tv_sec + r.ru_stime.tv_sec) * 1e3 +
+	       (double)(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e3;
+}
+
+static void test_poll_after_handoff(void **state)
+{
+	struct arf_net_server_opts o;
+	struct arf_net_server *srv = NULL;
+	struct arf_net_conn *c = NULL;
+	struct arf_net_client_opts co;
+	char err[256] = "";
+
+	(void)state;
+	memset(&o, 0, sizeof(o));
+	o.listen_addr = "127.0.0.1";
+	o.spin_us = 200000;        /* 200 ms: long enough to see on the clock */
+	o.spin_handoff_us = 500;
+	o.on_hello = on_hello;
+	o.on_request = on_request_spin;
+	assert_int_equal(arf_net_server_create(&o, &srv, err, sizeof(err)), 0);
+	assert_int_equal(arf_net_server_start(srv, err, sizeof(err)), 0);
+	client_opts(&co, "tcp", "hello-ok");
+	co.port = arf_net_server_port(srv);
+	co.spin_us = 0;            /* the client sleeps: only the server spins */
+	assert_int_equal(arf_net_connect(&co, &c, err, sizeof(err)), 0);
+
+	struct timespec nap = { 0, 250 * 1000000L };
+	/* handed off: the soft-NIC polls 0.5 ms, then sleeps */
+	assert_int_equal(arf_net_call(c, OP_HANDOFF, NULL, 0, NULL), 0);
+	double t0 = cpu_ms();
+	nanosleep(&nap, NULL);
+	double handoff = cpu_ms() - t0;
+	/* served by the soft-NIC itself: it polls its full window */
+	assert_int_equal(arf_net_call(c, OP_INLINE, NULL, 0, NULL), 0);
+	t0 = cpu_ms();
+	nanosleep(&nap, NULL);
+	double inline_ms = cpu_ms() - t0;
+	fprintf(stderr, "CPU while idle: %.1f ms after a handed-off request, %.1f ms after an "
+		"inline one\n", handoff, inline_ms);
+	arf_net_close(c);
+	arf_net_server_destroy(srv);
+	assert_true(handoff < 20.0);
+	assert_true(inline_ms > 50.0);
+}
+
 /* ------------------------------------------------------------------ main */
 
 #define BOTH(f)                                                                              \
@@ -1595,6 +1663,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_adaptive_spin),
+		cmocka_unit_test_setup_teardown(test_poll_after_handoff, NULL, NULL),
 		BOTH(test_handshake),
 		BOTH(test_reads),
 		BOTH(test_read_refused),
