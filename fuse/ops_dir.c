@@ -23,7 +23,7 @@
  * removed shows at the next opendir, as a change to a file shows at the
  * next open.  It is also dropped once half of acregmin has passed since it
  * was fetched: the kernel answers stat() of its names from the attributes
- * that came with it (every page is readdirplus while listings are kept,
+ * that came with it (readdirplus at the start of a pass and after lookups:
  * session.c), and past their timeout it would ask name by name, where a
  * fresh readdirplus listing asks in a dozen rounds.  noac turns the cache
  * off.
