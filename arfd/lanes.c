@@ -267,10 +267,10 @@ void arfd_on_request(void *ctx, struct arf_net_sconn *c, const struct arf_net_hd
 		if (!rc)
 			pthread_cond_signal(&l->cond);
 		pthread_mutex_unlock(&l->lock);
-		if (!rc) /* its reply comes from a worker: the soft-NIC polls less */
-			arf_net_server_handed_off();
 		if (rc)
 			job_free(j);
+		else /* its reply comes from a worker: the soft-NIC polls less */
+			arf_net_server_handed_off();
 	}
 	if (rc)
 		arf_net_reply(c, h->id, h->op, arf_net_status_from_err(rc), NULL, 0);

@@ -379,9 +379,8 @@ void arf_net_complete_now(struct arf_net_pending *p, int rc)
  * Waking sleepers (caller holds c->lock).  Each sleeping thread has its own
  * condition variable: a reply wakes only the thread it was for, and a
  * reader that leaves wakes one thread that still waits, to read next.  (One
- * shared condition broadcast for every reply woke every waiting thread for
- * each: with arf-fuse's 16 threads waiting at queue depth 16, fifteen
- * futile wake-ups per reply.)
+ * shared condition, broadcast for every reply, woke every waiting thread
+ * for each: net-transport's test_one_wake_per_reply counts the difference.)
  */
 static void wake_filed_locked(struct arf_net_conn *c)
 {
@@ -644,7 +643,29 @@ static int pump(struct arf_net_conn *c, const int *stop, uint64_t deadline_us)
 	}
 }
 
-static int timed_wait(struct arf_net_conn *c, pthread_cond_t *cv, uint64_t deadline_us);
+/* Sleep on cv (c->lock held) until deadline_us (0: none), with an abort hook
+ * in slices.  0, or -ECANCELED when the hook says to give up. */
+static int timed_wait(struct arf_net_conn *c, pthread_cond_t *cv, uint64_t deadline_us)
+{
+	uint64_t left = UINT64_MAX;
+	if (deadline_us) {
+		uint64_t now = arf_net_now_us();
+		left = deadline_us > now ? deadline_us - now : 0;
+	}
+	if (arf_net_abort_set() && left > ARF_NET_ABORT_POLL_MS * 1000u)
+		left = ARF_NET_ABORT_POLL_MS * 1000u;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(left / 1000000u);
+	ts.tv_nsec += (long)(left % 1000000u) * 1000;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	if (pthread_cond_timedwait(cv, &c->lock, &ts) == ETIMEDOUT)
+		return arf_net_abort_check();
+	return 0;
+}
 
 /* Sleep (c->lock held) until woken (see wake_filed_locked) or deadline_us
  * (0: none): with an abort hook, in slices.  0, or -ECANCELED when the
@@ -671,27 +692,6 @@ static int cond_wait(struct arf_net_conn *c, const int *flag, uint64_t deadline_
 	return rc;
 }
 
-static int timed_wait(struct arf_net_conn *c, pthread_cond_t *cv, uint64_t deadline_us)
-{
-	uint64_t left = UINT64_MAX;
-	if (deadline_us) {
-		uint64_t now = arf_net_now_us();
-		left = deadline_us > now ? deadline_us - now : 0;
-	}
-	if (arf_net_abort_set() && left > ARF_NET_ABORT_POLL_MS * 1000u)
-		left = ARF_NET_ABORT_POLL_MS * 1000u;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)(left / 1000000u);
-	ts.tv_nsec += (long)(left % 1000000u) * 1000;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	if (pthread_cond_timedwait(cv, &c->lock, &ts) == ETIMEDOUT)
-		return arf_net_abort_check();
-	return 0;
-}
 
 /* Wait (caller holds c->lock) until *flag is set, deadline_us passes or
  * the connection breaks: reading the socket when no other thread does,
