@@ -131,6 +131,21 @@ void arf_stat_from_prog(const struct arf_prog_attr *a, struct arf_stat *st);
 int arf_cl_read(arf_client *c, struct arf_net_read_op *ops, size_t n);
 int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 		struct arf_net_buf *resp, int *resent);
+/* Several requests of one kind in flight together (a big write's pieces:
+ * the server applies one while the next arrives): each sent, then
+ * sent(arg) called (work to do while the server works; may be NULL), then
+ * each reply awaited; each piece's rc and resp as arf_cl_call's.  A piece
+ * the connection lost is sent again alone, in order, as arf_cl_call sends
+ * again.  At most ARF_CL_PIECES_MAX pieces. */
+#define ARF_CL_PIECES_MAX 4
+struct arf_cl_piece {
+	const struct iovec *iov;
+	int iovcnt;
+	struct arf_net_buf resp;  /* out: the caller frees it */
+	int rc;                   /* out */
+};
+void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, size_t n,
+			void (*sent)(void *arg), void *arg);
 /* The first connection, from c's URL, options, key and hello: 0, or the
  * transport's or handshake's error with the reason in err. */
 int arf_cl_dial(arf_client *c, char *err, size_t errlen);
@@ -170,6 +185,16 @@ void arf_wlog_free(arf_client *c);
  * (not kept: commit now). */
 int arf_wlog_keep(arf_client *c, const struct arf_proto_cred *cred, uint64_t ino, uint32_t gen,
 		  uint64_t off, const void *data, uint32_t len, uint64_t verifier, uint64_t seq);
+/* keep in two steps, the copy made while the write is in flight
+ * (requests.c): an entry for len bytes (NULL: no memory), its bytes, and
+ * either kept (len at most the prepared length) or given back */
+struct arf_wlog_ent;
+struct arf_wlog_ent *arf_wlog_prepare(arf_client *c, uint32_t len);
+void *arf_wlog_prepared_data(struct arf_wlog_ent *e);
+int arf_wlog_keep_prepared(arf_client *c, struct arf_wlog_ent *e,
+			   const struct arf_proto_cred *cred, uint64_t ino, uint32_t gen,
+			   uint64_t off, uint32_t len, uint64_t verifier, uint64_t seq);
+void arf_wlog_discard(arf_client *c, struct arf_wlog_ent *e);
 /* A COMMIT answered (verifier, durable): drop what it covers. */
 void arf_wlog_committed(arf_client *c, uint64_t verifier, uint64_t durable);
 /* Does the client keep writes of ino (0: of any file), or a re-send

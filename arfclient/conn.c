@@ -373,14 +373,65 @@ int arf_cl_read(arf_client *c, struct arf_net_read_op *ops, size_t n)
 	return rc;
 }
 
+/* one id for every sending of a call: the server's reply cache answers a
+ * mutation it applied before the connection broke */
+static uint64_t call_id(arf_client *c)
+{
+	return ARF_NET_ID_CALLER |
+	       (__atomic_add_fetch(&c->next_xid, 1, __ATOMIC_RELAXED) & ~ARF_NET_ID_CALLER);
+}
+
+static int call_with_id(arf_client *c, uint16_t op, uint64_t id, const struct iovec *iov,
+			int iovcnt, struct arf_net_buf *resp, int *resent);
+
 int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 		struct arf_net_buf *resp, int *resent)
 {
+	return call_with_id(c, op, call_id(c), iov, iovcnt, resp, resent);
+}
+
+void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, size_t n,
+			void (*sent)(void *arg), void *arg)
+{
 	struct wait_ctx w = { 0, WHY_NONE };
-	/* one id for every sending of this call: the server's reply cache
-	 * answers a mutation it applied before the connection broke */
-	uint64_t id = ARF_NET_ID_CALLER |
-		      (__atomic_add_fetch(&c->next_xid, 1, __ATOMIC_RELAXED) & ~ARF_NET_ID_CALLER);
+	struct arf_net_pending p[ARF_CL_PIECES_MAX];
+	uint64_t id[ARF_CL_PIECES_MAX];
+	size_t posted = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		id[i] = call_id(c);
+		pc[i].resp = (struct arf_net_buf){ 0 };
+		pc[i].rc = -ENOTCONN;
+	}
+	arf_net_set_thread_abort(wait_abort, &w);
+	pthread_rwlock_rdlock(&c->conn_lock);
+	while (c->conn && posted < n &&
+	       !arf_net_call_send(c->conn, op, id[posted], pc[posted].iov, pc[posted].iovcnt,
+				  &p[posted]))
+		posted++;
+	if (sent)
+		sent(arg);
+	for (size_t i = 0; i < posted; i++)
+		pc[i].rc = arf_net_call_end(c->conn, &p[i], &pc[i].resp);
+	pthread_rwlock_unlock(&c->conn_lock);
+	arf_net_set_thread_abort(NULL, NULL);
+	/* what the connection lost (or never took) goes again, alone and in
+	 * order, through arf_cl_call's reconnection, under its own id */
+	for (size_t i = 0; i < n; i++) {
+		if (pc[i].rc == -ECANCELED) {
+			pc[i].rc = given_up(&w);
+		} else if (i >= posted || conn_broken(pc[i].rc)) {
+			arf_net_buf_free(&pc[i].resp);
+			pc[i].rc = call_with_id(c, op, id[i], pc[i].iov, pc[i].iovcnt, &pc[i].resp,
+						NULL);
+		}
+	}
+}
+
+static int call_with_id(arf_client *c, uint16_t op, uint64_t id, const struct iovec *iov,
+			int iovcnt, struct arf_net_buf *resp, int *resent)
+{
+	struct wait_ctx w = { 0, WHY_NONE };
 	int rc;
 
 	if (resent)

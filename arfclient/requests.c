@@ -334,74 +334,141 @@ static int commit(arf_client *c, uint64_t ino, uint32_t gen)
 	return rc ? rc : err;
 }
 
+/* A write longer than PIECE goes as pieces of PIECE bytes, up to
+ * ARF_CL_PIECES_MAX of them in flight together: arfd applies one while the
+ * next arrives.  On an export whose writes are unstable a piece of at
+ * least PRECOPY_MIN bytes is copied for keeping while it is in flight, a
+ * shorter one after its reply.  A 1 MiB write through the mount (queue
+ * depth 1, 2 cores, interleaved runs): 1,116 writes/s whole and copied
+ * after the reply, 1,336 in two pieces, 1,379 with the copy made in flight. */
+#define PIECE (512u << 10)
+#define PRECOPY_MIN (64u << 10)
+
+struct wpiece {
+	struct arf_proto_wr h, w;
+	struct iovec iov[3];
+	const uint8_t *src;
+	uint32_t chunk;
+	struct arf_wlog_ent *keep; /* prepared for keeping, or NULL */
+};
+
+struct wround {
+	struct wpiece p[ARF_CL_PIECES_MAX];
+	size_t n;
+};
+
+static void precopy(void *arg)
+{
+	struct wround *r = arg;
+	for (size_t i = 0; i < r->n; i++)
+		if (r->p[i].keep)
+			memcpy(arf_wlog_prepared_data(r->p[i].keep), r->p[i].src, r->p[i].chunk);
+}
+
 /*
  * Writes are unstable on a default export (NFSv3's): the server applies
  * them at once and answers before they are durable, with its verifier and
  * the write's sequence; the client keeps each one (wlog.c) until a COMMIT
  * covers it, and re-sends it if the server restarts first.  The bytes go as
- * a separate piece of the request, not copied into it.
+ * a separate piece of the request, not copied into it.  Of pieces in flight
+ * together, every one the server applied is kept, and the bytes counted
+ * written are those up to the first that failed or came short.
  */
 ssize_t arf_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const void *buf,
 		  size_t len)
 {
 	struct arf_proto_cred pc;
+	const int unstable = !(c->info.flags & ARF_PROTO_INFO_SYNC);
 	size_t done = 0;
-	int full = 0;
+	int full = 0, err = 0, stop = 0;
 
 	fill_cred(&pc);
 	do {
-		struct arf_proto_wr w, h;
-		struct arf_net_buf resp;
-		struct iovec iov[3];
-		uint32_t chunk = (uint32_t)(len - done > c->info.max_io ? c->info.max_io : len - done);
-		const uint8_t *src = (const uint8_t *)buf + done;
-		arf_proto_wr_init(&h);
-		arf_proto_put_cred(&h, &pc);
-		arf_proto_wr_init(&w);
-		put_fh(&w, ino, gen);
-		arf_proto_put_u64(&w, off + done);
-		arf_proto_put_u32(&w, chunk); /* bytes(): the length, then the data */
-		int rc = h.err ? h.err : w.err;
-		if (!rc) {
-			iov[0] = (struct iovec){ h.buf, h.len };
-			iov[1] = (struct iovec){ w.buf, w.len };
-			iov[2] = (struct iovec){ (void *)src, chunk };
-			int idx = arf_proto_op_index(ARF_OP_WRITE);
-			ARF_CTR_ADD(c, requests_by_kind[idx], 1);
-			memset(&resp, 0, sizeof(resp));
-			rc = arf_cl_call(c, ARF_OP_WRITE, iov, chunk ? 3 : 2, &resp, NULL);
-		}
-		arf_proto_wr_free(&h);
-		arf_proto_wr_free(&w);
-		uint32_t written = 0;
-		struct arf_proto_attr a;
-		struct arf_wlog_write wr;
-		if (!rc)
-			rc = arf_wlog_write_reply(&resp, &written, &a, &wr);
-		arf_net_buf_free(&resp);
-		if (!rc && written > chunk)
-			rc = ARF_EPROTO;
-		if (rc) {
-			arf_icache_drop(c, ino);
-			if (done && full)
-				commit(c, 0, 0);
-			return done ? (ssize_t)done : rc;
-		}
-		struct arf_stat st;
-		arf_stat_from_proto(&a, &st);
-		arf_icache_update_stat(c, &st);
-		if (written && !(wr.flags & ARF_PROTO_WRITE_STABLE)) {
-			int k = arf_wlog_keep(c, &pc, ino, gen, wr.off, src, written, wr.verifier,
-					      wr.seq);
-			full |= k != 0; /* at the bound, or not kept: commit */
-		}
-		done += written;
-		if (written < chunk)
+		struct wround r;
+		struct arf_cl_piece cp[ARF_CL_PIECES_MAX];
+		size_t at = done;
+		r.n = 0;
+		do {
+			struct wpiece *p = &r.p[r.n];
+			size_t left = len - at;
+			p->chunk = (uint32_t)(left > c->info.max_io ? c->info.max_io : left);
+			if (p->chunk > PIECE && left > PIECE)
+				p->chunk = PIECE;
+			p->src = (const uint8_t *)buf + at;
+			p->keep = NULL;
+			arf_proto_wr_init(&p->h);
+			arf_proto_put_cred(&p->h, &pc);
+			arf_proto_wr_init(&p->w);
+			put_fh(&p->w, ino, gen);
+			arf_proto_put_u64(&p->w, off + at);
+			arf_proto_put_u32(&p->w, p->chunk); /* bytes(): the length, then the data */
+			p->iov[0] = (struct iovec){ p->h.buf, p->h.len };
+			p->iov[1] = (struct iovec){ p->w.buf, p->w.len };
+			p->iov[2] = (struct iovec){ (void *)p->src, p->chunk };
+			cp[r.n] = (struct arf_cl_piece){ .iov = p->iov, .iovcnt = p->chunk ? 3 : 2 };
+			if (p->h.err || p->w.err) {
+				arf_proto_wr_free(&p->h);
+				arf_proto_wr_free(&p->w);
+				if (!r.n)
+					err = p->h.err ? p->h.err : p->w.err;
+				break;
+			}
+			if (unstable && p->chunk >= PRECOPY_MIN)
+				p->keep = arf_wlog_prepare(c, p->chunk);
+			at += p->chunk;
+			r.n++;
+		} while (r.n < ARF_CL_PIECES_MAX && at < len);
+		if (!r.n)
 			break;
-	} while (done < len);
+		ARF_CTR_ADD(c, requests_by_kind[arf_proto_op_index(ARF_OP_WRITE)], r.n);
+		arf_cl_call_pieces(c, ARF_OP_WRITE, cp, r.n, precopy, &r);
+		for (size_t i = 0; i < r.n; i++) {
+			struct wpiece *p = &r.p[i];
+			uint32_t written = 0;
+			struct arf_proto_attr a;
+			struct arf_wlog_write wr;
+			int rc = cp[i].rc;
+			arf_proto_wr_free(&p->h);
+			arf_proto_wr_free(&p->w);
+			if (!rc)
+				rc = arf_wlog_write_reply(&cp[i].resp, &written, &a, &wr);
+			arf_net_buf_free(&cp[i].resp);
+			if (!rc && written > p->chunk)
+				rc = ARF_EPROTO;
+			if (rc) {
+				arf_wlog_discard(c, p->keep);
+				arf_icache_drop(c, ino);
+				if (!stop)
+					err = rc;
+				stop = 1;
+				continue;
+			}
+			struct arf_stat st;
+			arf_stat_from_proto(&a, &st);
+			arf_icache_update_stat(c, &st);
+			if (written && !(wr.flags & ARF_PROTO_WRITE_STABLE)) {
+				int k = p->keep ? arf_wlog_keep_prepared(c, p->keep, &pc, ino, gen, wr.off,
+									 written, wr.verifier, wr.seq)
+						: arf_wlog_keep(c, &pc, ino, gen, wr.off, p->src, written,
+								wr.verifier, wr.seq);
+				full |= k != 0; /* at the bound, or not kept: commit */
+			} else {
+				arf_wlog_discard(c, p->keep);
+			}
+			if (!stop)
+				done += written;
+			if (written < p->chunk)
+				stop = 1;
+		}
+	} while (!stop && !err && done < len);
+	if (err && !done) {
+		if (full)
+			commit(c, 0, 0);
+		return err;
+	}
 	if (full) {
 		int rc = commit(c, 0, 0);
-		if (rc)
+		if (rc && !err)
 			return rc; /* what was written may not last: say so now */
 	}
 	return (ssize_t)done;

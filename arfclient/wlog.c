@@ -178,27 +178,59 @@ static void insert(struct arf_wlog *l, struct arf_wlog_ent *e)
 	l->writes++;
 }
 
-int arf_wlog_keep(arf_client *c, const struct arf_proto_cred *cred, uint64_t ino, uint32_t gen,
-		  uint64_t off, const void *data, uint32_t len, uint64_t verifier, uint64_t seq)
+struct arf_wlog_ent *arf_wlog_prepare(arf_client *c, uint32_t len)
+{
+	struct arf_wlog_ent *e = ent_alloc(c->wlog, len);
+	if (e)
+		e->len = len;
+	return e;
+}
+
+void *arf_wlog_prepared_data(struct arf_wlog_ent *e)
+{
+	return e->data;
+}
+
+void arf_wlog_discard(arf_client *c, struct arf_wlog_ent *e)
 {
 	struct arf_wlog *l = c->wlog;
-	struct arf_wlog_ent *e = ent_alloc(l, len);
 
 	if (!e)
-		return -ENOMEM;
+		return;
+	pthread_mutex_lock(&l->lock);
+	ent_release(c, l, e);
+	pthread_mutex_unlock(&l->lock);
+}
+
+int arf_wlog_keep_prepared(arf_client *c, struct arf_wlog_ent *e,
+			   const struct arf_proto_cred *cred, uint64_t ino, uint32_t gen,
+			   uint64_t off, uint32_t len, uint64_t verifier, uint64_t seq)
+{
+	struct arf_wlog *l = c->wlog;
+
 	e->verifier = verifier;
 	e->seq = seq;
 	e->ino = ino;
 	e->gen = gen;
 	e->off = off;
-	e->len = len;
+	e->len = len; /* at most what was prepared: a short write keeps its start */
 	e->cred = *cred;
-	memcpy(e->data, data, len);
 	pthread_mutex_lock(&l->lock);
 	insert(l, e);
 	int full = l->bytes >= (uint64_t)c->opts.unstable_max_mib << 20;
 	pthread_mutex_unlock(&l->lock);
 	return full;
+}
+
+int arf_wlog_keep(arf_client *c, const struct arf_proto_cred *cred, uint64_t ino, uint32_t gen,
+		  uint64_t off, const void *data, uint32_t len, uint64_t verifier, uint64_t seq)
+{
+	struct arf_wlog_ent *e = arf_wlog_prepare(c, len);
+
+	if (!e)
+		return -ENOMEM;
+	memcpy(e->data, data, len);
+	return arf_wlog_keep_prepared(c, e, cred, ino, gen, off, len, verifier, seq);
 }
 
 void arf_wlog_committed(arf_client *c, uint64_t verifier, uint64_t durable)

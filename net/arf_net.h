@@ -260,6 +260,15 @@ struct arf_net_pending {
 	struct arf_net_pending *next;
 };
 
+/* arf_net_call_id in two halves, so that one thread has several calls in
+ * flight (a big write's pieces: the server applies one while the next
+ * arrives): _send sends the request (id as arf_net_call_id's, required;
+ * p the caller's until _end), _end waits for its reply and answers as
+ * arf_net_call_id.  Every call sent must be ended, in any order. */
+int arf_net_call_send(struct arf_net_conn *c, uint16_t op, uint64_t id, const struct iovec *iov,
+		      int iovcnt, struct arf_net_pending *p);
+int arf_net_call_end(struct arf_net_conn *c, struct arf_net_pending *p, struct arf_net_buf *resp);
+
 /* Post a request (op >= ARF_NET_OP_REQUEST_BASE) made of iov: the bytes
  * are sent before this returns.  0 (done will be called), -E2BIG (over a
  * frame), -EINVAL, or the connection's error when it is already broken

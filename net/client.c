@@ -889,6 +889,27 @@ int arf_net_call(struct arf_net_conn *c, uint16_t op, const struct iovec *iov, i
 	return arf_net_call_id(c, op, 0, iov, iovcnt, resp);
 }
 
+int arf_net_call_send(struct arf_net_conn *c, uint16_t op, uint64_t id, const struct iovec *iov,
+		      int iovcnt, struct arf_net_pending *p)
+{
+	memset(p, 0, sizeof(*p));
+	if (op < ARF_NET_OP_REQUEST_BASE || !id || id < ARF_NET_ID_CALLER)
+		return -EINVAL;
+	return arf_net_submit_id(c, op, id, 0, iov, iovcnt, p);
+}
+
+int arf_net_call_end(struct arf_net_conn *c, struct arf_net_pending *p, struct arf_net_buf *resp)
+{
+	int rc = arf_net_await(c, p);
+
+	*resp = (struct arf_net_buf){ 0 };
+	if (rc)
+		return rc;
+	ARF_NET_CTR(c, calls, 1);
+	*resp = p->body;
+	return arf_net_status_to_err(p->status);
+}
+
 int arf_net_call_id(struct arf_net_conn *c, uint16_t op, uint64_t id, const struct iovec *iov,
 		    int iovcnt, struct arf_net_buf *resp)
 {

@@ -228,6 +228,29 @@ class NoSpace(FuseTestCase):
         self.assertEqual(read_file(self.mnt.p("small")), b"ok")
 
 
+    def test_short_write_in_pieces(self):
+        """A 1 MiB write goes as two 512 KiB pieces in flight together
+        (libarf's arf_write); where the first fills the data region, the
+        write is short by what did not fit, the second piece's refusal is
+        not an error of the write, and the file holds exactly what was
+        counted written."""
+        data = os.urandom(1 << 20)
+        fd = os.open(self.mnt.p("short"), os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            n = os.write(fd, data)
+            self.assertGreater(n, 0)
+            self.assertLessEqual(n, 256 << 10)  # the region holds 64 blocks
+            with self.assertRaises(OSError) as cm:
+                os.write(fd, data[n:])
+            self.assertEqual(cm.exception.errno, errno.ENOSPC)
+        finally:
+            os.close(fd)
+        self.assertEqual(os.stat(self.mnt.p("short")).st_size, n)
+        self.assertEqual(read_file(self.mnt.p("short")), data[:n])
+        print("a 1 MiB write into 256 KiB of space: %d bytes written, then ENOSPC" % n)
+        os.unlink(self.mnt.p("short"))
+
+
 class Attributes(FuseTestCase):
     def test_chmod_chown_truncate_utimens(self):
         f = self.mnt.p("a")
