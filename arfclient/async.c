@@ -77,6 +77,7 @@ struct slot {
 	struct arf_net_pending np;   /* a request */
 	uint64_t conn_gen;           /* the connection that took it */
 	int rc;                      /* the connection's error, or 0 */
+	struct arf_wlog_ent *keep;   /* a WRITE in flight: its bytes, copied for keeping */
 	int32_t status;              /* the reply's status */
 	struct arf_net_buf body;     /* a request's reply */
 	uint64_t deadline;           /* reconnecting until */
@@ -150,6 +151,8 @@ static void finish(struct arf_queue *q, struct slot *s, ssize_t res)
 	}
 	s->io->res = res;
 	s->state = S_DONE;
+	arf_wlog_discard(q->c, s->keep);
+	s->keep = NULL;
 	arf_os_ext_free(&s->x);
 	arf_os_rd_free(&s->rd);
 	arf_net_buf_free(&s->body);
@@ -386,8 +389,17 @@ static void req_send(struct arf_queue *q, struct slot *s)
 	pthread_mutex_unlock(&q->lock);
 	rc = arf_cl_post(c, op, iov, n, &s->np, &s->conn_gen);
 	arf_proto_wr_free(&w);
-	if (!rc)
+	if (!rc) {
+		/* an unstable write's copy for keeping, made while the server
+		 * applies it (arf_write's precopy): its reply is handled by a
+		 * later pass of this drive, never before this returns */
+		if (op == ARF_OP_WRITE && s->chunk >= ARF_WLOG_PRECOPY_MIN &&
+		    !(c->info.flags & ARF_PROTO_INFO_SYNC) && !s->keep &&
+		    (s->keep = arf_wlog_prepare(c, s->chunk)))
+			memcpy(arf_wlog_prepared_data(s->keep), (uint8_t *)io->buf + s->done,
+			       s->chunk);
 		return;
+	}
 	pthread_mutex_lock(&q->lock);
 	q->inflight--;
 	pthread_mutex_unlock(&q->lock);
@@ -414,6 +426,8 @@ static void req_end(struct arf_queue *q, struct slot *s)
 
 	if (s->rc) {
 		arf_net_buf_free(&s->body);
+		arf_wlog_discard(c, s->keep); /* copied again when sent again */
+		s->keep = NULL;
 		if (arf_cl_recover(c, s->conn_gen, &s->deadline)) {
 			finish_read(q, s, -EIO);
 			return;
@@ -458,10 +472,18 @@ static void req_end(struct arf_queue *q, struct slot *s)
 		/* an unstable write: kept until a COMMIT covers it, and re-sent
 		 * after a restart, as arf_write's (wlog.c); at the bound, the
 		 * COMMIT now */
-		if (written && !(wr.flags & ARF_PROTO_WRITE_STABLE) &&
-		    arf_wlog_keep(c, &s->cred, io->ino, io->gen, wr.off,
-				  (const uint8_t *)io->buf + s->done, written, wr.verifier, wr.seq) &&
-		    (rc = arf_fsync(c, 0, 0))) {
+		struct arf_wlog_ent *keep = s->keep;
+		s->keep = NULL;
+		int full = 0;
+		if (written && !(wr.flags & ARF_PROTO_WRITE_STABLE))
+			full = keep ? arf_wlog_keep_prepared(c, keep, &s->cred, io->ino, io->gen, wr.off,
+							     written, wr.verifier, wr.seq)
+				    : arf_wlog_keep(c, &s->cred, io->ino, io->gen, wr.off,
+						    (const uint8_t *)io->buf + s->done, written,
+						    wr.verifier, wr.seq);
+		else
+			arf_wlog_discard(c, keep);
+		if (full && (rc = arf_fsync(c, 0, 0))) {
 			arf_net_buf_free(&s->body);
 			finish_read(q, s, rc);
 			return;

@@ -189,6 +189,7 @@ int arf_wlog_keep(arf_client *c, const struct arf_proto_cred *cred, uint64_t ino
  * (requests.c): an entry for len bytes (NULL: no memory), its bytes, and
  * either kept (len at most the prepared length) or given back */
 struct arf_wlog_ent;
+#define ARF_WLOG_PRECOPY_MIN (64u << 10) /* shorter writes are copied after the reply */
 struct arf_wlog_ent *arf_wlog_prepare(arf_client *c, uint32_t len);
 void *arf_wlog_prepared_data(struct arf_wlog_ent *e);
 int arf_wlog_keep_prepared(arf_client *c, struct arf_wlog_ent *e,

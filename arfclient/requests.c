@@ -342,7 +342,7 @@ static int commit(arf_client *c, uint64_t ino, uint32_t gen)
  * depth 1, 2 cores, interleaved runs): 1,116 writes/s whole and copied
  * after the reply, 1,336 in two pieces, 1,379 with the copy made in flight. */
 #define PIECE (512u << 10)
-#define PRECOPY_MIN (64u << 10)
+#define PRECOPY_MIN ARF_WLOG_PRECOPY_MIN
 
 struct wpiece {
 	struct arf_proto_wr h, w;

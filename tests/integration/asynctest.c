@@ -95,9 +95,11 @@ static uint8_t ro_byte(uint64_t o)
 }
 
 /* The written file: RW_SLOTS slots of SLOT bytes (not block-aligned), each
- * holding one version of its content at a time. */
+ * holding one version of its content at a time.  A slot's write is long
+ * enough that libarf copies it for keeping while it is in flight
+ * (ARF_WLOG_PRECOPY_MIN, 64 KiB): the copy re-sent after a restart. */
 #define RW_SLOTS 48u
-#define SLOT 20000u
+#define SLOT 70000u
 static uint8_t rw_byte(uint32_t slot, uint32_t version, uint32_t i)
 {
 	return (uint8_t)(slot * 131u + version * 71u + i * 13u + (i >> 9));
