@@ -136,6 +136,16 @@ def main():
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench: run as root (FUSE mount, ganesha, rpcbind)")
+    # every server's files live in /dev/shm, that is in memory: a full run
+    # left 3 GiB there by the metadata rows, and a /dev/shm that others
+    # had filled got its arfd killed by the OOM killer half-way (a mount
+    # hung on a dead server, the rows before it slowed by reclaim)
+    need = (1 if a.quick else 6) << 30
+    free = shutil.disk_usage("/dev/shm").free
+    if free < need:
+        sys.exit("bench: /dev/shm has %.1f GiB free, the run needs %d GiB (its servers' files "
+                 "live there, in memory): remove what others left there" %
+                 (free / (1 << 30), need >> 30))
     b = Bench(a)
 
     def on_signal(signum, frame):
