@@ -134,9 +134,13 @@ int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 /* Several requests of one kind in flight together (a big write's pieces:
  * the server applies one while the next arrives): each sent, then
  * sent(arg) called (work to do while the server works; may be NULL), then
- * each reply awaited; each piece's rc and resp as arf_cl_call's.  A piece
- * the connection lost is sent again alone, in order, as arf_cl_call sends
- * again.  At most ARF_CL_PIECES_MAX pieces. */
+ * each reply awaited; each piece's rc and resp as arf_cl_call's, handed to
+ * done(arg, i) once for every piece (done frees resp).  Every piece that
+ * has its answer is done before a piece the connection lost is sent again
+ * (alone, in order, as arf_cl_call sends again): the reconnection replays
+ * the kept writes, and done is where the caller keeps them.  A cancelled
+ * caller gets -EINTR for every piece without an answer, none sent again.
+ * At most ARF_CL_PIECES_MAX pieces. */
 #define ARF_CL_PIECES_MAX 4
 struct arf_cl_piece {
 	const struct iovec *iov;
@@ -145,7 +149,7 @@ struct arf_cl_piece {
 	int rc;                   /* out */
 };
 void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, size_t n,
-			void (*sent)(void *arg), void *arg);
+			void (*sent)(void *arg), void (*done)(void *arg, size_t i), void *arg);
 /* The first connection, from c's URL, options, key and hello: 0, or the
  * transport's or handshake's error with the reason in err. */
 int arf_cl_dial(arf_client *c, char *err, size_t errlen);

@@ -391,11 +391,12 @@ int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 }
 
 void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, size_t n,
-			void (*sent)(void *arg), void *arg)
+			void (*sent)(void *arg), void (*done)(void *arg, size_t i), void *arg)
 {
 	struct wait_ctx w = { 0, WHY_NONE };
 	struct arf_net_pending p[ARF_CL_PIECES_MAX];
 	uint64_t id[ARF_CL_PIECES_MAX];
+	int lost[ARF_CL_PIECES_MAX];
 	size_t posted = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -415,16 +416,28 @@ void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, siz
 		pc[i].rc = arf_net_call_end(c->conn, &p[i], &pc[i].resp);
 	pthread_rwlock_unlock(&c->conn_lock);
 	arf_net_set_thread_abort(NULL, NULL);
-	/* what the connection lost (or never took) goes again, alone and in
-	 * order, through arf_cl_call's reconnection, under its own id */
+	/* first every piece that has its answer (the caller keeps what the
+	 * server applied: a reconnection below replays the kept writes a
+	 * restarted server lacks, and these must be among them); a caller
+	 * who gave up (the send or a wait cancelled) gets that for the rest */
 	for (size_t i = 0; i < n; i++) {
-		if (pc[i].rc == -ECANCELED) {
-			pc[i].rc = given_up(&w);
-		} else if (i >= posted || conn_broken(pc[i].rc)) {
+		lost[i] = i >= posted || conn_broken(pc[i].rc) || pc[i].rc == -ECANCELED;
+		if (lost[i] && w.why != WHY_NONE) {
 			arf_net_buf_free(&pc[i].resp);
-			pc[i].rc = call_with_id(c, op, id[i], pc[i].iov, pc[i].iovcnt, &pc[i].resp,
-						NULL);
+			pc[i].rc = given_up(&w);
+			lost[i] = 0;
 		}
+		if (!lost[i])
+			done(arg, i);
+	}
+	/* then what the connection lost (or never took) goes again, alone and
+	 * in order, through arf_cl_call's reconnection, under its own id */
+	for (size_t i = 0; i < n; i++) {
+		if (!lost[i])
+			continue;
+		arf_net_buf_free(&pc[i].resp);
+		pc[i].rc = call_with_id(c, op, id[i], pc[i].iov, pc[i].iovcnt, &pc[i].resp, NULL);
+		done(arg, i);
 	}
 }
 

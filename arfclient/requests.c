@@ -350,9 +350,17 @@ struct wpiece {
 	const uint8_t *src;
 	uint32_t chunk;
 	struct arf_wlog_ent *keep; /* prepared for keeping, or NULL */
+	uint32_t written;          /* out (piece_done) */
+	int rc;                    /* out (piece_done) */
 };
 
 struct wround {
+	arf_client *c;
+	const struct arf_proto_cred *cred;
+	uint64_t ino;
+	uint32_t gen;
+	int full;                  /* a keep reached the bound, or failed: commit */
+	struct arf_cl_piece cp[ARF_CL_PIECES_MAX];
 	struct wpiece p[ARF_CL_PIECES_MAX];
 	size_t n;
 };
@@ -363,6 +371,46 @@ static void precopy(void *arg)
 	for (size_t i = 0; i < r->n; i++)
 		if (r->p[i].keep)
 			memcpy(arf_wlog_prepared_data(r->p[i].keep), r->p[i].src, r->p[i].chunk);
+}
+
+/* Piece i's answer: its reply's attributes taken, its bytes kept when the
+ * write is unstable.  arf_cl_call_pieces calls it for every piece that has
+ * its answer before it sends any piece again, so that the reconnection's
+ * replay finds every write this server applied in the log. */
+static void piece_done(void *arg, size_t i)
+{
+	struct wround *r = arg;
+	struct wpiece *p = &r->p[i];
+	arf_client *c = r->c;
+	struct arf_proto_attr a;
+	struct arf_wlog_write wr;
+	int rc = r->cp[i].rc;
+
+	p->written = 0;
+	if (!rc)
+		rc = arf_wlog_write_reply(&r->cp[i].resp, &p->written, &a, &wr);
+	arf_net_buf_free(&r->cp[i].resp);
+	if (!rc && p->written > p->chunk)
+		rc = ARF_EPROTO;
+	p->rc = rc;
+	if (rc) {
+		p->written = 0;
+		arf_wlog_discard(c, p->keep);
+		arf_icache_drop(c, r->ino);
+		return;
+	}
+	struct arf_stat st;
+	arf_stat_from_proto(&a, &st);
+	arf_icache_update_stat(c, &st);
+	if (p->written && !(wr.flags & ARF_PROTO_WRITE_STABLE)) {
+		int k = p->keep ? arf_wlog_keep_prepared(c, p->keep, r->cred, r->ino, r->gen, wr.off,
+							 p->written, wr.verifier, wr.seq)
+				: arf_wlog_keep(c, r->cred, r->ino, r->gen, wr.off, p->src, p->written,
+						wr.verifier, wr.seq);
+		r->full |= k != 0;
+	} else {
+		arf_wlog_discard(c, p->keep);
+	}
 }
 
 /*
@@ -379,13 +427,12 @@ ssize_t arf_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const
 {
 	struct arf_proto_cred pc;
 	const int unstable = !(c->info.flags & ARF_PROTO_INFO_SYNC);
+	struct wround r = { .c = c, .cred = &pc, .ino = ino, .gen = gen };
 	size_t done = 0;
-	int full = 0, err = 0, stop = 0;
+	int err = 0, stop = 0;
 
 	fill_cred(&pc);
 	do {
-		struct wround r;
-		struct arf_cl_piece cp[ARF_CL_PIECES_MAX];
 		size_t at = done;
 		r.n = 0;
 		do {
@@ -405,7 +452,7 @@ ssize_t arf_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const
 			p->iov[0] = (struct iovec){ p->h.buf, p->h.len };
 			p->iov[1] = (struct iovec){ p->w.buf, p->w.len };
 			p->iov[2] = (struct iovec){ (void *)p->src, p->chunk };
-			cp[r.n] = (struct arf_cl_piece){ .iov = p->iov, .iovcnt = p->chunk ? 3 : 2 };
+			r.cp[r.n] = (struct arf_cl_piece){ .iov = p->iov, .iovcnt = p->chunk ? 3 : 2 };
 			if (p->h.err || p->w.err) {
 				arf_proto_wr_free(&p->h);
 				arf_proto_wr_free(&p->w);
@@ -421,52 +468,29 @@ ssize_t arf_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const
 		if (!r.n)
 			break;
 		ARF_CTR_ADD(c, requests_by_kind[arf_proto_op_index(ARF_OP_WRITE)], r.n);
-		arf_cl_call_pieces(c, ARF_OP_WRITE, cp, r.n, precopy, &r);
+		arf_cl_call_pieces(c, ARF_OP_WRITE, r.cp, r.n, precopy, piece_done, &r);
 		for (size_t i = 0; i < r.n; i++) {
 			struct wpiece *p = &r.p[i];
-			uint32_t written = 0;
-			struct arf_proto_attr a;
-			struct arf_wlog_write wr;
-			int rc = cp[i].rc;
 			arf_proto_wr_free(&p->h);
 			arf_proto_wr_free(&p->w);
-			if (!rc)
-				rc = arf_wlog_write_reply(&cp[i].resp, &written, &a, &wr);
-			arf_net_buf_free(&cp[i].resp);
-			if (!rc && written > p->chunk)
-				rc = ARF_EPROTO;
-			if (rc) {
-				arf_wlog_discard(c, p->keep);
-				arf_icache_drop(c, ino);
-				if (!stop)
-					err = rc;
+			if (stop)
+				continue; /* applied or not, past what is counted */
+			if (p->rc) {
+				err = p->rc;
 				stop = 1;
 				continue;
 			}
-			struct arf_stat st;
-			arf_stat_from_proto(&a, &st);
-			arf_icache_update_stat(c, &st);
-			if (written && !(wr.flags & ARF_PROTO_WRITE_STABLE)) {
-				int k = p->keep ? arf_wlog_keep_prepared(c, p->keep, &pc, ino, gen, wr.off,
-									 written, wr.verifier, wr.seq)
-						: arf_wlog_keep(c, &pc, ino, gen, wr.off, p->src, written,
-								wr.verifier, wr.seq);
-				full |= k != 0; /* at the bound, or not kept: commit */
-			} else {
-				arf_wlog_discard(c, p->keep);
-			}
-			if (!stop)
-				done += written;
-			if (written < p->chunk)
+			done += p->written;
+			if (p->written < p->chunk)
 				stop = 1;
 		}
 	} while (!stop && !err && done < len);
 	if (err && !done) {
-		if (full)
+		if (r.full)
 			commit(c, 0, 0);
 		return err;
 	}
-	if (full) {
+	if (r.full) {
 		int rc = commit(c, 0, 0);
 		if (rc && !err)
 			return rc; /* what was written may not last: say so now */
