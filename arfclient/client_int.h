@@ -136,9 +136,11 @@ int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
  * sent(arg) called (work to do while the server works; may be NULL), then
  * each reply awaited; each piece's rc and resp as arf_cl_call's, handed to
  * done(arg, i) once for every piece (done frees resp).  Every piece that
- * has its answer is done before a piece the connection lost is sent again
- * (alone, in order, as arf_cl_call sends again): the reconnection replays
- * the kept writes, and done is where the caller keeps them.  A cancelled
+ * has its answer is done under the connection lock's read side, before any
+ * reconnection (this thread's or another's) can replay the kept writes,
+ * and before a piece the connection lost is sent again (alone, in order,
+ * as arf_cl_call sends again): done is where the caller keeps them, so
+ * done must not call into the connection.  A cancelled
  * caller gets -EINTR for every piece without an answer, none sent again.
  * At most ARF_CL_PIECES_MAX pieces. */
 #define ARF_CL_PIECES_MAX 4
@@ -176,6 +178,14 @@ int arf_cl_broken(int rc);
  * opts.reconnect_ms; UINT64_MAX: none, a hard mount).  0 = post it again,
  * -EIO = give up, -EINTR = the thread's cancel hook gave up. */
 int arf_cl_recover(arf_client *c, uint64_t gen, uint64_t *deadline);
+/* A COMMIT answered with verifier found writes still kept under an earlier
+ * incarnation: writes whose reply came before a restart but that were kept
+ * only after the reconnection's replay (async.c files a reply and keeps
+ * its write later, outside the connection's lock).  Replay them now on the
+ * connection of the moment, as a reconnection would, and commit them:
+ * 0, or the replay's error (a broken connection is dialled again, as the
+ * calls do, and that reconnection replays them). */
+int arf_cl_replay_missed(arf_client *c, uint64_t verifier);
 
 /*
  * wlog.c: writes the server answered before they were durable, kept until

@@ -414,12 +414,12 @@ void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, siz
 		sent(arg);
 	for (size_t i = 0; i < posted; i++)
 		pc[i].rc = arf_net_call_end(c->conn, &p[i], &pc[i].resp);
-	pthread_rwlock_unlock(&c->conn_lock);
-	arf_net_set_thread_abort(NULL, NULL);
-	/* first every piece that has its answer (the caller keeps what the
-	 * server applied: a reconnection below replays the kept writes a
-	 * restarted server lacks, and these must be among them); a caller
-	 * who gave up (the send or a wait cancelled) gets that for the rest */
+	/* first every piece that has its answer, still under the read side:
+	 * the caller keeps what the server applied, and a reconnection (this
+	 * thread's below, or another thread's, which needs the write side)
+	 * replays the kept writes a restarted server lacks, so these must be
+	 * kept before any can begin.  A caller who gave up (the send or a
+	 * wait cancelled) gets that for the rest */
 	for (size_t i = 0; i < n; i++) {
 		lost[i] = i >= posted || conn_broken(pc[i].rc) || pc[i].rc == -ECANCELED;
 		if (lost[i] && w.why != WHY_NONE) {
@@ -430,6 +430,8 @@ void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, siz
 		if (!lost[i])
 			done(arg, i);
 	}
+	pthread_rwlock_unlock(&c->conn_lock);
+	arf_net_set_thread_abort(NULL, NULL);
 	/* then what the connection lost (or never took) goes again, alone and
 	 * in order, through arf_cl_call's reconnection, under its own id */
 	for (size_t i = 0; i < n; i++) {
@@ -553,6 +555,36 @@ int arf_cl_recover(arf_client *c, uint64_t gen, uint64_t *deadline)
 	struct wait_ctx w = { *deadline == UINT64_MAX ? 0 : *deadline, WHY_NONE };
 	arf_net_set_thread_abort(wait_abort, &w);
 	int rc = reconnect(c, gen, &w);
+	arf_net_set_thread_abort(NULL, NULL);
+	return rc;
+}
+
+int arf_cl_replay_missed(arf_client *c, uint64_t verifier)
+{
+	struct wait_ctx w = { 0, WHY_NONE };
+	int rc;
+
+	arf_net_set_thread_abort(wait_abort, &w);
+	for (;;) {
+		if ((rc = wrlock_abortable(c, &w)))
+			break;
+		uint64_t gen = c->conn_gen;
+		rc = 0;
+		/* a reconnection since that COMMIT replayed them already */
+		if (c->conn && c->info.incarnation == verifier && arf_wlog_stale(c, verifier))
+			rc = arf_wlog_replay(c, c->conn, verifier);
+		pthread_rwlock_unlock(&c->conn_lock);
+		if (!conn_broken(rc))
+			break;
+		if (!c->opts.reconnect_ms) {
+			rc = -EIO;
+			break;
+		}
+		/* broken on the way: the reconnection replays what is left */
+		start_deadline(c, &w);
+		if ((rc = reconnect(c, gen, &w)))
+			break;
+	}
 	arf_net_set_thread_abort(NULL, NULL);
 	return rc;
 }

@@ -329,6 +329,10 @@ static int commit(arf_client *c, uint64_t ino, uint32_t gen)
 	if (!rc) {
 		ARF_CTR_ADD(c, commits, 1);
 		arf_wlog_committed(c, cm.verifier, cm.durable);
+		/* durable means all of it: a write kept under an earlier
+		 * incarnation after that restart's replay is sent again now */
+		if (arf_wlog_stale(c, cm.verifier))
+			rc = arf_cl_replay_missed(c, cm.verifier);
 	}
 	int err = arf_wlog_error(c, ino);
 	return rc ? rc : err;

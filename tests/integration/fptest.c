@@ -14,6 +14,18 @@
  *                           checksum (after libarf's retries)
  *   "absent WHAT"           a name is not in its directory
  * and exits 0; a failed connection or bad arguments exit 2.
+ *
+ *   arf-fptest missed URL NAME
+ *
+ * A write kept only after its restart's replay (issue 15's window: one
+ * thread keeps a write the old incarnation answered while another thread's
+ * reconnection has already replayed the log): creates NAME in the root,
+ * writes 4 KiB of 'a' at 0 (kept under the server's incarnation), puts in
+ * the write log 4 KiB of 'm' at 4096 under an earlier incarnation, as that
+ * thread would, and fsyncs.  Prints
+ *   "fsync RC resent BYTES kept HOLDS data OK|WRONG"
+ * (kept: the log still holds writes of the file; data: both 4 KiB read back
+ * as written).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,18 +33,30 @@
 
 #include "client_int.h"
 
-static int see(const char *url, const char *path)
+/* A client of url as libarf's defaults make it, without spinning; NULL
+ * (said on stderr) when it cannot connect. */
+static arf_client *open_client(const char *url)
 {
 	struct arf_client_opts o;
-	char err[512], name[256];
+	char err[512];
 	arf_client *c;
 
 	arf_client_opts_init(&o);
 	o.spin_us = 0;
 	if (arf_connect(url, &o, &c, err, sizeof(err))) {
 		fprintf(stderr, "arf-fptest: connect %s: %s\n", url, err);
-		return 2;
+		return NULL;
 	}
+	return c;
+}
+
+static int see(const char *url, const char *path)
+{
+	char name[256];
+	arf_client *c;
+
+	if (!(c = open_client(url)))
+		return 2;
 	uint64_t ino = ARF_ROOT_INO;
 	uint32_t gen = 0;
 	uint8_t type;
@@ -83,10 +107,51 @@ out:
 	return 0;
 }
 
+static int missed(const char *url, const char *name)
+{
+	struct arf_client_stats s0, s1;
+	struct arf_proto_cred pc;
+	struct arf_stat st;
+	static uint8_t a[4096], m[4096], back[8192];
+	arf_client *c;
+
+	if (!(c = open_client(url)))
+		return 2;
+	memset(a, 'a', sizeof(a));
+	memset(m, 'm', sizeof(m));
+	struct arf_stat root;
+	int rc = arf_resolve(c, "/", &root);
+	if (!rc)
+		rc = arf_create(c, root.ino, root.gen, name, 0644, 1, &st);
+	if (!rc && arf_write(c, st.ino, st.gen, 0, a, sizeof(a)) != (ssize_t)sizeof(a))
+		rc = -EIO;
+	if (rc) {
+		fprintf(stderr, "arf-fptest: create and write %s: %s\n", name, arf_strerror(rc));
+		arf_close(c);
+		return 2;
+	}
+	arf_req_process_cred(&pc);
+	arf_wlog_keep(c, &pc, st.ino, st.gen, sizeof(a), m, sizeof(m), c->info.incarnation ^ 0x5a5a,
+		      1);
+	arf_stats(c, &s0);
+	rc = arf_fsync(c, st.ino, st.gen);
+	arf_stats(c, &s1);
+	ssize_t got = arf_read(c, st.ino, st.gen, 0, back, sizeof(back));
+	int ok = got == (ssize_t)sizeof(back) && !memcmp(back, a, sizeof(a)) &&
+		 !memcmp(back + sizeof(a), m, sizeof(m));
+	printf("fsync %d resent %llu kept %d data %s\n", rc,
+	       (unsigned long long)(s1.resent_bytes - s0.resent_bytes), arf_wlog_holds(c, st.ino),
+	       ok ? "OK" : "WRONG");
+	arf_close(c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 4 && !strcmp(argv[1], "see"))
 		return see(argv[2], argv[3]);
-	fprintf(stderr, "usage: arf-fptest see URL PATH\n");
+	if (argc == 4 && !strcmp(argv[1], "missed"))
+		return missed(argv[2], argv[3]);
+	fprintf(stderr, "usage: arf-fptest see URL PATH\n       arf-fptest missed URL NAME\n");
 	return 2;
 }
