@@ -67,6 +67,8 @@ struct arfd_counters {
 	uint64_t prog_budget_stops; /* runs stopped at the instruction or wall-clock limit */
 };
 
+struct arf_cell_member;
+
 struct arfd {
 	/* A volume (issue 18): the root one is this struct itself, which also
 	 * holds what the server shares (the transport, the control socket, the
@@ -75,8 +77,15 @@ struct arfd {
 	struct arfd *host;                   /* the root volume's; NULL in the root itself */
 	char volume[ARFD_VOLUME_NAME_MAX];   /* "root" or the [volume NAME] */
 	uint32_t view;                       /* its regions' net view (0 for the root) */
-	struct arfd *vols[ARFD_MAX_VOLUMES]; /* in the root: the others, nvols of them */
+	struct arfd *vols[ARFD_MAX_VOLUMES]; /* in the root: the others, nvols of them
+					      * (nvols atomic: arfctl vol create adds one
+					      * while on_hello looks them up) */
 	int nvols;
+	uint32_t next_view;                  /* in the root: the next volume's net view */
+	pthread_mutex_t vol_lock;            /* in the root: making a volume, and cell below
+					      * (arfd_start makes it) */
+	struct arf_cell_member *cell;        /* in the root: its membership while serving */
+	int serving;                         /* in the root: the transport started (atomic) */
 	struct arf_cell_view *cellview;      /* in the root, in a cell: its copy of the cell's
 					      * records for LOCATE (locate.c; atomic) */
 	char cell_id[64];                    /* in the root, in a cell: its server id */
@@ -139,6 +148,16 @@ int arfd_start(struct arfd *d, char *err, size_t errlen);
 void arfd_stop(struct arfd *d);
 /* The volume named name on root's server ("" and "root": root itself), or NULL. */
 struct arfd *arfd_volume_find(struct arfd *root, const char *name);
+/* Open and serve one more volume of root's server, named name, configured
+ * by vcfg (arfd_config_volume's): 0, or -errno with the reason in err.
+ * Called by the start, then only by the control thread (volumes.c). */
+int arfd_volume_add(struct arfd *root, const char *name, const struct arfd_config *vcfg,
+		    char *err, size_t errlen);
+/* volumes.c: the volumes arfctl vol create made, served at each start
+ * after the [volume NAME] sections; and the control command that makes
+ * one ("volume-create NAME [KEY=VALUE ...]"). */
+int arfd_volumes_made_start(struct arfd *root, char *err, size_t errlen);
+struct json_object *arfd_volume_create(struct arfd *root, const char *args);
 
 /*
  * Request procedures (procs.c): one entry per request kind, as nfsd's

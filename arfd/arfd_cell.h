@@ -17,6 +17,9 @@ struct arf_cell_member;
  * *out is NULL without a [cell].  Returns 0, or -errno with err (a
  * configuration etcd's keys cannot hold; no memory). */
 int arfd_cell_start(struct arfd *d, struct arf_cell_member **out, char *err, size_t errlen);
+/* Record d's volumes in the cell again (one was made: volumes.c); 0 or
+ * -errno.  m NULL (no cell): nothing. */
+int arfd_cell_publish(struct arfd *d, struct arf_cell_member *m);
 /* Leave the cell (the lease is revoked) and stop the thread; accepts NULL. */
 void arfd_cell_stop(struct arf_cell_member *m);
 

@@ -46,6 +46,22 @@ static void advertised(const struct arfd *d, char *out, size_t len)
 	out[len - 1] = 0;
 }
 
+int arfd_cell_publish(struct arfd *d, struct arf_cell_member *m)
+{
+	/* the volumes it records: its root one under [cell] root_volume, and
+	 * each other (docs/volumes.md) */
+	const char *names[1 + ARFD_MAX_VOLUMES];
+	size_t n = 0;
+
+	if (!m)
+		return 0;
+	if (d->cfg.cell_root_volume[0])
+		names[n++] = d->cfg.cell_root_volume;
+	for (int i = 0, nv = __atomic_load_n(&d->nvols, __ATOMIC_ACQUIRE); i < nv; i++)
+		names[n++] = d->vols[i]->volume;
+	return arf_cell_member_publish(m, names, n);
+}
+
 int arfd_cell_start(struct arfd *d, struct arf_cell_member **out, char *err, size_t errlen)
 {
 	struct arf_cell_server s = { .incarnation = d->incarnation };
@@ -71,15 +87,7 @@ int arfd_cell_start(struct arfd *d, struct arf_cell_member **out, char *err, siz
 	arfd_log(ARFD_LOG_INFO, "cell '%s': joining as '%s' (%s port %u) through %s%s%s",
 		 d->cfg.cell_name, s.id, s.address, s.port, d->cfg.cell_etcd,
 		 sec.user[0] ? " as etcd user " : "", sec.user);
-	/* the volumes it records: its root one under [cell] root_volume, and
-	 * each [volume NAME] (docs/volumes.md) */
-	const char *names[1 + ARFD_MAX_VOLUMES];
-	size_t n = 0;
-	if (d->cfg.cell_root_volume[0])
-		names[n++] = d->cfg.cell_root_volume;
-	for (int i = 0; i < d->nvols; i++)
-		names[n++] = d->vols[i]->volume;
-	if ((rc = arf_cell_member_publish(*out, names, n))) {
+	if ((rc = arfd_cell_publish(d, *out))) {
 		snprintf(err, errlen, "cell volumes: %s", strerror(-rc));
 		arf_cell_member_stop(*out);
 		*out = NULL;

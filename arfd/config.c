@@ -445,8 +445,12 @@ static int on_volume(struct load_ctx *lc, const char *vname, const char *name, c
 int arfd_config_volume(const struct arfd_config *base, int i, struct arfd_config *out,
 		       char *err, size_t errlen)
 {
-	const struct arfd_volume_cfg *v = &base->volumes[i];
+	return arfd_config_volume_of(base, &base->volumes[i], out, err, errlen);
+}
 
+int arfd_config_volume_of(const struct arfd_config *base, const struct arfd_volume_cfg *v,
+			  struct arfd_config *out, char *err, size_t errlen)
+{
 	*out = *base;
 	out->nvolumes = 0;
 	if ((size_t)snprintf(out->data_dir, sizeof(out->data_dir), "%s/volumes/%s",

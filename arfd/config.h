@@ -122,6 +122,10 @@ int arfd_volume_name_ok(const char *name);
  * the reason in err. */
 int arfd_config_volume(const struct arfd_config *base, int i, struct arfd_config *out,
 		       char *err, size_t errlen);
+/* The same for a volume described by v (a name and its settings, as a
+ * [volume NAME] section's), in base or not. */
+int arfd_config_volume_of(const struct arfd_config *base, const struct arfd_volume_cfg *v,
+			  struct arfd_config *out, char *err, size_t errlen);
 
 /* Fill with the built-in defaults. */
 void arfd_config_defaults(struct arfd_config *cfg);

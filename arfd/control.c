@@ -701,7 +701,8 @@ static char *answer(struct arfd *d, char *line, char *args)
 	if (!strcmp(line, "stats")) {
 		struct stat_snap s[1 + ARFD_MAX_VOLUMES];
 		const char *names[1 + ARFD_MAX_VOLUMES];
-		int n = !strcmp(args, "prometheus") ? 1 + d->nvols : 1;
+		int n = !strcmp(args, "prometheus") ? 1 + __atomic_load_n(&d->nvols, __ATOMIC_ACQUIRE)
+						    : 1;
 		for (int v = 0; v < n; v++) {
 			struct arfd *x = v ? d->vols[v - 1] : d;
 			snap(x, &s[v]);
@@ -716,6 +717,9 @@ static char *answer(struct arfd *d, char *line, char *args)
 		r = cmd_clients(d);
 	} else if (!strcmp(line, "volumes")) {
 		r = arfd_volumes_object(d, args[0] ? args : NULL);
+		reply_oom |= !r;
+	} else if (!strcmp(line, "volume-create")) {
+		r = arfd_volume_create(d, args);
 		reply_oom |= !r;
 	} else if (!strcmp(line, "exports")) {
 		r = cmd_exports(d);

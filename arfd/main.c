@@ -80,7 +80,8 @@ static void reload(struct arfd *d, const char *config, const struct override *ov
 		arfd_log(ARFD_LOG_ERROR, "reload: %s (keeping the running configuration)", err);
 		goto out;
 	}
-	for (int i = -1; i < d->nvols; i++) { /* the root volume, then the others */
+	int nv = __atomic_load_n(&d->nvols, __ATOMIC_ACQUIRE);
+	for (int i = -1; i < nv; i++) { /* the root volume, then the others */
 		struct arfd *v = i < 0 ? d : d->vols[i];
 		arfd_fs_lock(v);
 		v->cfg.read_only = nc.read_only;
@@ -269,8 +270,12 @@ int main(int argc, char **argv)
 
 	struct arf_cell_member *cell = NULL; /* [cell]: registered in etcd while serving */
 	int rc = arfd_start(&d, err, sizeof(err));
-	if (!rc)
+	if (!rc) { /* a volume made meanwhile is recorded by one or the other */
+		pthread_mutex_lock(&d.vol_lock);
 		rc = arfd_cell_start(&d, &cell, err, sizeof(err));
+		d.cell = cell;
+		pthread_mutex_unlock(&d.vol_lock);
+	}
 	if (rc) {
 		fprintf(stderr, "arfd: %s\n", err);
 		arfd_stop(&d);
@@ -302,6 +307,9 @@ int main(int argc, char **argv)
 		sd_notify(0, "STOPPING=1");
 		break;
 	}
+	pthread_mutex_lock(&d.vol_lock);
+	d.cell = NULL;
+	pthread_mutex_unlock(&d.vol_lock);
 	arfd_cell_stop(cell); /* leave the cell first: no client is sent to a stopping server */
 	arfd_stop(&d);
 	arfd_log(ARFD_LOG_INFO, "stopped");

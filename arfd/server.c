@@ -525,41 +525,84 @@ static int volume_serve(struct arfd *d, char *err, size_t errlen)
 	return 0;
 }
 
-/* The [volume NAME] sections, each one more struct arfd on d's server. */
+static void volume_close(struct arfd *d);
+
+int arfd_volume_add(struct arfd *d, const char *name, const struct arfd_config *vcfg, char *err,
+		    size_t errlen)
+{
+	int n = d->nvols; /* only this thread adds (the start, then the control thread) */
+	char why[400];
+	int rc;
+
+	if (n >= ARFD_MAX_VOLUMES) {
+		snprintf(err, errlen, "volume %s: at most %d volumes besides the root one", name,
+			 ARFD_MAX_VOLUMES);
+		return -ENOSPC;
+	}
+	struct arfd *v = calloc(1, sizeof(*v));
+	if (!v) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	v->meta_fd = v->data_fd = v->scratch_fd = -1;
+	v->host = d;
+	if (!d->next_view)
+		d->next_view = 1;
+	if (d->next_view >= ARF_NET_MAX_VIEWS) {
+		free(v);
+		snprintf(err, errlen, "volume %s: no view left for its regions (a volume that "
+			 "failed to start while arfd served keeps its view until a restart)", name);
+		return -ENOSPC;
+	}
+	v->view = d->next_view++;
+	v->net = d->net;
+	v->cfg = *vcfg;
+	snprintf(v->volume, sizeof(v->volume), "%s", name);
+	if ((rc = volume_open(v, why, sizeof(why))) || (rc = volume_serve(v, why, sizeof(why)))) {
+		snprintf(err, errlen, "volume %s: %s", v->volume, why);
+		if (d->net && __atomic_load_n(&d->serving, __ATOMIC_ACQUIRE)) {
+			/* made while serving: no client can reach it (its name is
+			 * not published), so it goes now; regions it registered
+			 * stay registered, unreachable, and its view number is
+			 * not used again */
+			volume_close(v);
+			free(v);
+			return rc;
+		}
+		d->vols[n] = v; /* arfd_stop closes what it opened */
+		__atomic_store_n(&d->nvols, n + 1, __ATOMIC_RELEASE);
+		return rc;
+	}
+	/* whole before it is found: on_hello (the soft-NIC thread) looks
+	 * volumes up without a lock */
+	d->vols[n] = v;
+	__atomic_store_n(&d->nvols, n + 1, __ATOMIC_RELEASE);
+	arfd_log(ARFD_LOG_INFO, "volume %s from %s, incarnation %llu", v->volume, v->cfg.data_dir,
+		 (unsigned long long)v->incarnation);
+	return 0;
+}
+
+/* The [volume NAME] sections, then the volumes made by arfctl vol create
+ * (volumes.c), each one more struct arfd on d's server. */
 static int volumes_start(struct arfd *d, char *err, size_t errlen)
 {
 	for (int i = 0; i < d->cfg.nvolumes; i++) {
-		struct arfd *v = calloc(1, sizeof(*v));
-		char why[400];
+		struct arfd_config vc;
 		int rc;
 
-		if (!v) {
-			snprintf(err, errlen, "out of memory");
-			return -ENOMEM;
-		}
-		v->meta_fd = v->data_fd = v->scratch_fd = -1;
-		d->vols[d->nvols++] = v;
-		v->host = d;
-		v->view = (uint32_t)d->nvols;
-		v->net = d->net;
-		snprintf(v->volume, sizeof(v->volume), "%s", d->cfg.volumes[i].name);
-		if (arfd_config_volume(&d->cfg, i, &v->cfg, err, errlen))
+		if (arfd_config_volume(&d->cfg, i, &vc, err, errlen))
 			return -EINVAL;
-		if ((rc = volume_open(v, why, sizeof(why))) || (rc = volume_serve(v, why, sizeof(why)))) {
-			snprintf(err, errlen, "volume %s: %s", v->volume, why);
+		if ((rc = arfd_volume_add(d, d->cfg.volumes[i].name, &vc, err, errlen)))
 			return rc;
-		}
-		arfd_log(ARFD_LOG_INFO, "volume %s from %s, incarnation %llu", v->volume,
-			 v->cfg.data_dir, (unsigned long long)v->incarnation);
 	}
-	return 0;
+	return arfd_volumes_made_start(d, err, errlen);
 }
 
 struct arfd *arfd_volume_find(struct arfd *root, const char *name)
 {
 	if (!name[0] || !strcmp(name, "root"))
 		return root;
-	for (int i = 0; i < root->nvols; i++)
+	for (int i = 0, n = __atomic_load_n(&root->nvols, __ATOMIC_ACQUIRE); i < n; i++)
 		if (!strcmp(root->vols[i]->volume, name))
 			return root->vols[i];
 	return NULL;
@@ -574,6 +617,7 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 
 	d->meta_fd = d->data_fd = d->scratch_fd = -1; /* for arfd_stop, whatever fails */
 	snprintf(d->volume, sizeof(d->volume), "root");
+	pthread_mutex_init(&d->vol_lock, NULL);
 	if (d->cfg.listen[0] && split_listen(d->cfg.listen, addr, sizeof(addr), &port)) {
 		snprintf(err, errlen, "listen = '%s': expected ADDR:PORT", d->cfg.listen);
 		return -EINVAL;
@@ -672,6 +716,7 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 		return rc;
 	if ((rc = arf_net_server_start(d->net, err, errlen)))
 		return rc;
+	__atomic_store_n(&d->serving, 1, __ATOMIC_RELEASE); /* volumes made from here on: volumes.c */
 	if ((rc = arfd_control_start(d, err, errlen)))
 		return rc;
 

@@ -84,7 +84,7 @@ json_object *arfd_volumes_object(struct arfd *root, const char *only)
 		json_object_put(list);
 		return NULL;
 	}
-	for (int i = -1; i < root->nvols; i++) {
+	for (int i = -1, n = __atomic_load_n(&root->nvols, __ATOMIC_ACQUIRE); i < n; i++) {
 		struct arfd *v = i < 0 ? root : root->vols[i];
 		if (only && strcmp(only, v->volume))
 			continue;

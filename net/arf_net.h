@@ -407,6 +407,9 @@ int arf_net_server_set_info(struct arf_net_server *s, const void *info, size_t l
  * info alone, and its one-sided operations reach that view's regions
  * alone.  rdma serves view 0 only (a connection of another view is
  * granted no rdma keys, and uses the soft-NIC).  view < ARF_NET_MAX_VIEWS.
+ * A started server takes regions of views other than 0 too (a volume made
+ * while it serves): set the view's info first, then its regions, and let
+ * no connection into the view (on_hello) before they are all added.
  */
 int arf_net_server_add_region_in(struct arf_net_server *s, uint32_t view, uint32_t id,
 				 void *base, uint64_t size, int memfd, uint32_t flags);

@@ -73,7 +73,7 @@ int arf_net_srv_hello(struct arf_net_server *s, struct arf_net_sconn *c,
 	/* the regions of the connection's view (arf_net.h's Views) */
 	size_t idx[ARF_NET_MAX_REGIONS], nreg = 0;
 	if (!c->no_grant)
-		for (size_t i = 0; i < s->nregions; i++) {
+		for (size_t i = 0, n = __atomic_load_n(&s->nregions, __ATOMIC_ACQUIRE); i < n; i++) {
 			if (s->regions[i].view != c->view)
 				continue;
 			do

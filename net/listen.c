@@ -224,20 +224,25 @@ static void protect_readonly(struct srv_region *r)
 /* Descriptors shm clients receive: read-only regions get a new, read-only
  * open of the memfd, sealed against writes (protect_readonly), so that a
  * client cannot map them writable. */
+int arf_net_srv_make_passfd(struct srv_region *r)
+{
+	if (r->memfd < 0)
+		return 0;
+	if (!(r->flags & ARF_NET_REGION_WRITABLE))
+		protect_readonly(r);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", r->memfd);
+	int mode = r->flags & ARF_NET_REGION_WRITABLE ? O_RDWR : O_RDONLY;
+	r->passfd = open(path, mode | O_CLOEXEC);
+	return r->passfd < 0 ? -errno : 0;
+}
+
 int arf_net_srv_make_passfds(struct arf_net_server *s)
 {
 	for (size_t i = 0; i < s->nregions; i++) {
-		struct srv_region *r = &s->regions[i];
-		if (r->memfd < 0)
-			continue;
-		if (!(r->flags & ARF_NET_REGION_WRITABLE))
-			protect_readonly(r);
-		char path[64];
-		snprintf(path, sizeof(path), "/proc/self/fd/%d", r->memfd);
-		int mode = r->flags & ARF_NET_REGION_WRITABLE ? O_RDWR : O_RDONLY;
-		r->passfd = open(path, mode | O_CLOEXEC);
-		if (r->passfd < 0)
-			return -errno;
+		int rc = arf_net_srv_make_passfd(&s->regions[i]);
+		if (rc)
+			return rc;
 	}
 	return 0;
 }

@@ -113,14 +113,23 @@ int arf_net_server_add_region(struct arf_net_server *s, uint32_t id, void *base,
 int arf_net_server_add_region_in(struct arf_net_server *s, uint32_t view, uint32_t id,
 				 void *base, uint64_t size, int memfd, uint32_t flags)
 {
-	if (s->started || !base || !size || view >= ARF_NET_MAX_VIEWS)
+	if (!base || !size || view >= ARF_NET_MAX_VIEWS || (s->started && !view))
 		return -EINVAL;
-	if (s->nregions >= ARF_NET_MAX_REGIONS)
-		return -ENOSPC;
-	for (size_t i = 0; i < s->nregions; i++)
+	/* a started server takes regions of a new view (a volume made while
+	 * it serves): the soft-NIC thread reads the table without a lock, so
+	 * the region is whole, its shm descriptor made, before the count that
+	 * shows it is stored; writers take info_lock among themselves */
+	pthread_mutex_lock(&s->info_lock);
+	size_t n = s->nregions;
+	int rc = n >= ARF_NET_MAX_REGIONS ? -ENOSPC : 0;
+	for (size_t i = 0; !rc && i < n; i++)
 		if (s->regions[i].id == id && s->regions[i].view == view)
-			return -EINVAL;
-	struct srv_region *r = &s->regions[s->nregions];
+			rc = -EINVAL;
+	if (rc) {
+		pthread_mutex_unlock(&s->info_lock);
+		return rc;
+	}
+	struct srv_region *r = &s->regions[n];
 	memset(r, 0, sizeof(*r));
 	r->view = view;
 	r->id = id;
@@ -129,7 +138,12 @@ int arf_net_server_add_region_in(struct arf_net_server *s, uint32_t view, uint32
 	r->size = size;
 	r->memfd = memfd;
 	r->passfd = -1;
-	s->nregions++;
+	if (s->started && (rc = arf_net_srv_make_passfd(r))) {
+		pthread_mutex_unlock(&s->info_lock);
+		return rc;
+	}
+	__atomic_store_n(&s->nregions, n + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&s->info_lock);
 	return 0;
 }
 

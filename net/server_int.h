@@ -254,6 +254,8 @@ int arf_net_srv_listen_unix(struct arf_net_server *s, char *err, size_t errlen);
 int arf_net_srv_listen_rdma(struct arf_net_server *s, char *err, size_t errlen);
 /* The descriptors shm clients receive (read-only regions sealed). */
 int arf_net_srv_make_passfds(struct arf_net_server *s);
+/* The same for one region (added to a started server): 0 or -errno. */
+int arf_net_srv_make_passfd(struct srv_region *r);
 /* Accept one connection on listener lfd (soft-NIC thread). */
 void arf_net_srv_accept(struct arf_net_server *s, int lfd, int is_unix);
 /* Serve what arf_net_server_adopt queued (soft-NIC thread). */

@@ -21,7 +21,7 @@
 static struct srv_region *find_region(struct arf_net_server *s, struct arf_net_sconn *c,
 				      uint32_t id, uint64_t key)
 {
-	for (size_t i = 0; i < s->nregions; i++)
+	for (size_t i = 0, n = __atomic_load_n(&s->nregions, __ATOMIC_ACQUIRE); i < n; i++)
 		if (s->regions[i].id == id && s->regions[i].view == c->view)
 			return c->keys[i] && c->keys[i] == key ? &s->regions[i] : NULL;
 	return NULL;

@@ -165,8 +165,8 @@ class Cell(EtcdCase):
 
     def test_volume_records(self):
         """arfd records the volumes it serves (docs/volumes.md): its root one
-        under [cell] root_volume and each [volume NAME], online on this
-        server; offline at a clean stop, online again at the next start; a
+        under [cell] root_volume, each [volume NAME] and each made by
+        arfctl vol create, online on this server; offline at a clean stop, online again at the next start; a
         record that names another server is left alone, with a warning."""
         self.etcd.start()
         a = self.arfd("a", extra={"cell.root_volume": "root"}, config="[volume proj]\n")
@@ -188,6 +188,13 @@ class Cell(EtcdCase):
         wait_until(lambda: volumes(self.etcd)["root"][1] == "online", 15, "root online again")
         self.assertEqual(volumes(self.etcd), {"root": ("a", "online", 3),
                                               "proj": ("a", "online", 3)})
+        # a volume made while serving (arfctl vol create) is recorded too,
+        # the others' records untouched
+        arfctl("--control", a.control, "vol", "create", "made")
+        wait_until(lambda: "made" in volumes(self.etcd), 15, "the made volume recorded")
+        self.assertEqual(volumes(self.etcd), {"root": ("a", "online", 3),
+                                              "proj": ("a", "online", 3),
+                                              "made": ("a", "online", 1)})
         # [cell] root_volume that a [volume] section names too is refused
         p = arfproc.run([a.bin, "-c", a.config, "--check-config", "--set",
                          "cell.etcd=" + self.etcd.url, "--set", "cell.name=" + CELL,

@@ -12,7 +12,14 @@ are counted against the volume they read; the limits are the volume's;
 everything survives a restart; an unknown or malformed volume name is
 refused with a message that names it; `arfctl vol list|show` and the
 Prometheus text (a volume label on each volume's counters); a FUSE mount
-of a volume; and arfd.conf's mistakes in [volume] sections."""
+of a volume; and arfd.conf's mistakes in [volume] sections.
+
+Made: `arfctl vol create NAME [KEY=VALUE ...]` on a serving arfd makes a
+volume that clients use at once over tcp and shm (clients of the other
+volumes undisturbed), with its [regions] settings; it is served again
+after a restart with its files; a name in use, a bad name, a bad setting
+and a directory already there are refused with the reason, and nothing is
+left of a refused one."""
 import json
 import os
 import signal
@@ -53,7 +60,9 @@ def vurl(arfd, path, vol, transport="tcp"):
     return base + ("&" if "?" in base else "?") + "volume=" + vol
 
 
-class Volumes(unittest.TestCase):
+class VolumeCase(unittest.TestCase):
+    """An arfd of CONFIG's volumes, and its files by volume."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="arf-vol-")
         self.addCleanup(self.tmp.cleanup)
@@ -81,6 +90,8 @@ class Volumes(unittest.TestCase):
         line = [x for x in out.splitlines() if x.startswith("server: ")][0]
         return json.loads(line[len("server: "):])
 
+
+class Volumes(VolumeCase):
     def test_separate_filesystems(self):
         for i, vol in enumerate(VOLS):
             self.put(vol, "same", ("in %s\n" % vol).encode(), ("tcp", "shm")[i % 2])
@@ -201,6 +212,85 @@ class Volumes(unittest.TestCase):
         self.assertEqual(m.stop(), 0)
         self.assertEqual(self.cat("proj", "from-mount"), "written\n")
         self.assertNotIn("from-mount", self.names("root"))
+
+
+class Made(VolumeCase):
+    """Volumes made by arfctl vol create while arfd serves."""
+
+    def setUp(self):
+        super().setUp()
+        self.ctl = ["--control", self.arfd.control]
+
+    def test_made_while_serving_and_after_a_restart(self):
+        self.put("proj", "before", b"proj's")
+        # a client of another volume (a mount), connected across the creation
+        m = None
+        if not arfproc.fuse_skip_reason():
+            m = arfproc.Mount(self.arfd.url("/"), opts="volume=proj", workdir=self.tmp.name)
+            self.addCleanup(m.stop)
+            m.start()
+            self.assertEqual(os.listdir(m.path), ["before"])
+        rc, out, err = text_of(*self.ctl, "vol", "create", "scratch", "inodes=2048",
+                               "data_blocks=4096")
+        self.assertEqual(rc, 0, err)
+        data = os.path.join(self.arfd.data_dir, "volumes", "scratch")
+        self.assertEqual(out.strip(), "volume scratch: made and served, 2048 inodes and 4096 "
+                         "data blocks, in %s" % data)
+        with open(os.path.join(data, "volume.conf")) as f:
+            conf = f.read()
+        self.assertIn("inodes=2048\ndata_blocks=4096\n", conf)
+        for i, tr in enumerate(("tcp", "shm")):
+            self.put("scratch", "f%d" % i, ("made, over %s\n" % tr).encode() * 100, tr)
+        for tr in ("tcp", "shm"):
+            self.assertEqual(self.cat("scratch", "f0", tr), "made, over tcp\n" * 100)
+            self.assertEqual(self.cat("scratch", "f1", tr), "made, over shm\n" * 100)
+        self.assertEqual(sorted(text_of("ls", vurl(self.arfd, "/", "scratch"))[1].split()),
+                         ["f0", "f1"])
+        if m:
+            with open(m.p("after"), "w") as f:
+                f.write("written across it\n")
+            self.assertEqual(sorted(os.listdir(m.path)), ["after", "before"])
+            self.assertEqual(m.stop(), 0)
+            self.assertEqual(self.cat("proj", "after"), "written across it\n")
+        names = [v["volume"] for v in json.loads(text_of("--json", *self.ctl, "vol", "list")[1])
+                 ["volumes"]]
+        self.assertEqual(names, ["root", "proj", "home", "scratch"])
+        # a second one takes the next view; both come back after a restart
+        text_of(*self.ctl, "vol", "create", "second")
+        self.put("second", "s", b"second's")
+        self.arfd.restart()
+        self.assertEqual(self.cat("scratch", "f1", "shm"), "made, over shm\n" * 100)
+        self.assertEqual(self.cat("second", "s"), "second's")
+        self.assertEqual(self.cat("proj", "before"), "proj's")
+        show = json.loads(text_of(*self.ctl, "vol", "show", "scratch")[1])
+        self.assertEqual((show["inodes"]["total"], show["blocks"]["total"]), (2048, 4096))
+        print("vol create scratch on a serving arfd: used at once over tcp and shm, a client "
+              "of proj (a mount) connected across it undisturbed; scratch and second served again "
+              "after a restart, with their settings and files")
+
+    def test_refused_with_the_reason(self):
+        os.makedirs(os.path.join(self.arfd.data_dir, "volumes", "left"))
+        cases = [
+            (("proj",), 1, "volume proj exists on this server"),
+            (("root",), 1, "a volume's name is 1-63 letters"),
+            (("a/b",), 1, "a volume's name is 1-63 letters"),
+            (("x", "inodes=lots"), 1, "inodes"),
+            (("x", "colour=blue"), 1, "colour"),
+            (("x", "inodes"), 2, "expected KEY=VALUE"),
+            (("left",), 1, "exists already"),
+        ]
+        for args, want, says in cases:
+            rc, _, err = text_of(*self.ctl, "vol", "create", *args, check=False)
+            self.assertEqual(rc, want, (args, err))
+            self.assertIn(says, err, args)
+        self.assertEqual(sorted(os.listdir(os.path.join(self.arfd.data_dir, "volumes"))),
+                         ["home", "left", "proj"])
+        rc, _, err = text_of("ls", vurl(self.arfd, "/", "x"), check=False)
+        self.assertIn("no volume 'x' on this server", err)
+        # arfd serves on: the volumes it had are there
+        self.put("home", "h", b"still")
+        self.assertEqual(self.cat("home", "h", "shm"), "still")
+        print("vol create refused, with the reason: %d cases; nothing made" % len(cases))
 
 
 class Refused(unittest.TestCase):

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * arfctl vol list, vol show NAME: the volumes one arfd serves (issue 18),
- * through its control socket: the root volume and each [volume NAME] of
- * its arfd.conf, with their use and counters.  A volume is made by its
- * section and arfd's next start; the cell's volume records (etcd) are
- * `arfctl cell status`'s.  vol locate NAME URL: where the cell says a
+ * through its control socket: the root volume, each [volume NAME] of its
+ * arfd.conf and each made by vol create, with their use and counters.
+ * vol create NAME [KEY=VALUE ...]: a volume made and served at once
+ * (arfd/volumes.c), KEY a [regions] key.  The cell's volume records (etcd)
+ * are `arfctl cell status`'s.  vol locate NAME URL: where the cell says a
  * volume lives, asked of the arfd at URL (LOCATE), as a client finds it.
  */
 #include <errno.h>
@@ -108,6 +109,35 @@ static int locate(const char *name, const char *url, int json)
 	return 0;
 }
 
+/* vol create: the control command cmd, and what the volume is now. */
+static int create(const struct arfctl_admin *a, const char *name, const char *cmd)
+{
+	char *ans = NULL;
+	json_object *list;
+
+	if (arfctl_control_call(a->control, cmd, &ans))
+		return 1;
+	json_object *o = arfctl_parse_answer("vol create", ans);
+	free(ans);
+	if (!o)
+		return 1;
+	if (!json_object_object_get_ex(o, "volumes", &list) ||
+	    !json_object_is_type(list, json_type_array) || !json_object_array_length(list)) {
+		fprintf(stderr, "arfctl: vol create: malformed answer from arfd (no volumes)\n");
+		json_object_put(o);
+		return 1;
+	}
+	json_object *v = json_object_array_get_idx(list, 0);
+	if (a->json)
+		puts(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
+						       JSON_C_TO_STRING_NOSLASHESCAPE));
+	else
+		printf("volume %s: made and served, %llu inodes and %llu data blocks, in %s\n", name,
+		       num(v, "inodes", "total"), num(v, "blocks", "total"), text(v, "data_dir"));
+	json_object_put(o);
+	return 0;
+}
+
 int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 {
 	char line[128], *ans = NULL;
@@ -115,13 +145,32 @@ int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 
 	if (!strcmp(sub, "locate") && argc == 3)
 		return locate(argv[1], argv[2], a->json);
+	if (!strcmp(sub, "create") && argc >= 2) {
+		char cmd[1024];
+		size_t n = (size_t)snprintf(cmd, sizeof(cmd), "volume-create");
+		for (int i = 1; i < argc; i++) {
+			if (strpbrk(argv[i], " \t\n") || !argv[i][0] ||
+			    (i > 1 && !strchr(argv[i], '='))) {
+				fprintf(stderr, "arfctl: vol create: '%s': expected %s\n", argv[i],
+					i == 1 ? "a volume's name" : "KEY=VALUE (a [regions] key)");
+				return 2;
+			}
+			n += (size_t)snprintf(cmd + n, sizeof(cmd) - n, " %s", argv[i]);
+			if (n >= sizeof(cmd)) {
+				fprintf(stderr, "arfctl: vol create: too many settings\n");
+				return 2;
+			}
+		}
+		return create(a, argv[1], cmd);
+	}
 	if (!strcmp(sub, "list") && argc == 1) {
 		snprintf(line, sizeof(line), "volumes");
 	} else if (!strcmp(sub, "show") && argc == 2 && strlen(argv[1]) < 64 &&
 		   !strpbrk(argv[1], " \n")) {
 		snprintf(line, sizeof(line), "volumes %s", argv[1]);
 	} else {
-		fprintf(stderr, "arfctl: usage: vol list | vol show NAME | vol locate NAME URL\n");
+		fprintf(stderr, "arfctl: usage: vol list | vol show NAME | vol create NAME "
+			"[KEY=VALUE ...] | vol locate NAME URL\n");
 		return 2;
 	}
 	if (arfctl_control_call(a->control, line, &ans))
