@@ -86,6 +86,8 @@ struct arfd {
 					      * (arfd_start makes it) */
 	struct arf_cell_member *cell;        /* in the root: its membership while serving */
 	int serving;                         /* in the root: the transport started (atomic) */
+	int removed;                         /* a volume vol rm removed (seq_cst atomic):
+					      * found by no name, in no walk of vols */
 	struct arf_cell_view *cellview;      /* in the root, in a cell: its copy of the cell's
 					      * records for LOCATE (locate.c; atomic) */
 	char cell_id[64];                    /* in the root, in a cell: its server id */
@@ -153,11 +155,18 @@ struct arfd *arfd_volume_find(struct arfd *root, const char *name);
  * Called by the start, then only by the control thread (volumes.c). */
 int arfd_volume_add(struct arfd *root, const char *name, const struct arfd_config *vcfg,
 		    char *err, size_t errlen);
+/* Close a volume that vol rm removed (its removed flag set, no client
+ * left): its workers drained, store synced and closed, regions unmapped,
+ * its net view retired.  The struct stays in root->vols (skipped by every
+ * walk of them) until arfd_stop. */
+void arfd_volume_retire(struct arfd *root, struct arfd *v);
 /* volumes.c: the volumes arfctl vol create made, served at each start
  * after the [volume NAME] sections; and the control command that makes
  * one ("volume-create NAME [KEY=VALUE ...]"). */
 int arfd_volumes_made_start(struct arfd *root, char *err, size_t errlen);
 struct json_object *arfd_volume_create(struct arfd *root, const char *args);
+/* "volume-remove NAME [force]": a made volume with no client removed. */
+struct json_object *arfd_volume_remove(struct arfd *root, const char *args);
 
 /*
  * Request procedures (procs.c): one entry per request kind, as nfsd's

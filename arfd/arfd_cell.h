@@ -20,6 +20,9 @@ int arfd_cell_start(struct arfd *d, struct arf_cell_member **out, char *err, siz
 /* Record d's volumes in the cell again (one was made: volumes.c); 0 or
  * -errno.  m NULL (no cell): nothing. */
 int arfd_cell_publish(struct arfd *d, struct arf_cell_member *m);
+/* A volume removed: its record goes from the cell (if it names this
+ * server).  0 or -errno; m NULL: nothing. */
+int arfd_cell_withdraw(struct arf_cell_member *m, const char *name);
 /* Leave the cell (the lease is revoked) and stop the thread; accepts NULL. */
 void arfd_cell_stop(struct arf_cell_member *m);
 

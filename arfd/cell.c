@@ -58,8 +58,14 @@ int arfd_cell_publish(struct arfd *d, struct arf_cell_member *m)
 	if (d->cfg.cell_root_volume[0])
 		names[n++] = d->cfg.cell_root_volume;
 	for (int i = 0, nv = __atomic_load_n(&d->nvols, __ATOMIC_ACQUIRE); i < nv; i++)
-		names[n++] = d->vols[i]->volume;
+		if (!__atomic_load_n(&d->vols[i]->removed, __ATOMIC_SEQ_CST))
+			names[n++] = d->vols[i]->volume;
 	return arf_cell_member_publish(m, names, n);
+}
+
+int arfd_cell_withdraw(struct arf_cell_member *m, const char *name)
+{
+	return m ? arf_cell_member_withdraw(m, name) : 0;
 }
 
 int arfd_cell_start(struct arfd *d, struct arf_cell_member **out, char *err, size_t errlen)

@@ -701,12 +701,14 @@ static char *answer(struct arfd *d, char *line, char *args)
 	if (!strcmp(line, "stats")) {
 		struct stat_snap s[1 + ARFD_MAX_VOLUMES];
 		const char *names[1 + ARFD_MAX_VOLUMES];
-		int n = !strcmp(args, "prometheus") ? 1 + __atomic_load_n(&d->nvols, __ATOMIC_ACQUIRE)
-						    : 1;
-		for (int v = 0; v < n; v++) {
+		int all = !strcmp(args, "prometheus") ? 1 + __atomic_load_n(&d->nvols, __ATOMIC_ACQUIRE)
+						      : 1, n = 0;
+		for (int v = 0; v < all; v++) {
 			struct arfd *x = v ? d->vols[v - 1] : d;
-			snap(x, &s[v]);
-			names[v] = x->volume;
+			if (__atomic_load_n(&x->removed, __ATOMIC_SEQ_CST))
+				continue; /* vol rm: closed */
+			snap(x, &s[n]);
+			names[n++] = x->volume;
 		}
 		if (!strcmp(args, "prometheus"))
 			return stats_prometheus(s, names, n);
@@ -718,8 +720,8 @@ static char *answer(struct arfd *d, char *line, char *args)
 	} else if (!strcmp(line, "volumes")) {
 		r = arfd_volumes_object(d, args[0] ? args : NULL);
 		reply_oom |= !r;
-	} else if (!strcmp(line, "volume-create")) {
-		r = arfd_volume_create(d, args);
+	} else if (!strcmp(line, "volume-create") || !strcmp(line, "volume-remove")) {
+		r = line[7] == 'c' ? arfd_volume_create(d, args) : arfd_volume_remove(d, args);
 		reply_oom |= !r;
 	} else if (!strcmp(line, "exports")) {
 		r = cmd_exports(d);

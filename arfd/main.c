@@ -80,9 +80,11 @@ static void reload(struct arfd *d, const char *config, const struct override *ov
 		arfd_log(ARFD_LOG_ERROR, "reload: %s (keeping the running configuration)", err);
 		goto out;
 	}
-	int nv = __atomic_load_n(&d->nvols, __ATOMIC_ACQUIRE);
-	for (int i = -1; i < nv; i++) { /* the root volume, then the others */
+	pthread_mutex_lock(&d->vol_lock); /* no volume made or removed meanwhile (volumes.c) */
+	for (int i = -1; i < d->nvols; i++) { /* the root volume, then the others */
 		struct arfd *v = i < 0 ? d : d->vols[i];
+		if (v->removed)
+			continue;
 		arfd_fs_lock(v);
 		v->cfg.read_only = nc.read_only;
 		v->cfg.insecure = nc.insecure;
@@ -95,6 +97,7 @@ static void reload(struct arfd *d, const char *config, const struct override *ov
 		v->cfg.log_level = nc.log_level;
 		arfd_fs_unlock(v);
 	}
+	pthread_mutex_unlock(&d->vol_lock);
 	arfd_log_level = nc.log_level;
 	int vols_changed = nc.nvolumes != d->cfg.nvolumes;
 	for (int i = 0; !vols_changed && i < nc.nvolumes; i++)

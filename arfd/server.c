@@ -132,40 +132,52 @@ static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_pee
 	if ((rc = moved(root, h.volume, msg, msglen)))
 		return rc;
 	d = arfd_volume_find(root, h.volume);
+	/* counted before anything of the volume is used, and then looked at
+	 * again: a vol rm (volumes.c) marks it removed and then counts its
+	 * clients, so one of the two sees the other */
+	if (d) {
+		__atomic_add_fetch(&d->clients, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&d->removed, __ATOMIC_SEQ_CST)) {
+			__atomic_sub_fetch(&d->clients, 1, __ATOMIC_SEQ_CST);
+			d = NULL;
+		}
+	}
 	if (!d) {
 		snprintf(msg, msglen, "no volume '%s' on this server", h.volume);
 		return -ENOENT;
 	}
 	size_t en = strlen(d->cfg.export_name);
+	struct arfd_conn *ac = NULL;
 	if (strcmp(d->cfg.export_name, "/") != 0 &&
 	    (strncmp(h.path, d->cfg.export_name, en) != 0 || (h.path[en] && h.path[en] != '/'))) {
 		snprintf(msg, msglen, "no export matches path '%s' (arfd exports '%s')", h.path,
 			 d->cfg.export_name);
-		return -ENOENT;
+		rc = -ENOENT;
+		goto refuse;
 	}
-	struct arfd_conn *ac = calloc(1, sizeof(*ac));
-	if (!ac) {
+	if (!(ac = calloc(1, sizeof(*ac)))) {
 		snprintf(msg, msglen, "out of memory");
-		return -ENOMEM;
+		rc = -ENOMEM;
+		goto refuse;
 	}
 	ac->d = d;
-	rc = arfd_identity_hello(d, peer, &h, ac, msg, msglen);
-	if (rc) {
-		free(ac);
-		return rc;
-	}
+	if ((rc = arfd_identity_hello(d, peer, &h, ac, msg, msglen)))
+		goto refuse;
 	if (h.flags & ARF_PROTO_HELLO_CLIENT) {
 		memcpy(ac->client_id, h.client, sizeof(ac->client_id));
 		ac->has_client_id = 1;
 	}
 	arf_net_sconn_set_grant(c, ac->grant);
 	arf_net_sconn_set_view(c, d->view);
-	__atomic_add_fetch(&d->clients, 1, __ATOMIC_RELAXED);
 	arf_net_sconn_set_udata(c, ac, free); /* freed with c: queued requests still read it */
 	arfd_log(ARFD_LOG_DEBUG, "client %s connected over %s to volume %s as %s%s%s", peer->addr,
 		 peer->transport, d->volume, arfd_identity_trust_name(ac->trust),
 		 ac->grant ? "" : " (requests only)", peer->authenticated ? ", secret proven" : "");
 	return 0;
+refuse:
+	free(ac);
+	__atomic_sub_fetch(&d->clients, 1, __ATOMIC_SEQ_CST);
+	return rc;
 }
 
 static void on_close(void *ctx, struct arf_net_sconn *c)
@@ -174,7 +186,7 @@ static void on_close(void *ctx, struct arf_net_sconn *c)
 	struct arfd *d = ac ? ac->d : ctx; /* the volume it was connected to */
 	arfd_locks_conn_closed(d, c); /* its waiting lock requests go; its locks stay */
 	if (ac) /* ac itself goes with c's last reference (set_udata) */
-		__atomic_sub_fetch(&d->clients, 1, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&d->clients, 1, __ATOMIC_SEQ_CST);
 }
 
 /* The shared secret: readable by root only, hashed to the 32-byte key the
@@ -603,9 +615,19 @@ struct arfd *arfd_volume_find(struct arfd *root, const char *name)
 	if (!name[0] || !strcmp(name, "root"))
 		return root;
 	for (int i = 0, n = __atomic_load_n(&root->nvols, __ATOMIC_ACQUIRE); i < n; i++)
-		if (!strcmp(root->vols[i]->volume, name))
+		if (!strcmp(root->vols[i]->volume, name) &&
+		    !__atomic_load_n(&root->vols[i]->removed, __ATOMIC_SEQ_CST))
 			return root->vols[i];
 	return NULL;
+}
+
+void arfd_volume_retire(struct arfd *root, struct arfd *v)
+{
+	struct arf_net_server *net = v->net;
+
+	volume_close(v);
+	arf_net_server_retire_view(net, v->view);
+	(void)root;
 }
 
 int arfd_start(struct arfd *d, char *err, size_t errlen)
@@ -811,7 +833,8 @@ void arfd_stop(struct arfd *d)
 	arfd_control_stop(d);
 	arf_net_server_destroy(d->net);
 	for (int i = 0; i < d->nvols; i++) {
-		volume_close(d->vols[i]);
+		if (!d->vols[i]->removed) /* a removed one is closed already (volumes.c) */
+			volume_close(d->vols[i]);
 		free(d->vols[i]);
 		d->vols[i] = NULL;
 	}

@@ -86,7 +86,7 @@ json_object *arfd_volumes_object(struct arfd *root, const char *only)
 	}
 	for (int i = -1, n = __atomic_load_n(&root->nvols, __ATOMIC_ACQUIRE); i < n; i++) {
 		struct arfd *v = i < 0 ? root : root->vols[i];
-		if (only && strcmp(only, v->volume))
+		if ((only && strcmp(only, v->volume)) || __atomic_load_n(&v->removed, __ATOMIC_SEQ_CST))
 			continue;
 		arfd_lock_for_control(v);
 		json_object *o = arfd_status_object(v);

@@ -18,12 +18,23 @@
  * kept.  A name arfd.conf has is arfd.conf's: its section wins, and the
  * file is not read.
  *
- * Who may make volumes is who may use the control socket: root, and the
- * members of [server] control_group.  Volumes are not removed here: stop arfd and
- * remove the directory (with its [volume] section, if it has one).
+ * "volume-remove NAME [force]" (`arfctl vol rm`, AFS's `vos remove`)
+ * removes a volume vol create made: refused while a client is connected
+ * to it (unmount first: the kernel's EBUSY) and, without force, while it
+ * holds a file; otherwise it is marked removed (no hello finds it again:
+ * on_hello counts itself in before it looks at the mark, so one of the two
+ * sees the other), closed (workers drained, store synced and closed,
+ * regions unmapped, the view retired in net), its directory deleted, and
+ * its record withdrawn from the cell.  Its view number is not used again
+ * until arfd restarts.  A volume of an arfd.conf section is the file's:
+ * remove the section, restart, and remove the directory.
+ *
+ * Who may make and remove volumes is who may use the control socket: root,
+ * and the members of [server] control_group.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +44,7 @@
 
 #include <json-c/json.h>
 
+#include "arf_ops.h"
 #include "arfd.h"
 #include "arfd_cell.h"
 #include "log.h"
@@ -276,6 +288,81 @@ json_object *arfd_volume_create(struct arfd *d, const char *args)
 			 strerror(-rc));
 	arfd_log(ARFD_LOG_INFO, "vol create %s: made in %s", name, path);
 	r = arfd_volumes_object(d, name);
+out:
+	pthread_mutex_unlock(&d->vol_lock);
+	return r;
+}
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *f)
+{
+	(void)st;
+	(void)f;
+	return (flag == FTW_DP ? rmdir(path) : unlink(path)) ? -errno : 0;
+}
+
+json_object *arfd_volume_remove(struct arfd *d, const char *args)
+{
+	char buf[256], path[PATH_MAX], why[300];
+	char *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", args);
+	const char *name = strtok_r(buf, " ", &save);
+	const char *opt = name ? strtok_r(NULL, " ", &save) : NULL;
+	int force = opt && !strcmp(opt, "force");
+	if (!name || (opt && !force) || strtok_r(NULL, " ", &save))
+		return fail("%s%s", "usage: volume-remove NAME [force]", "");
+	if (!strcmp(name, "root") || !name[0])
+		return fail("the root volume is the server's own: it is not removed%s%s", "", "");
+
+	pthread_mutex_lock(&d->vol_lock);
+	json_object *r = NULL;
+	struct arfd *v = arfd_volume_find(d, name);
+	if (!v) {
+		r = fail("no volume '%.63s' on this server%s", name, "");
+		goto out;
+	}
+	if (in_config(d, name)) {
+		r = fail("volume %s is arfd.conf's [volume %s] section: remove the section, restart "
+			 "arfd, then remove its directory", name, name);
+		goto out;
+	}
+	if (!force) {
+		struct arf_ops_statfs sf;
+		arfd_lock_for_control(v);
+		arf_ops_statfs(&v->fs, &sf);
+		arfd_fs_unlock(v);
+		if (sf.files - sf.ffree > 1) {
+			snprintf(why, sizeof(why), "volume %s is not empty (%llu files and directories "
+				 "besides its root): remove them, or vol rm --force", name,
+				 (unsigned long long)(sf.files - sf.ffree - 1));
+			r = fail("%s%s", why, "");
+			goto out;
+		}
+	}
+	__atomic_store_n(&v->removed, 1, __ATOMIC_SEQ_CST);
+	uint64_t clients = __atomic_load_n(&v->clients, __ATOMIC_SEQ_CST);
+	if (clients) {
+		__atomic_store_n(&v->removed, 0, __ATOMIC_SEQ_CST);
+		snprintf(why, sizeof(why), "volume %s has %llu client%s connected: unmount %s first",
+			 name, (unsigned long long)clients, clients == 1 ? "" : "s",
+			 clients == 1 ? "it" : "them");
+		r = fail("%s%s", why, "");
+		goto out;
+	}
+	snprintf(path, sizeof(path), "%s", v->cfg.data_dir);
+	arfd_volume_retire(d, v);
+	int rc = nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS) ? -errno : 0;
+	if (rc)
+		arfd_log(ARFD_LOG_ERROR, "vol rm %s: removing %s: %s", name, path, strerror(-rc));
+	if ((rc = arfd_cell_publish(d, d->cell)) || (rc = arfd_cell_withdraw(d->cell, name)))
+		arfd_log(ARFD_LOG_WARN, "vol rm %s: withdrawing it from the cell: %s", name,
+			 strerror(-rc));
+	arfd_log(ARFD_LOG_INFO, "vol rm %s: removed (%s)", name, path);
+	r = json_object_new_object();
+	if (r) {
+		json_object_object_add(r, "removed", json_object_new_string(name));
+		json_object_object_add(r, "data_dir", json_object_new_string(path));
+	}
 out:
 	pthread_mutex_unlock(&d->vol_lock);
 	return r;

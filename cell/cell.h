@@ -97,6 +97,10 @@ int arf_cell_volume_read(struct arf_etcd *e, const char *cell, const char *name,
  * -ENOENT when it was deleted. */
 int arf_cell_volume_update(struct arf_etcd *e, const char *cell, struct arf_cell_volume *v,
 			   char *err, size_t errlen);
+/* Delete the record of v->name if it is still the one read at
+ * v->mod_revision: -ESTALE when it changed since, -ENOENT when it is gone. */
+int arf_cell_volume_delete(struct arf_etcd *e, const char *cell, const struct arf_cell_volume *v,
+			   char *err, size_t errlen);
 /* Every volume record of the cell, by name (*out freed by the caller). */
 int arf_cell_volumes_list(struct arf_etcd *e, const char *cell, struct arf_cell_volume **out,
 			  size_t *n, char *err, size_t errlen);
@@ -125,6 +129,12 @@ int arf_cell_member_start(const char *endpoints, const struct arf_etcd_security 
  * (with a warning) one that names another server; at the stop it sets
  * those that name this server offline.  0, -EINVAL (a bad name), -ENOMEM. */
 int arf_cell_member_publish(struct arf_cell_member *m, const char *const *names, size_t n);
+/* A volume this server no longer has (removed): the thread deletes its
+ * record if it names this server (compare-and-swap on the revision read),
+ * leaves it alone if it names another, retrying while etcd fails; drop it
+ * from the names given to arf_cell_member_publish too.  0, -EINVAL (a bad
+ * name), -ENOMEM. */
+int arf_cell_member_withdraw(struct arf_cell_member *m, const char *name);
 /* 1 while registered (the lease renewed within its TTL), else 0. */
 int arf_cell_member_registered(struct arf_cell_member *m);
 /* Stop the thread; the lease is revoked (best effort, within about a

@@ -39,6 +39,9 @@ struct arf_cell_member {
 	char (*vols)[ARF_CELL_NAME_MAX];
 	int *vol_state;          /* VOL_* */
 	size_t nvols;
+	/* volumes removed, whose records go (arf_cell_member_withdraw; under lock) */
+	char (*gone)[ARF_CELL_NAME_MAX];
+	size_t ngone;
 };
 
 enum { VOL_TODO, VOL_OURS, VOL_OTHERS };
@@ -167,6 +170,60 @@ static void publish(struct arf_cell_member *m)
 	}
 }
 
+/* The records of removed volumes: deleted where they name this server. */
+static void withdraw(struct arf_cell_member *m)
+{
+	char err[1024];
+
+	for (;;) {
+		struct arf_cell_volume v;
+		pthread_mutex_lock(&m->lock);
+		int any = m->ngone > 0;
+		if (any) {
+			memset(&v, 0, sizeof(v));
+			snprintf(v.name, sizeof(v.name), "%s", m->gone[m->ngone - 1]);
+		}
+		pthread_mutex_unlock(&m->lock);
+		if (!any)
+			return;
+		int rc = arf_cell_volume_read(m->e, m->cell, v.name, &v, err, sizeof(err));
+		if (!rc && !strcmp(v.server, m->self.id)) {
+			rc = arf_cell_volume_delete(m->e, m->cell, &v, err, sizeof(err));
+			if (!rc)
+				say(m, 2, "cell '%s': volume '%s' removed from the cell", m->cell, v.name);
+		} else if (!rc) {
+			say(m, 1, "cell '%s': removed volume '%s' is recorded on server '%s': its "
+			    "record is left alone", m->cell, v.name, v.server);
+		}
+		if (rc && rc != -ENOENT) {
+			if (rc != -ESTALE)
+				say(m, 1, "cell '%s': record of removed volume '%s' not deleted yet: %s",
+				    m->cell, v.name, err);
+			return; /* the next round tries again */
+		}
+		pthread_mutex_lock(&m->lock);
+		if (m->ngone && !strcmp(m->gone[m->ngone - 1], v.name))
+			m->ngone--;
+		pthread_mutex_unlock(&m->lock);
+	}
+}
+
+int arf_cell_member_withdraw(struct arf_cell_member *m, const char *name)
+{
+	if (!arf_cell_name_ok(name))
+		return -EINVAL;
+	pthread_mutex_lock(&m->lock);
+	void *g = realloc(m->gone, (m->ngone + 1) * sizeof(*m->gone));
+	if (!g) {
+		pthread_mutex_unlock(&m->lock);
+		return -ENOMEM;
+	}
+	m->gone = g;
+	snprintf(m->gone[m->ngone++], sizeof(m->gone[0]), "%s", name); /* at the next renewal */
+	pthread_mutex_unlock(&m->lock);
+	return 0;
+}
+
 /* At a clean stop: the records that name this server say offline. */
 static void unpublish(struct arf_cell_member *m)
 {
@@ -204,6 +261,7 @@ static void *member_main(void *arg)
 				    (unsigned long long)lease, m->ttl_s, arf_etcd_endpoint(m->e));
 				last[0] = 0;
 				publish(m);
+				withdraw(m);
 			} else if (strcmp(err, last)) { /* each new reason once, not every second */
 				/* another holder of the id, a refused user: errors until fixed */
 				int fatal = rc == -EEXIST || rc == -EACCES || rc == -EPERM;
@@ -224,6 +282,7 @@ static void *member_main(void *arg)
 			renewed = now_ms();
 			set_registered(m, 1);
 			publish(m); /* what is left to do: nothing, mostly */
+			withdraw(m);
 		} else if (rc == -ENOENT) {
 			say(m, 1, "cell '%s': the lease of '%s' is gone (%s); registering again",
 			    m->cell, m->self.id, err);
@@ -322,6 +381,7 @@ void arf_cell_member_stop(struct arf_cell_member *m)
 	arf_etcd_close(m->e);
 	free(m->vols);
 	free(m->vol_state);
+	free(m->gone);
 	free(m);
 }
 

@@ -372,6 +372,29 @@ out:
 	return rc;
 }
 
+int arf_cell_volume_delete(struct arf_etcd *e, const char *cell, const struct arf_cell_volume *v,
+			   char *err, size_t errlen)
+{
+	char key[ARF_CELL_KEY_MAX];
+	struct arf_etcd_kvs got = { 0 };
+	int ok = 0, rc;
+
+	if ((rc = volume_key(key, sizeof(key), cell, v->name, err, errlen)))
+		return rc;
+	struct arf_etcd_cmp same = { .key = key, .target = ARF_ETCD_MOD, .number = v->mod_revision };
+	struct arf_etcd_op del = { .kind = ARF_ETCD_OP_DELETE, .key = key };
+	struct arf_etcd_op get = { .kind = ARF_ETCD_OP_GET, .key = key };
+	if ((rc = arf_etcd_txn(e, &same, 1, &del, 1, &get, 1, &ok, &got, err, errlen)))
+		return rc;
+	if (!ok) {
+		rc = got.n ? -ESTALE : -ENOENT;
+		snprintf(err, errlen, got.n ? "volume '%s' changed since it was read: read it again"
+					    : "no volume '%s' in cell '%s'", v->name, cell);
+	}
+	arf_etcd_kvs_free(&got);
+	return rc;
+}
+
 int arf_cell_volumes_list(struct arf_etcd *e, const char *cell, struct arf_cell_volume **out,
 			  size_t *n, char *err, size_t errlen)
 {

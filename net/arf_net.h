@@ -415,6 +415,11 @@ int arf_net_server_add_region_in(struct arf_net_server *s, uint32_t view, uint32
 				 void *base, uint64_t size, int memfd, uint32_t flags);
 int arf_net_server_set_view_info(struct arf_net_server *s, uint32_t view, const void *info,
 				 size_t len);
+/* A view (not 0) whose regions are going away (a volume removed): its shm
+ * descriptors are closed and its regions and info forgotten.  The caller
+ * has made sure no connection is in the view, and lets none in again; the
+ * view's number is not used again. */
+void arf_net_server_retire_view(struct arf_net_server *s, uint32_t view);
 /* One view's share of the soft-NIC's one-sided reads (the counters'
  * one_sided_reads and one_sided_bytes). */
 void arf_net_server_view_reads(struct arf_net_server *s, uint32_t view, uint64_t *reads,

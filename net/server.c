@@ -147,6 +147,30 @@ int arf_net_server_add_region_in(struct arf_net_server *s, uint32_t view, uint32
 	return 0;
 }
 
+void arf_net_server_retire_view(struct arf_net_server *s, uint32_t view)
+{
+	if (!s || !view || view >= ARF_NET_MAX_VIEWS)
+		return;
+	/* no connection is in the view (the embedder's promise), so nothing
+	 * reads these regions but the handshake's look at their view */
+	pthread_mutex_lock(&s->info_lock);
+	for (size_t i = 0; i < s->nregions; i++) {
+		struct srv_region *r = &s->regions[i];
+		if (r->view != view)
+			continue;
+		if (r->passfd >= 0)
+			close(r->passfd);
+		r->passfd = -1;
+		r->memfd = -1;
+		r->base = NULL;
+		r->size = 0;
+	}
+	free(s->info[view]);
+	s->info[view] = NULL;
+	s->info_len[view] = 0;
+	pthread_mutex_unlock(&s->info_lock);
+}
+
 int arf_net_server_set_info(struct arf_net_server *s, const void *info, size_t len)
 {
 	return arf_net_server_set_view_info(s, 0, info, len);

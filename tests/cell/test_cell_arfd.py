@@ -166,7 +166,7 @@ class Cell(EtcdCase):
     def test_volume_records(self):
         """arfd records the volumes it serves (docs/volumes.md): its root one
         under [cell] root_volume, each [volume NAME] and each made by
-        arfctl vol create, online on this server; offline at a clean stop, online again at the next start; a
+        arfctl vol create (withdrawn by vol rm), online on this server; offline at a clean stop, online again at the next start; a
         record that names another server is left alone, with a warning."""
         self.etcd.start()
         a = self.arfd("a", extra={"cell.root_volume": "root"}, config="[volume proj]\n")
@@ -195,6 +195,11 @@ class Cell(EtcdCase):
         self.assertEqual(volumes(self.etcd), {"root": ("a", "online", 3),
                                               "proj": ("a", "online", 3),
                                               "made": ("a", "online", 1)})
+        # and removed (arfctl vol rm): its record goes, the others stay
+        arfctl("--control", a.control, "vol", "rm", "made")
+        wait_until(lambda: "made" not in volumes(self.etcd), 15, "the made volume withdrawn")
+        self.assertEqual(volumes(self.etcd), {"root": ("a", "online", 3),
+                                              "proj": ("a", "online", 3)})
         # [cell] root_volume that a [volume] section names too is refused
         p = arfproc.run([a.bin, "-c", a.config, "--check-config", "--set",
                          "cell.etcd=" + self.etcd.url, "--set", "cell.name=" + CELL,

@@ -19,12 +19,15 @@ volume that clients use at once over tcp and shm (clients of the other
 volumes undisturbed), with its [regions] settings; it is served again
 after a restart with its files; a name in use, a bad name, a bad setting
 and a directory already there are refused with the reason, and nothing is
-left of a refused one."""
+left of a refused one.  `arfctl vol rm [--force] NAME` removes a made
+volume and its data, refused while a client is connected, while it holds
+a file (without --force), and for a section's volume or the root."""
 import json
 import os
 import signal
 import sys
 import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -291,6 +294,63 @@ class Made(VolumeCase):
         self.put("home", "h", b"still")
         self.assertEqual(self.cat("home", "h", "shm"), "still")
         print("vol create refused, with the reason: %d cases; nothing made" % len(cases))
+
+    def test_rm(self):
+        text_of(*self.ctl, "vol", "create", "gone")
+        data = os.path.join(self.arfd.data_dir, "volumes", "gone")
+        self.put("gone", "f", b"a file")
+        refusals = [
+            (("gone",), 1, "volume gone is not empty (1 files and directories"),
+            (("proj",), 1, "arfd.conf's [volume proj] section"),
+            (("root",), 1, "the root volume is the server's own"),
+            (("nope",), 1, "no volume 'nope' on this server"),
+            (("--forse", "gone"), 2, "usage: vol rm"),
+        ]
+        m = None
+        if not arfproc.fuse_skip_reason():
+            m = arfproc.Mount(self.arfd.url("/"), opts="volume=gone", workdir=self.tmp.name)
+            self.addCleanup(m.stop)
+            m.start()
+            # arf-fuse holds two connections (its cached and uncached clients)
+            refusals.append((("--force", "gone"), 1, "clients connected: unmount them first"))
+        for args, want, says in refusals:
+            rc, _, err = text_of(*self.ctl, "vol", "rm", *args, check=False)
+            self.assertEqual(rc, want, (args, err))
+            self.assertIn(says, err, args)
+        self.assertEqual(self.cat("gone", "f", "shm"), "a file")  # untouched
+        if m:
+            self.assertEqual(m.stop(), 0)
+            # arfd counts a connection out when it sees it closed: soon after
+            deadline = time.monotonic() + 30
+            while json.loads(text_of(*self.ctl, "vol", "show", "gone")[1])["clients"]:
+                self.assertLess(time.monotonic(), deadline, "the mount's connections stayed")
+                time.sleep(0.05)
+        rc, out, err = text_of(*self.ctl, "vol", "rm", "--force", "gone")
+        self.assertEqual(out.strip(), "volume gone: removed, with %s" % data)
+        self.assertFalse(os.path.exists(data))
+        for tr in ("tcp", "shm"):
+            rc, _, err = text_of("ls", vurl(self.arfd, "/", "gone", tr), check=False)
+            self.assertEqual(rc, 1)
+            self.assertIn("no volume 'gone' on this server", err)
+        names = [v["volume"] for v in json.loads(text_of("--json", *self.ctl, "vol", "list")[1])
+                 ["volumes"]]
+        self.assertEqual(names, ["root", "proj", "home"])
+        self.assertNotIn('volume="gone"', text_of(*self.ctl, "stats", "--prometheus")[1])
+        # the name can be made again (a new, empty volume), the others served on
+        text_of(*self.ctl, "vol", "create", "gone")
+        self.assertEqual(text_of("ls", vurl(self.arfd, "/", "gone"))[1], "")
+        self.put("gone", "g", b"again", "shm")
+        text_of(*self.ctl, "vol", "rm", "--force", "gone")
+        self.put("proj", "p", b"proj's")
+        self.arfd.restart()
+        self.assertFalse(os.path.exists(data))
+        rc, _, err = text_of("ls", vurl(self.arfd, "/", "gone"), check=False)
+        self.assertIn("no volume 'gone' on this server", err)
+        self.assertEqual(self.cat("proj", "p"), "proj's")
+        print("vol rm: %d refusals with the reason (a file, a section, the root, no such "
+              "volume, bad usage%s); --force removed it and its data, clients are told there "
+              "is no such volume, the name can be made again; gone after a restart"
+              % (len(refusals), ", a mount connected" if m else ""))
 
 
 class Refused(unittest.TestCase):

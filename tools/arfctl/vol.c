@@ -4,7 +4,8 @@
  * through its control socket: the root volume, each [volume NAME] of its
  * arfd.conf and each made by vol create, with their use and counters.
  * vol create NAME [KEY=VALUE ...]: a volume made and served at once
- * (arfd/volumes.c), KEY a [regions] key.  The cell's volume records (etcd)
+ * (arfd/volumes.c), KEY a [regions] key.  vol rm [--force] NAME: a made
+ * volume removed, with its data.  The cell's volume records (etcd)
  * are `arfctl cell status`'s.  vol locate NAME URL: where the cell says a
  * volume lives, asked of the arfd at URL (LOCATE), as a client finds it.
  */
@@ -163,6 +164,33 @@ int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 		}
 		return create(a, argv[1], cmd);
 	}
+	if (!strcmp(sub, "rm") && (argc == 2 || argc == 3)) {
+		const char *name = argv[argc - 1];
+		int force = argc == 3 && !strcmp(argv[1], "--force");
+		if ((argc == 3 && !force) || !name[0] || strpbrk(name, " \t\n") || name[0] == '-') {
+			fprintf(stderr, "arfctl: usage: vol rm [--force] NAME\n");
+			return 2;
+		}
+		char cmd[160];
+		if ((size_t)snprintf(cmd, sizeof(cmd), "volume-remove %s%s", name,
+				     force ? " force" : "") >= sizeof(cmd)) {
+			fprintf(stderr, "arfctl: vol rm: '%s': not a volume's name\n", name);
+			return 2;
+		}
+		if (arfctl_control_call(a->control, cmd, &ans))
+			return 1;
+		json_object *o = arfctl_parse_answer("vol rm", ans);
+		free(ans);
+		if (!o)
+			return 1;
+		if (a->json)
+			puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							       JSON_C_TO_STRING_NOSLASHESCAPE));
+		else
+			printf("volume %s: removed, with %s\n", name, text(o, "data_dir"));
+		json_object_put(o);
+		return 0;
+	}
 	if (!strcmp(sub, "list") && argc == 1) {
 		snprintf(line, sizeof(line), "volumes");
 	} else if (!strcmp(sub, "show") && argc == 2 && strlen(argv[1]) < 64 &&
@@ -170,7 +198,7 @@ int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 		snprintf(line, sizeof(line), "volumes %s", argv[1]);
 	} else {
 		fprintf(stderr, "arfctl: usage: vol list | vol show NAME | vol create NAME "
-			"[KEY=VALUE ...] | vol locate NAME URL\n");
+			"[KEY=VALUE ...] | vol rm [--force] NAME | vol locate NAME URL\n");
 		return 2;
 	}
 	if (arfctl_control_call(a->control, line, &ans))
