@@ -416,6 +416,31 @@ fail:
 	finish_read(q, s, rc);
 }
 
+/* An unstable write's bytes kept (arf_cl_keep_current calls it under the
+ * connection's lock). */
+struct akeep {
+	arf_client *c;
+	struct slot *s;
+	const struct arf_wlog_write *wr;
+	uint32_t written;
+	int full;
+};
+
+static void slot_keep(void *arg)
+{
+	struct akeep *k = arg;
+	struct slot *s = k->s;
+	struct arf_aio *io = s->io;
+
+	k->full = s->keep ? arf_wlog_keep_prepared(k->c, s->keep, &s->cred, io->ino, io->gen,
+						   k->wr->off, k->written, k->wr->verifier,
+						   k->wr->seq)
+			  : arf_wlog_keep(k->c, &s->cred, io->ino, io->gen, k->wr->off,
+					  (const uint8_t *)io->buf + s->done, k->written,
+					  k->wr->verifier, k->wr->seq);
+	s->keep = NULL;
+}
+
 /* A request's reply. */
 static void req_end(struct arf_queue *q, struct slot *s)
 {
@@ -472,17 +497,24 @@ static void req_end(struct arf_queue *q, struct slot *s)
 		/* an unstable write: kept until a COMMIT covers it, and re-sent
 		 * after a restart, as arf_write's (wlog.c); at the bound, the
 		 * COMMIT now */
-		struct arf_wlog_ent *keep = s->keep;
-		s->keep = NULL;
 		int full = 0;
-		if (written && !(wr.flags & ARF_PROTO_WRITE_STABLE))
-			full = keep ? arf_wlog_keep_prepared(c, keep, &s->cred, io->ino, io->gen, wr.off,
-							     written, wr.verifier, wr.seq)
-				    : arf_wlog_keep(c, &s->cred, io->ino, io->gen, wr.off,
-						    (const uint8_t *)io->buf + s->done, written,
-						    wr.verifier, wr.seq);
-		else
-			arf_wlog_discard(c, keep);
+		if (written && !(wr.flags & ARF_PROTO_WRITE_STABLE)) {
+			struct akeep k = { c, s, &wr, written, 0 };
+			/* the reply was filed under the connection's lock, but it
+			 * is kept here, later: kept only if its server is still
+			 * the connection's, else sent again (arf_cl_keep_current) */
+			if (!arf_cl_keep_current(c, wr.verifier, slot_keep, &k)) {
+				arf_wlog_discard(c, s->keep); /* copied again when sent again */
+				s->keep = NULL;
+				arf_net_buf_free(&s->body);
+				s->state = S_REQ_SEND;
+				return;
+			}
+			full = k.full;
+		} else {
+			arf_wlog_discard(c, s->keep);
+			s->keep = NULL;
+		}
 		if (full && (rc = arf_fsync(c, 0, 0))) {
 			arf_net_buf_free(&s->body);
 			finish_read(q, s, rc);

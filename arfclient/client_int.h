@@ -139,8 +139,9 @@ int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
  * has its answer is done under the connection lock's read side, before any
  * reconnection (this thread's or another's) can replay the kept writes,
  * and before a piece the connection lost is sent again (alone, in order,
- * as arf_cl_call sends again): done is where the caller keeps them, so
- * done must not call into the connection.  A cancelled
+ * as arf_cl_call sends again, then done outside the lock, with unlocked
+ * set): done is where the caller keeps them, so done must not take the
+ * connection's lock unless unlocked says it may.  A cancelled
  * caller gets -EINTR for every piece without an answer, none sent again.
  * At most ARF_CL_PIECES_MAX pieces. */
 #define ARF_CL_PIECES_MAX 4
@@ -149,6 +150,8 @@ struct arf_cl_piece {
 	int iovcnt;
 	struct arf_net_buf resp;  /* out: the caller frees it */
 	int rc;                   /* out */
+	int unlocked;             /* out: done() runs outside the read side (a piece
+				   * sent again): keep through arf_cl_keep_current */
 };
 void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, size_t n,
 			void (*sent)(void *arg), void (*done)(void *arg, size_t i), void *arg);
@@ -178,14 +181,14 @@ int arf_cl_broken(int rc);
  * opts.reconnect_ms; UINT64_MAX: none, a hard mount).  0 = post it again,
  * -EIO = give up, -EINTR = the thread's cancel hook gave up. */
 int arf_cl_recover(arf_client *c, uint64_t gen, uint64_t *deadline);
-/* A COMMIT answered with verifier found writes still kept under an earlier
- * incarnation: writes whose reply came before a restart but that were kept
- * only after the reconnection's replay (async.c files a reply and keeps
- * its write later, outside the connection's lock).  Replay them now on the
- * connection of the moment, as a reconnection would, and commit them:
- * 0, or the replay's error (a broken connection is dialled again, as the
- * calls do, and that reconnection replays them). */
-int arf_cl_replay_missed(arf_client *c, uint64_t verifier);
+/* Keep an unstable write the server answered with verifier (keep(arg)
+ * puts it in the write log), only if the connection of the moment is of
+ * that incarnation, under the connection lock's read side: 1 kept, 0 not
+ * (the server restarted after its reply and the reconnection's replay ran
+ * before this keep, so the caller sends the write again instead, on the
+ * new incarnation, before it answers its own caller: a write kept under a
+ * lost incarnation and replayed later could land over a newer write). */
+int arf_cl_keep_current(arf_client *c, uint64_t verifier, void (*keep)(void *arg), void *arg);
 
 /*
  * wlog.c: writes the server answered before they were durable, kept until
@@ -219,6 +222,9 @@ int arf_wlog_holds(arf_client *c, uint64_t ino);
 int arf_wlog_error(arf_client *c, uint64_t ino);
 /* Are writes kept under another verifier than this one? */
 int arf_wlog_stale(arf_client *c, uint64_t verifier);
+/* Drop every write kept under another incarnation than verifier, each
+ * file's next commit told EIO; how many went. */
+int arf_wlog_drop_stale(arf_client *c, uint64_t verifier);
 void arf_wlog_counts(arf_client *c, uint64_t *bytes, uint64_t *writes);
 /* After dialling a server of incarnation verifier, before anything else
  * uses conn (conn.c, under conn_lock's write side): re-send what its

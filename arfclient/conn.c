@@ -265,7 +265,9 @@ static int dial_until_up(arf_client *c, uint64_t gen, struct wait_ctx *w)
 			int restarted = info.incarnation != c->info.incarnation;
 			if (arf_wlog_stale(c, info.incarnation)) {
 				int wrc = arf_wlog_replay(c, conn, info.incarnation);
-				if (conn_broken(wrc)) { /* gone again: dial again */
+				/* gone again: dial again; given up: the wait below
+				 * says so (every write still kept for the next try) */
+				if (conn_broken(wrc) || wrc == -ECANCELED || wrc == -EINTR) {
 					pthread_rwlock_unlock(&c->conn_lock);
 					arf_net_close(conn);
 					snprintf(err, sizeof(err), "re-sending uncommitted writes: %s",
@@ -403,6 +405,7 @@ void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, siz
 		id[i] = call_id(c);
 		pc[i].resp = (struct arf_net_buf){ 0 };
 		pc[i].rc = -ENOTCONN;
+		pc[i].unlocked = 0;
 	}
 	arf_net_set_thread_abort(wait_abort, &w);
 	pthread_rwlock_rdlock(&c->conn_lock);
@@ -439,6 +442,7 @@ void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, siz
 			continue;
 		arf_net_buf_free(&pc[i].resp);
 		pc[i].rc = call_with_id(c, op, id[i], pc[i].iov, pc[i].iovcnt, &pc[i].resp, NULL);
+		pc[i].unlocked = 1; /* done outside the lock: it keeps through arf_cl_keep_current */
 		done(arg, i);
 	}
 }
@@ -559,32 +563,15 @@ int arf_cl_recover(arf_client *c, uint64_t gen, uint64_t *deadline)
 	return rc;
 }
 
-int arf_cl_replay_missed(arf_client *c, uint64_t verifier)
+int arf_cl_keep_current(arf_client *c, uint64_t verifier, void (*keep)(void *arg), void *arg)
 {
-	struct wait_ctx w = { 0, WHY_NONE };
-	int rc;
-
-	arf_net_set_thread_abort(wait_abort, &w);
-	for (;;) {
-		if ((rc = wrlock_abortable(c, &w)))
-			break;
-		uint64_t gen = c->conn_gen;
-		rc = 0;
-		/* a reconnection since that COMMIT replayed them already */
-		if (c->conn && c->info.incarnation == verifier && arf_wlog_stale(c, verifier))
-			rc = arf_wlog_replay(c, c->conn, verifier);
-		pthread_rwlock_unlock(&c->conn_lock);
-		if (!conn_broken(rc))
-			break;
-		if (!c->opts.reconnect_ms) {
-			rc = -EIO;
-			break;
-		}
-		/* broken on the way: the reconnection replays what is left */
-		start_deadline(c, &w);
-		if ((rc = reconnect(c, gen, &w)))
-			break;
-	}
-	arf_net_set_thread_abort(NULL, NULL);
-	return rc;
+	/* the read side: a reconnection (the write side) either replayed
+	 * before this look, and the incarnation says so, or replays after
+	 * this keep, and finds it */
+	pthread_rwlock_rdlock(&c->conn_lock);
+	int current = c->info.incarnation == verifier;
+	if (current)
+		keep(arg);
+	pthread_rwlock_unlock(&c->conn_lock);
+	return current;
 }

@@ -329,10 +329,16 @@ static int commit(arf_client *c, uint64_t ino, uint32_t gen)
 	if (!rc) {
 		ARF_CTR_ADD(c, commits, 1);
 		arf_wlog_committed(c, cm.verifier, cm.durable);
-		/* durable means all of it: a write kept under an earlier
-		 * incarnation after that restart's replay is sent again now */
-		if (arf_wlog_stale(c, cm.verifier))
-			rc = arf_cl_replay_missed(c, cm.verifier);
+		/* durable means all of it.  A write kept under an incarnation
+		 * that no replay covered cannot be sent now (a newer write may
+		 * have gone over it since): keeps are checked against the
+		 * incarnation (arf_cl_keep_current), so none should be here;
+		 * if one is, the commit says its data may be lost */
+		if (arf_wlog_stale(c, cm.verifier) && arf_wlog_drop_stale(c, cm.verifier)) {
+			arf_log_msg(0, "COMMIT: writes kept under an earlier incarnation of arfd were "
+				    "never re-sent: reporting EIO");
+			rc = -EIO;
+		}
 	}
 	int err = arf_wlog_error(c, ino);
 	return rc ? rc : err;
@@ -377,10 +383,35 @@ static void precopy(void *arg)
 			memcpy(arf_wlog_prepared_data(r->p[i].keep), r->p[i].src, r->p[i].chunk);
 }
 
+/* Piece i's kept copy, put in the write log (under the connection's lock:
+ * arf_cl_call_pieces or arf_cl_keep_current). */
+struct pkeep {
+	struct wround *r;
+	struct wpiece *p;
+	const struct arf_wlog_write *wr;
+	int full;
+};
+
+static void piece_keep(void *arg)
+{
+	struct pkeep *k = arg;
+	struct wround *r = k->r;
+	struct wpiece *p = k->p;
+
+	k->full = p->keep ? arf_wlog_keep_prepared(r->c, p->keep, r->cred, r->ino, r->gen,
+						   k->wr->off, p->written, k->wr->verifier,
+						   k->wr->seq)
+			  : arf_wlog_keep(r->c, r->cred, r->ino, r->gen, k->wr->off, p->src,
+					  p->written, k->wr->verifier, k->wr->seq);
+	p->keep = NULL;
+}
+
 /* Piece i's answer: its reply's attributes taken, its bytes kept when the
  * write is unstable.  arf_cl_call_pieces calls it for every piece that has
  * its answer before it sends any piece again, so that the reconnection's
- * replay finds every write this server applied in the log. */
+ * replay finds every write this server applied in the log; a piece sent
+ * again is kept only if its server is still the connection's, else sent
+ * once more (arf_cl_keep_current). */
 static void piece_done(void *arg, size_t i)
 {
 	struct wround *r = arg;
@@ -390,30 +421,37 @@ static void piece_done(void *arg, size_t i)
 	struct arf_wlog_write wr;
 	int rc = r->cp[i].rc;
 
-	p->written = 0;
-	if (!rc)
-		rc = arf_wlog_write_reply(&r->cp[i].resp, &p->written, &a, &wr);
-	arf_net_buf_free(&r->cp[i].resp);
-	if (!rc && p->written > p->chunk)
-		rc = ARF_EPROTO;
-	p->rc = rc;
-	if (rc) {
+	for (;;) {
 		p->written = 0;
-		arf_wlog_discard(c, p->keep);
-		arf_icache_drop(c, r->ino);
+		if (!rc)
+			rc = arf_wlog_write_reply(&r->cp[i].resp, &p->written, &a, &wr);
+		arf_net_buf_free(&r->cp[i].resp);
+		if (!rc && p->written > p->chunk)
+			rc = ARF_EPROTO;
+		p->rc = rc;
+		if (rc) {
+			p->written = 0;
+			arf_wlog_discard(c, p->keep);
+			arf_icache_drop(c, r->ino);
+			return;
+		}
+		struct arf_stat st;
+		arf_stat_from_proto(&a, &st);
+		arf_icache_update_stat(c, &st);
+		if (!p->written || (wr.flags & ARF_PROTO_WRITE_STABLE)) {
+			arf_wlog_discard(c, p->keep);
+			return;
+		}
+		struct pkeep k = { r, p, &wr, 0 };
+		if (!r->cp[i].unlocked) {
+			piece_keep(&k); /* under the read side already */
+		} else if (!arf_cl_keep_current(c, wr.verifier, piece_keep, &k)) {
+			rc = arf_cl_call(c, ARF_OP_WRITE, r->cp[i].iov, r->cp[i].iovcnt,
+					 &r->cp[i].resp, NULL);
+			continue; /* its server restarted after answering: once more */
+		}
+		r->full |= k.full != 0;
 		return;
-	}
-	struct arf_stat st;
-	arf_stat_from_proto(&a, &st);
-	arf_icache_update_stat(c, &st);
-	if (p->written && !(wr.flags & ARF_PROTO_WRITE_STABLE)) {
-		int k = p->keep ? arf_wlog_keep_prepared(c, p->keep, r->cred, r->ino, r->gen, wr.off,
-							 p->written, wr.verifier, wr.seq)
-				: arf_wlog_keep(c, r->cred, r->ino, r->gen, wr.off, p->src, p->written,
-						wr.verifier, wr.seq);
-		r->full |= k != 0;
-	} else {
-		arf_wlog_discard(c, p->keep);
 	}
 }
 

@@ -14,7 +14,14 @@
  * survived, re-sends the rest in the order the server applied it, and
  * commits.  A write that survived is never sent again, so a re-send never
  * lands over another client's later committed write: that write's COMMIT
- * made everything before it, this one included, durable.
+ * made everything before it, this one included, durable.  A write is kept
+ * only while its server is the connection's (conn.c arf_cl_keep_current,
+ * under the connection lock's read side, which the replay's reconnection
+ * needs for writing): one answered by a server that restarted before it
+ * was kept is sent again instead, before its caller hears of it.  So a
+ * COMMIT never finds a write of an earlier incarnation that no replay
+ * covered; if it did, it would report EIO (arf_wlog_drop_stale) rather
+ * than re-send it over a newer write.
  *
  * The bytes kept are bounded (opts.unstable_max_mib): a write past the
  * bound is followed by a COMMIT (requests.c).  An entry's memory, once its
@@ -288,6 +295,26 @@ int arf_wlog_stale(arf_client *c, uint64_t verifier)
 	return stale;
 }
 
+static void note_error(struct arf_wlog *l, uint64_t ino, int err);
+
+int arf_wlog_drop_stale(arf_client *c, uint64_t verifier)
+{
+	struct arf_wlog *l = c->wlog;
+	int dropped = 0;
+
+	pthread_mutex_lock(&l->lock);
+	for (struct arf_wlog_ent *e = l->head, *n; e; e = n) {
+		n = e->next;
+		if (e->verifier == verifier)
+			continue;
+		note_error(l, e->ino, -EIO);
+		unlink_ent(c, l, e);
+		dropped++;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return dropped;
+}
+
 void arf_wlog_counts(arf_client *c, uint64_t *bytes, uint64_t *writes)
 {
 	struct arf_wlog *l = c->wlog;
@@ -391,12 +418,12 @@ static void note_error(struct arf_wlog *l, uint64_t ino, int err)
 		l->errs[l->nerrs++] = (struct wlog_err){ ino, err };
 }
 
-/* Is rc the connection failing (the replay is over; the caller dials
- * again)? */
+/* Is rc the connection failing, or the wait given up (the replay is over,
+ * every entry still kept; the caller dials again or gives up)? */
 static int broken(int rc)
 {
 	return rc == -ECONNRESET || rc == -EPIPE || rc == -ENOTCONN || rc == -ETIMEDOUT ||
-	       rc == -ECONNABORTED || rc == -EBADF;
+	       rc == -ECONNABORTED || rc == -EBADF || rc == -ECANCELED || rc == -EINTR;
 }
 
 int arf_wlog_replay(arf_client *c, struct arf_net_conn *conn, uint64_t verifier)

@@ -17,14 +17,16 @@ not spin (no retry loop: one log line, no CPU); after a restart everything
 acknowledged as durable is there (every change but an unstable write, and
 each unstable write a COMMIT or a later durable change covered).
 
-MissedReplay: a write whose reply came from an arfd that then restarted,
-kept by its thread only after another thread's reconnection had replayed
-the write log (so the replay did not re-send it), is re-sent by the next
-COMMIT (fsync, close), which does not call the file durable before.
+MissedReplay: a write kept under an incarnation that no replay covered
+(libarf keeps a write only while its server is the connection's -- else
+it sends it again -- so none should exist) makes the next COMMIT (fsync,
+close) report EIO, never success: re-sending it then could land it over a
+newer write.
 
 ThreadCreation: each of arfd's own thread creations made to fail in turn
 (an LD_PRELOAD shim, failthread.c): arfd stops with a message naming the
 thread, exit status 1, no crash, no hang -- it joins only what started."""
+import errno
 import json
 import os
 import re
@@ -267,18 +269,19 @@ class FailStop(unittest.TestCase):
 class MissedReplay(unittest.TestCase):
     """A kept write of an earlier incarnation that no replay re-sent."""
 
-    def test_commit_resends_a_write_kept_after_the_replay(self):
+    def test_commit_reports_a_write_no_replay_covered(self):
         d = Arfd()
         self.addCleanup(d.cleanup)
         d.start()
         for transport in ("tcp", "shm"):
             out = run([FPTEST, "missed", d.url("/", transport), "missed-" + transport],
                       timeout=60).stdout.decode().strip()
-            # before the fix: "fsync 0 resent 0 kept 1 data WRONG" -- fsync
-            # said durable while 4 KiB the server lost were only in the log
-            self.assertEqual(out, "fsync 0 resent 4096 kept 0 data OK", transport)
-        print("a write kept under an earlier incarnation after its replay: fsync re-sent "
-              "its 4096 bytes, committed them, and the file reads back whole (tcp, shm)")
+            # before: "fsync 0 resent 0 kept 1 ..." -- fsync said durable
+            # while 4 KiB the server lost were only in the log
+            self.assertEqual(out, "fsync %d resent 0 kept 0 again 0 data %s" % (
+                -errno.EIO, "a only"), transport)
+        print("a write kept under an earlier incarnation that no replay covered: fsync "
+              "answered EIO, not success, and dropped it; the next fsync succeeds (tcp, shm)")
 
 
 class ThreadCreation(unittest.TestCase):
