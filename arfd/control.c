@@ -800,6 +800,11 @@ static void serve_one(struct arfd *d, struct arfd_control *ctl, int fd)
 	char *nl = strchr(line, '\n');
 	if (nl)
 		*nl = 0;
+	else if (n == sizeof(line) - 1) { /* cut short: never run a part of a command */
+		const char *m = "{\"error\":\"command longer than 510 bytes\"}\n";
+		if (write(fd, m, strlen(m)) < 0) { /* the peer went away */ }
+		return;
+	}
 	char *args = strchr(line, ' ');
 	if (args)
 		*args++ = 0;

@@ -34,6 +34,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,9 +48,11 @@
 #include "arf_ops.h"
 #include "arfd.h"
 #include "arfd_cell.h"
+#include "cell.h"
 #include "log.h"
 
 #define VOLUME_CONF "volume.conf"
+#define SETTING_MAX 200 /* bytes of one KEY=VALUE: a line of volume.conf */
 
 /* DATA_DIR/volumes/NAME[/volume.conf] into buf: 0, or -ENAMETOOLONG. */
 static int vol_path(const struct arfd *d, const char *name, int conf, char *buf, size_t len)
@@ -68,6 +71,10 @@ static int add_setting(struct arfd_volume_cfg *v, const char *kv, char *err, siz
 
 	if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof(key) || strchr(kv, '\n')) {
 		snprintf(err, errlen, "'%.80s': expected KEY=VALUE, KEY a [regions] key", kv);
+		return -1;
+	}
+	if (strlen(kv) > SETTING_MAX) {
+		snprintf(err, errlen, "'%.80s...': a setting is at most %d bytes", kv, SETTING_MAX);
 		return -1;
 	}
 	memcpy(key, kv, (size_t)(eq - kv));
@@ -96,26 +103,27 @@ static int add_setting(struct arfd_volume_cfg *v, const char *kv, char *err, siz
 static int read_conf(const char *path, struct arfd_volume_cfg *v, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "re");
-	char line[256], why[256];
-	int n = 0;
+	char *line = NULL, why[256];
+	size_t cap = 0;
+	int n = 0, rc = 0;
 
 	if (!f) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
-	while (fgets(line, sizeof(line), f)) {
+	while (!rc && getline(&line, &cap, f) >= 0) {
 		n++;
 		line[strcspn(line, "\r\n")] = 0;
 		if (!line[0] || line[0] == '#')
 			continue;
 		if (add_setting(v, line, why, sizeof(why))) {
 			snprintf(err, errlen, "%s:%d: %s", path, n, why);
-			fclose(f);
-			return -1;
+			rc = -1;
 		}
 	}
+	free(line);
 	fclose(f);
-	return 0;
+	return rc;
 }
 
 static int in_config(const struct arfd *d, const char *name)
@@ -168,8 +176,9 @@ int arfd_volumes_made_start(struct arfd *d, char *err, size_t errlen)
 		vol_path(d, names[i], 1, path, sizeof(path));
 		if (read_conf(path, &v, err, errlen) ||
 		    arfd_config_volume_of(&d->cfg, &v, &vc, err, errlen)) {
-			rc = -EINVAL;
-			break;
+			/* that volume is not served, with the reason; the rest are */
+			arfd_log(ARFD_LOG_ERROR, "volume %s not served: %s", names[i], err);
+			continue;
 		}
 		rc = arfd_volume_add(d, v.name, &vc, err, errlen);
 	}
@@ -189,6 +198,16 @@ static json_object *fail(const char *fmt, const char *a, const char *b)
 	if (r)
 		json_object_object_add(r, "error", json_object_new_string(msg));
 	return r;
+}
+
+/* A directory's entries made durable (best effort: a failure is logged). */
+static void sync_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd))
+		arfd_log(ARFD_LOG_WARN, "vol create: syncing %s: %s", path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
 }
 
 /* Write the settings of v to path (through a temporary file, synced):
@@ -243,13 +262,31 @@ json_object *arfd_volume_create(struct arfd *d, const char *args)
 			return fail("%s%s", err, "");
 	if (vol_path(d, name, 0, path, sizeof(path)) || vol_path(d, name, 1, conf, sizeof(conf)))
 		return fail("volume %s: its data directory's path is too long%s", name, "");
-	if (arfd_config_volume_of(&d->cfg, &v, &vc, err, sizeof(err)))
-		return fail("%s%s", err, "");
 
-	pthread_mutex_lock(&d->vol_lock);
+	pthread_mutex_lock(&d->vol_lock); /* a reload waits (main.c), and another create */
 	json_object *r = NULL;
+	arfd_lock_for_control(d); /* the server's settings, as a reload leaves them */
+	int bad = arfd_config_volume_of(&d->cfg, &v, &vc, err, sizeof(err));
+	arfd_fs_unlock(d);
+	if (bad) {
+		r = fail("%s%s", err, "");
+		goto out;
+	}
 	if (arfd_volume_find(d, name)) {
 		r = fail("volume %s exists on this server%s", name, "");
+		goto out;
+	}
+	if (!strcmp(name, d->cfg.cell_root_volume)) {
+		r = fail("volume %s: the name of this server's root volume in the cell "
+			 "([cell] root_volume)%s", name, "");
+		goto out;
+	}
+	struct arf_cell_view *cv = __atomic_load_n(&d->cellview, __ATOMIC_ACQUIRE);
+	struct arf_cell_volume rec;
+	struct arf_cell_server srv;
+	if (cv && !arf_cell_view_locate(cv, name, &rec, &srv) && strcmp(rec.server, d->cell_id)) {
+		r = fail("volume %s: the cell records it on server '%.63s': a name in the cell is "
+			 "one volume's", name, rec.server);
 		goto out;
 	}
 	if (!access(path, F_OK)) {
@@ -264,7 +301,10 @@ json_object *arfd_volume_create(struct arfd *d, const char *args)
 		r = fail("%s%s", err, "");
 		goto out;
 	}
+	sync_dir(parent);
 	int rc = write_conf(conf, &v);
+	if (!rc)
+		sync_dir(path); /* volume.conf's name, as its bytes, before the reply */
 	if (rc) {
 		snprintf(err, sizeof(err), "%.300s: %s", conf, strerror(-rc));
 		rmdir(path);

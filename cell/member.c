@@ -400,6 +400,13 @@ int arf_cell_member_publish(struct arf_cell_member *m, const char *const *names,
 	for (size_t i = 0; i < n; i++)
 		snprintf(vols[i], sizeof(vols[i]), "%s", names[i]);
 	pthread_mutex_lock(&m->lock);
+	/* a name published before keeps where its record stands (a volume
+	 * made or removed republishes the list: the others' records need no
+	 * new round, and a stop meanwhile still sets them offline) */
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < m->nvols; j++)
+			if (!strcmp(vols[i], m->vols[j]))
+				state[i] = m->vol_state[j];
 	free(m->vols);
 	free(m->vol_state);
 	m->vols = vols;

@@ -280,6 +280,8 @@ class Made(VolumeCase):
             (("x", "inodes=lots"), 1, "inodes"),
             (("x", "colour=blue"), 1, "colour"),
             (("x", "inodes"), 2, "expected KEY=VALUE"),
+            (("x", "inodes=" + "0" * 250 + "1"), 1, "a setting is at most 200 bytes"),
+            (("x",) + tuple("data_blocks=%d" % n for n in range(40)), 2, "too many settings"),
             (("left",), 1, "exists already"),
         ]
         for args, want, says in cases:
@@ -294,6 +296,22 @@ class Made(VolumeCase):
         self.put("home", "h", b"still")
         self.assertEqual(self.cat("home", "h", "shm"), "still")
         print("vol create refused, with the reason: %d cases; nothing made" % len(cases))
+
+    def test_a_bad_volume_conf_keeps_only_that_volume_out(self):
+        text_of(*self.ctl, "vol", "create", "spoilt")
+        text_of(*self.ctl, "vol", "create", "fine")
+        self.put("fine", "f", b"fine's")
+        self.arfd.stop()
+        conf = os.path.join(self.arfd.data_dir, "volumes", "spoilt", "volume.conf")
+        with open(conf, "a") as f:
+            f.write("inodes=lots\n")
+        self.arfd.start()
+        self.assertIn("volume spoilt not served: %s:4: " % conf, self.arfd.log())
+        rc, _, err = text_of("ls", vurl(self.arfd, "/", "spoilt"), check=False)
+        self.assertIn("no volume 'spoilt' on this server", err)
+        self.assertEqual(self.cat("fine", "f", "shm"), "fine's")
+        print("a volume.conf spoilt by hand: arfd serves every other volume and says why "
+              "that one is not served")
 
     def test_rm(self):
         text_of(*self.ctl, "vol", "create", "gone")

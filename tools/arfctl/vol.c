@@ -147,7 +147,7 @@ int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 	if (!strcmp(sub, "locate") && argc == 3)
 		return locate(argv[1], argv[2], a->json);
 	if (!strcmp(sub, "create") && argc >= 2) {
-		char cmd[1024];
+		char cmd[511]; /* what arfd reads of a control line, its newline included */
 		size_t n = (size_t)snprintf(cmd, sizeof(cmd), "volume-create");
 		for (int i = 1; i < argc; i++) {
 			if (strpbrk(argv[i], " \t\n") || !argv[i][0] ||
