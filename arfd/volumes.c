@@ -45,6 +45,7 @@
 
 #include <json-c/json.h>
 
+#include "arf_meta.h"
 #include "arf_ops.h"
 #include "arfd.h"
 #include "arfd_cell.h"
@@ -200,6 +201,21 @@ static json_object *fail(const char *fmt, const char *a, const char *b)
 	return r;
 }
 
+/* MemAvailable of /proc/meminfo in bytes, 0 when unknown. */
+static uint64_t mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "re");
+	char line[128];
+	unsigned long long kib = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kib << 10;
+}
+
 /* A directory's entries made durable (best effort: a failure is logged). */
 static void sync_dir(const char *path)
 {
@@ -274,6 +290,21 @@ json_object *arfd_volume_create(struct arfd *d, const char *args)
 	}
 	if (arfd_volume_find(d, name)) {
 		r = fail("volume %s exists on this server%s", name, "");
+		goto out;
+	}
+	/* its regions live in this process's memory, in use at once: a size
+	 * that cannot fit would take every volume down with it */
+	struct arf_meta_super sb;
+	arf_meta_super_layout(&sb, (uint32_t)vc.inodes, (uint32_t)vc.dir_buckets,
+			      (uint32_t)vc.dir_entries, (uint32_t)vc.pages, (uint32_t)vc.data_blocks,
+			      (uint32_t)vc.dir_hash_mask);
+	uint64_t avail = mem_available();
+	if (avail && sb.meta_size + sb.data_size > avail) {
+		snprintf(err, sizeof(err), "volume %s: its regions would take %llu MiB, more than "
+			 "the %llu MiB of memory available", name,
+			 (unsigned long long)((sb.meta_size + sb.data_size) >> 20),
+			 (unsigned long long)(avail >> 20));
+		r = fail("%s%s", err, "");
 		goto out;
 	}
 	if (!strcmp(name, d->cfg.cell_root_volume)) {

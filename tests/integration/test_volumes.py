@@ -281,6 +281,7 @@ class Made(VolumeCase):
             (("x", "colour=blue"), 1, "colour"),
             (("x", "inodes"), 2, "expected KEY=VALUE"),
             (("x", "inodes=" + "0" * 250 + "1"), 1, "a setting is at most 200 bytes"),
+            (("x", "data_blocks=4000000000"), 1, "MiB, more than the"),
             (("x",) + tuple("data_blocks=%d" % n for n in range(40)), 2, "too many settings"),
             (("left",), 1, "exists already"),
         ]
