@@ -189,6 +189,10 @@ int arf_cl_recover(arf_client *c, uint64_t gen, uint64_t *deadline);
  * new incarnation, before it answers its own caller: a write kept under a
  * lost incarnation and replayed later could land over a newer write). */
 int arf_cl_keep_current(arf_client *c, uint64_t verifier, void (*keep)(void *arg), void *arg);
+/* A COMMIT answered with verifier: if that is still the connection's
+ * incarnation (else a reconnection since covered the log), drop the writes
+ * kept under any other (arf_wlog_drop_stale); how many went. */
+int arf_cl_drop_stale(arf_client *c, uint64_t verifier);
 
 /*
  * wlog.c: writes the server answered before they were durable, kept until

@@ -563,6 +563,17 @@ int arf_cl_recover(arf_client *c, uint64_t gen, uint64_t *deadline)
 	return rc;
 }
 
+int arf_cl_drop_stale(arf_client *c, uint64_t verifier)
+{
+	int n = 0;
+
+	pthread_rwlock_rdlock(&c->conn_lock);
+	if (c->info.incarnation == verifier && arf_wlog_stale(c, verifier))
+		n = arf_wlog_drop_stale(c, verifier);
+	pthread_rwlock_unlock(&c->conn_lock);
+	return n;
+}
+
 int arf_cl_keep_current(arf_client *c, uint64_t verifier, void (*keep)(void *arg), void *arg)
 {
 	/* the read side: a reconnection (the write side) either replayed

@@ -334,7 +334,7 @@ static int commit(arf_client *c, uint64_t ino, uint32_t gen)
 		 * have gone over it since): keeps are checked against the
 		 * incarnation (arf_cl_keep_current), so none should be here;
 		 * if one is, the commit says its data may be lost */
-		if (arf_wlog_stale(c, cm.verifier) && arf_wlog_drop_stale(c, cm.verifier)) {
+		if (arf_wlog_stale(c, cm.verifier) && arf_cl_drop_stale(c, cm.verifier)) {
 			arf_log_msg(0, "COMMIT: writes kept under an earlier incarnation of arfd were "
 				    "never re-sent: reporting EIO");
 			rc = -EIO;
