@@ -132,6 +132,13 @@ static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_pee
 	if ((rc = moved(root, h.volume, msg, msglen)))
 		return rc;
 	d = arfd_volume_find(root, h.volume);
+	if (d && d->view && !strcmp(peer->transport, "rdma")) {
+		/* net refuses it after this hello (the rdma pump grants view 0's
+		 * regions alone), and a connection refused after its hello is
+		 * never closed through on_close: refused here, before it counts */
+		snprintf(msg, msglen, "this volume is not served over rdma: use tcp or shm");
+		return -EOPNOTSUPP;
+	}
 	/* counted before anything of the volume is used, and then looked at
 	 * again: a vol rm (volumes.c) marks it removed and then counts its
 	 * clients, so one of the two sees the other */
@@ -547,8 +554,8 @@ int arfd_volume_add(struct arfd *d, const char *name, const struct arfd_config *
 	int rc;
 
 	if (n >= ARFD_MAX_VOLUMES) {
-		snprintf(err, errlen, "volume %s: at most %d volumes besides the root one", name,
-			 ARFD_MAX_VOLUMES);
+		snprintf(err, errlen, "volume %s: at most %d volumes besides the root one (volumes "
+			 "removed by vol rm count until arfd restarts)", name, ARFD_MAX_VOLUMES);
 		return -ENOSPC;
 	}
 	struct arfd *v = calloc(1, sizeof(*v));
@@ -572,17 +579,12 @@ int arfd_volume_add(struct arfd *d, const char *name, const struct arfd_config *
 	snprintf(v->volume, sizeof(v->volume), "%s", name);
 	if ((rc = volume_open(v, why, sizeof(why))) || (rc = volume_serve(v, why, sizeof(why)))) {
 		snprintf(err, errlen, "volume %s: %s", v->volume, why);
-		if (d->net && __atomic_load_n(&d->serving, __ATOMIC_ACQUIRE)) {
-			/* made while serving: no client can reach it (its name is
-			 * not published), so it goes now; regions it registered
-			 * stay registered, unreachable, and its view number is
-			 * not used again */
-			volume_close(v);
-			free(v);
-			return rc;
-		}
-		d->vols[n] = v; /* arfd_stop closes what it opened */
-		__atomic_store_n(&d->nvols, n + 1, __ATOMIC_RELEASE);
+		/* no client can reach it (its name is not published): closed
+		 * now, its view retired in net (its regions' descriptors closed,
+		 * so a start skips them) and not used again */
+		volume_close(v);
+		arf_net_server_retire_view(d->net, v->view);
+		free(v);
 		return rc;
 	}
 	/* whole before it is found: on_hello (the soft-NIC thread) looks
@@ -625,6 +627,7 @@ void arfd_volume_retire(struct arfd *root, struct arfd *v)
 {
 	struct arf_net_server *net = v->net;
 
+	__atomic_store_n(&v->prog_abort, 1, __ATOMIC_RELEASE); /* a run in progress stops now */
 	volume_close(v);
 	arf_net_server_retire_view(net, v->view);
 	(void)root;

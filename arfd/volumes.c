@@ -55,6 +55,12 @@
 #define VOLUME_CONF "volume.conf"
 #define SETTING_MAX 200 /* bytes of one KEY=VALUE: a line of volume.conf */
 
+static void sync_dir(const char *path);
+static int remove_tree(const char *tomb);
+/* What went wrong removing a volume's files (the start's, then the control
+ * thread's), "" when nothing. */
+static char tomb_err[PATH_MAX + 128];
+
 /* DATA_DIR/volumes/NAME[/volume.conf] into buf: 0, or -ENAMETOOLONG. */
 static int vol_path(const struct arfd *d, const char *name, int conf, char *buf, size_t len)
 {
@@ -154,6 +160,19 @@ int arfd_volumes_made_start(struct arfd *d, char *err, size_t errlen)
 	struct dirent *e;
 	while ((e = readdir(dh)) && n < sizeof(names) / sizeof(names[0])) {
 		char path[sizeof(dir) + 2 * ARFD_VOLUME_NAME_MAX];
+		if (e->d_name[0] == '+' && arfd_volume_name_ok(e->d_name + 1)) {
+			/* a vol rm that a crash cut short: finished now */
+			char tomb[PATH_MAX];
+			if ((size_t)snprintf(tomb, sizeof(tomb), "%s/%.200s", dir, e->d_name) >=
+			    sizeof(tomb))
+				continue;
+			if (remove_tree(tomb))
+				arfd_log(ARFD_LOG_WARN, "removed volume %s: %s", e->d_name + 1, tomb_err);
+			else
+				arfd_log(ARFD_LOG_INFO, "removed volume %s: its files deleted",
+					 e->d_name + 1);
+			continue;
+		}
 		if (!arfd_volume_name_ok(e->d_name) || in_config(d, e->d_name) ||
 		    vol_path(d, e->d_name, 1, path, sizeof(path)) || access(path, F_OK))
 			continue;
@@ -181,7 +200,11 @@ int arfd_volumes_made_start(struct arfd *d, char *err, size_t errlen)
 			arfd_log(ARFD_LOG_ERROR, "volume %s not served: %s", names[i], err);
 			continue;
 		}
-		rc = arfd_volume_add(d, v.name, &vc, err, errlen);
+		if ((rc = arfd_volume_add(d, v.name, &vc, err, errlen)) && rc != -ENOSPC) {
+			/* as a spoilt volume.conf: that one out, with the reason */
+			arfd_log(ARFD_LOG_ERROR, "volume %s not served: %s", names[i], err);
+			rc = 0;
+		}
 	}
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
@@ -371,6 +394,36 @@ static int remove_one(const char *path, const struct stat *st, int flag, struct 
 	return (flag == FTW_DP ? rmdir(path) : unlink(path)) ? -errno : 0;
 }
 
+/* A removed volume's directory renamed DATA_DIR/volumes/+NAME (no volume's
+ * name starts with '+'), the rename synced: 0, or -errno with tomb_err. */
+static int tombstone(const struct arfd *d, const char *name, char *tomb, size_t len)
+{
+	char dir[PATH_MAX - 80], from[PATH_MAX];
+
+	tomb_err[0] = 0;
+	snprintf(dir, sizeof(dir), "%s/volumes", d->cfg.data_dir);
+	vol_path(d, name, 0, from, sizeof(from));
+	snprintf(tomb, len, "%s/+%.64s", dir, name);
+	if (rename(from, tomb)) {
+		int rc = -errno;
+		snprintf(tomb_err, sizeof(tomb_err), "renaming %.400s: %s", from, strerror(-rc));
+		return rc;
+	}
+	sync_dir(dir);
+	return 0;
+}
+
+/* Delete a tombstone: 0, or -errno with tomb_err. */
+static int remove_tree(const char *tomb)
+{
+	if (!nftw(tomb, remove_one, 16, FTW_DEPTH | FTW_PHYS))
+		return 0;
+	int rc = errno ? -errno : -EIO;
+	snprintf(tomb_err, sizeof(tomb_err), "deleting %.400s: %s (arfd tries again at its next "
+		 "start)", tomb, strerror(-rc));
+	return rc;
+}
+
 json_object *arfd_volume_remove(struct arfd *d, const char *args)
 {
 	char buf[256], path[PATH_MAX], why[300];
@@ -397,19 +450,11 @@ json_object *arfd_volume_remove(struct arfd *d, const char *args)
 			 "arfd, then remove its directory", name, name);
 		goto out;
 	}
-	if (!force) {
-		struct arf_ops_statfs sf;
-		arfd_lock_for_control(v);
-		arf_ops_statfs(&v->fs, &sf);
-		arfd_fs_unlock(v);
-		if (sf.files - sf.ffree > 1) {
-			snprintf(why, sizeof(why), "volume %s is not empty (%llu files and directories "
-				 "besides its root): remove them, or vol rm --force", name,
-				 (unsigned long long)(sf.files - sf.ffree - 1));
-			r = fail("%s%s", why, "");
-			goto out;
-		}
-	}
+	/* marked before the clients are counted (on_hello counts itself
+	 * before it looks at the mark), and only then looked at: a client
+	 * that came and went before the mark left its files to be seen.  A
+	 * hello meanwhile is told there is no such volume, even when this
+	 * rm is refused below */
 	__atomic_store_n(&v->removed, 1, __ATOMIC_SEQ_CST);
 	uint64_t clients = __atomic_load_n(&v->clients, __ATOMIC_SEQ_CST);
 	if (clients) {
@@ -420,20 +465,44 @@ json_object *arfd_volume_remove(struct arfd *d, const char *args)
 		r = fail("%s%s", why, "");
 		goto out;
 	}
+	if (!force) {
+		struct arf_ops_statfs sf;
+		arfd_lock_for_control(v);
+		arf_ops_statfs(&v->fs, &sf);
+		arfd_fs_unlock(v);
+		if (sf.files - sf.ffree > 1) {
+			__atomic_store_n(&v->removed, 0, __ATOMIC_SEQ_CST);
+			snprintf(why, sizeof(why), "volume %s is not empty (%llu files and directories "
+				 "besides its root): remove them, or vol rm --force", name,
+				 (unsigned long long)(sf.files - sf.ffree - 1));
+			r = fail("%s%s", why, "");
+			goto out;
+		}
+	}
 	snprintf(path, sizeof(path), "%s", v->cfg.data_dir);
 	arfd_volume_retire(d, v);
-	int rc = nftw(path, remove_one, 16, FTW_DEPTH | FTW_PHYS) ? -errno : 0;
-	if (rc)
-		arfd_log(ARFD_LOG_ERROR, "vol rm %s: removing %s: %s", name, path, strerror(-rc));
-	if ((rc = arfd_cell_publish(d, d->cell)) || (rc = arfd_cell_withdraw(d->cell, name)))
+	/* out of the volumes first, under a name no volume can have, synced:
+	 * a crash from here on leaves a tombstone the next start removes,
+	 * never a volume half deleted that it would serve again */
+	char tomb[PATH_MAX];
+	int rc = tombstone(d, name, tomb, sizeof(tomb));
+	if (!rc)
+		rc = remove_tree(tomb);
+	if ((rc = arfd_cell_publish(d, d->cell)))
+		arfd_log(ARFD_LOG_WARN, "vol rm %s: the cell's list of volumes: %s", name,
+			 strerror(-rc));
+	if ((rc = arfd_cell_withdraw(d->cell, name)))
 		arfd_log(ARFD_LOG_WARN, "vol rm %s: withdrawing it from the cell: %s", name,
 			 strerror(-rc));
-	arfd_log(ARFD_LOG_INFO, "vol rm %s: removed (%s)", name, path);
 	r = json_object_new_object();
 	if (r) {
 		json_object_object_add(r, "removed", json_object_new_string(name));
 		json_object_object_add(r, "data_dir", json_object_new_string(path));
+		if (tomb_err[0]) /* served no more; its files not all gone: say where */
+			json_object_object_add(r, "warning", json_object_new_string(tomb_err));
 	}
+	arfd_log(tomb_err[0] ? ARFD_LOG_WARN : ARFD_LOG_INFO, "vol rm %s: removed (%s)%s%s", name,
+		 path, tomb_err[0] ? ": " : "", tomb_err);
 out:
 	pthread_mutex_unlock(&d->vol_lock);
 	return r;

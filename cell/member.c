@@ -183,10 +183,14 @@ static void withdraw(struct arf_cell_member *m)
 			memset(&v, 0, sizeof(v));
 			snprintf(v.name, sizeof(v.name), "%s", m->gone[m->ngone - 1]);
 		}
+		int served = 0;
+		for (size_t i = 0; any && i < m->nvols; i++)
+			served |= !strcmp(m->vols[i], v.name);
 		pthread_mutex_unlock(&m->lock);
 		if (!any)
 			return;
-		int rc = arf_cell_volume_read(m->e, m->cell, v.name, &v, err, sizeof(err));
+		int rc = served ? -ENOENT /* made again: its record stays */
+				: arf_cell_volume_read(m->e, m->cell, v.name, &v, err, sizeof(err));
 		if (!rc && !strcmp(v.server, m->self.id)) {
 			rc = arf_cell_volume_delete(m->e, m->cell, &v, err, sizeof(err));
 			if (!rc)
@@ -260,8 +264,8 @@ static void *member_main(void *arg)
 				    "TTL %d s, at %s", m->cell, m->self.id, m->self.address, m->self.port,
 				    (unsigned long long)lease, m->ttl_s, arf_etcd_endpoint(m->e));
 				last[0] = 0;
+				withdraw(m); /* first: a name made again is published after */
 				publish(m);
-				withdraw(m);
 			} else if (strcmp(err, last)) { /* each new reason once, not every second */
 				/* another holder of the id, a refused user: errors until fixed */
 				int fatal = rc == -EEXIST || rc == -EACCES || rc == -EPERM;
@@ -281,8 +285,8 @@ static void *member_main(void *arg)
 			last[0] = 0;
 			renewed = now_ms();
 			set_registered(m, 1);
-			publish(m); /* what is left to do: nothing, mostly */
 			withdraw(m);
+			publish(m); /* what is left to do: nothing, mostly */
 		} else if (rc == -ENOENT) {
 			say(m, 1, "cell '%s': the lease of '%s' is gone (%s); registering again",
 			    m->cell, m->self.id, err);
@@ -301,6 +305,8 @@ static void *member_main(void *arg)
 		if (pause_ms(m, rc ? (period < 1000 ? period : 1000) : period))
 			break;
 	}
+	if (lease)
+		withdraw(m); /* a volume removed just before the stop */
 	unpublish(m);
 	if (lease && arf_etcd_lease_revoke(m->e, lease, err, sizeof(err)))
 		say(m, 1, "cell '%s': could not revoke the lease of '%s' (its record goes when the "
@@ -403,10 +409,17 @@ int arf_cell_member_publish(struct arf_cell_member *m, const char *const *names,
 	/* a name published before keeps where its record stands (a volume
 	 * made or removed republishes the list: the others' records need no
 	 * new round, and a stop meanwhile still sets them offline) */
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		for (size_t j = 0; j < m->nvols; j++)
 			if (!strcmp(vols[i], m->vols[j]))
 				state[i] = m->vol_state[j];
+		/* removed and made again before its record went: it stays */
+		for (size_t j = 0; j < m->ngone;)
+			if (!strcmp(vols[i], m->gone[j]))
+				memmove(m->gone[j], m->gone[j + 1], (--m->ngone - j) * sizeof(*m->gone));
+			else
+				j++;
+	}
 	free(m->vols);
 	free(m->vol_state);
 	m->vols = vols;

@@ -224,6 +224,15 @@ class Made(VolumeCase):
         super().setUp()
         self.ctl = ["--control", self.arfd.control]
 
+    def idle(self, vol):
+        """Wait until arfd counts no client of vol: it counts a connection
+        out when it sees it closed, soon after the client (arfctl, a mount)
+        has gone."""
+        deadline = time.monotonic() + 30
+        while json.loads(text_of(*self.ctl, "vol", "show", vol)[1])["clients"]:
+            self.assertLess(time.monotonic(), deadline, "%s's clients stayed" % vol)
+            time.sleep(0.05)
+
     def test_made_while_serving_and_after_a_restart(self):
         self.put("proj", "before", b"proj's")
         # a client of another volume (a mount), connected across the creation
@@ -314,6 +323,20 @@ class Made(VolumeCase):
         print("a volume.conf spoilt by hand: arfd serves every other volume and says why "
               "that one is not served")
 
+    def test_rm_cut_short_is_finished_at_start(self):
+        text_of(*self.ctl, "vol", "create", "cut")
+        self.put("cut", "f", b"x" * 100000)
+        self.arfd.stop()
+        vols = os.path.join(self.arfd.data_dir, "volumes")
+        # what a crash right after vol rm's rename leaves: its tombstone
+        os.rename(os.path.join(vols, "cut"), os.path.join(vols, "+cut"))
+        self.arfd.start()
+        self.assertIn("removed volume cut: its files deleted", self.arfd.log())
+        self.assertEqual(sorted(os.listdir(vols)), ["home", "proj"])
+        rc, _, err = text_of("ls", vurl(self.arfd, "/", "cut"), check=False)
+        self.assertIn("no volume 'cut' on this server", err)
+        print("a vol rm cut short after its rename: the next start deleted the tombstone")
+
     def test_rm(self):
         text_of(*self.ctl, "vol", "create", "gone")
         data = os.path.join(self.arfd.data_dir, "volumes", "gone")
@@ -325,28 +348,29 @@ class Made(VolumeCase):
             (("nope",), 1, "no volume 'nope' on this server"),
             (("--forse", "gone"), 2, "usage: vol rm"),
         ]
+        self.idle("gone")
+        for args, want, says in refusals:
+            rc, _, err = text_of(*self.ctl, "vol", "rm", *args, check=False)
+            self.assertEqual(rc, want, (args, err))
+            self.assertIn(says, err, args)
         m = None
         if not arfproc.fuse_skip_reason():
             m = arfproc.Mount(self.arfd.url("/"), opts="volume=gone", workdir=self.tmp.name)
             self.addCleanup(m.stop)
             m.start()
             # arf-fuse holds two connections (its cached and uncached clients)
-            refusals.append((("--force", "gone"), 1, "clients connected: unmount them first"))
-        for args, want, says in refusals:
-            rc, _, err = text_of(*self.ctl, "vol", "rm", *args, check=False)
-            self.assertEqual(rc, want, (args, err))
-            self.assertIn(says, err, args)
+            rc, _, err = text_of(*self.ctl, "vol", "rm", "--force", "gone", check=False)
+            self.assertEqual(rc, 1, err)
+            self.assertIn("clients connected: unmount them first", err)
+            refusals.append("a mount connected")
         self.assertEqual(self.cat("gone", "f", "shm"), "a file")  # untouched
         if m:
             self.assertEqual(m.stop(), 0)
-            # arfd counts a connection out when it sees it closed: soon after
-            deadline = time.monotonic() + 30
-            while json.loads(text_of(*self.ctl, "vol", "show", "gone")[1])["clients"]:
-                self.assertLess(time.monotonic(), deadline, "the mount's connections stayed")
-                time.sleep(0.05)
+        self.idle("gone")
         rc, out, err = text_of(*self.ctl, "vol", "rm", "--force", "gone")
         self.assertEqual(out.strip(), "volume gone: removed, with %s" % data)
         self.assertFalse(os.path.exists(data))
+        self.assertEqual(sorted(os.listdir(os.path.dirname(data))), ["home", "proj"])
         for tr in ("tcp", "shm"):
             rc, _, err = text_of("ls", vurl(self.arfd, "/", "gone", tr), check=False)
             self.assertEqual(rc, 1)
@@ -359,6 +383,7 @@ class Made(VolumeCase):
         text_of(*self.ctl, "vol", "create", "gone")
         self.assertEqual(text_of("ls", vurl(self.arfd, "/", "gone"))[1], "")
         self.put("gone", "g", b"again", "shm")
+        self.idle("gone")
         text_of(*self.ctl, "vol", "rm", "--force", "gone")
         self.put("proj", "p", b"proj's")
         self.arfd.restart()
