@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target: the client's side of the handshake (net/client.c), the
+ * libFuzzer target: the client's side of the handshake (net/dial.c), the
  * parse of the server's HELLO reply (region table, info blob), the shm
  * transport's mapping of the regions it names (net/shm.c), and then what
  * libarf does with the info blob: arf_proto_get_info and the superblock

@@ -21,7 +21,7 @@
 # Targets:
 #   proto      request and reply bodies (net/proto.c) in arfd's and libarf's field orders
 #   frame      frame cutting and header decoding (net/frame.c)
-#   handshake  the client's parse of the server's HELLO reply (net/client.c, shm.c),
+#   handshake  the client's parse of the server's HELLO reply (net/dial.c, shm.c),
 #              the info blob and the superblock check (meta/super.c)
 #   mc         the verifier and the interpreter (mobilecode/) on raw bytecode
 #   jit        the JIT against the interpreter on the same inputs (mc's corpus)
@@ -57,7 +57,7 @@ target_srcs() {
   case $1 in
     proto) echo "net/proto.c" ;;
     frame) echo "net/frame.c" ;;
-    handshake) echo "net/client.c net/frame.c net/shm.c net/tcp.c net/proto.c meta/super.c meta/hash.c" ;;
+    handshake) echo "net/client.c net/dial.c net/frame.c net/shm.c net/tcp.c net/proto.c meta/super.c meta/hash.c" ;;
     mc | jit | asm | elf) echo "$MC_SRCS" ;;
     config) echo "arfd/config.c arfd/access.c arfd/log.c cell/etcd.c cell/auth.c cell/records.c" ;;
     *) return 1 ;;
