@@ -568,7 +568,7 @@ int arf_cl_drop_stale(arf_client *c, uint64_t verifier)
 	int n = 0;
 
 	pthread_rwlock_rdlock(&c->conn_lock);
-	if (c->info.incarnation == verifier && arf_wlog_stale(c, verifier))
+	if (c->info.incarnation == verifier)
 		n = arf_wlog_drop_stale(c, verifier);
 	pthread_rwlock_unlock(&c->conn_lock);
 	return n;

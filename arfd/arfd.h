@@ -157,9 +157,9 @@ int arfd_volume_add(struct arfd *root, const char *name, const struct arfd_confi
 		    char *err, size_t errlen);
 /* Close a volume that vol rm removed (its removed flag set, no client
  * left): its workers drained, store synced and closed, regions unmapped,
- * its net view retired.  The struct stays in root->vols (skipped by every
+ * its net view retired.  The struct stays in its root's vols (skipped by every
  * walk of them) until arfd_stop. */
-void arfd_volume_retire(struct arfd *root, struct arfd *v);
+void arfd_volume_retire(struct arfd *v);
 /* volumes.c: the volumes arfctl vol create made, served at each start
  * after the [volume NAME] sections; and the control command that makes
  * one ("volume-create NAME [KEY=VALUE ...]"). */

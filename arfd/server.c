@@ -623,14 +623,13 @@ struct arfd *arfd_volume_find(struct arfd *root, const char *name)
 	return NULL;
 }
 
-void arfd_volume_retire(struct arfd *root, struct arfd *v)
+void arfd_volume_retire(struct arfd *v)
 {
 	struct arf_net_server *net = v->net;
 
 	__atomic_store_n(&v->prog_abort, 1, __ATOMIC_RELEASE); /* a run in progress stops now */
 	volume_close(v);
 	arf_net_server_retire_view(net, v->view);
-	(void)root;
 }
 
 int arfd_start(struct arfd *d, char *err, size_t errlen)

@@ -36,6 +36,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,12 +214,17 @@ int arfd_volumes_made_start(struct arfd *d, char *err, size_t errlen)
 	return rc;
 }
 
-static json_object *fail(const char *fmt, const char *a, const char *b)
+/* {"error": the message}, printf's way. */
+static json_object *fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static json_object *fail(const char *fmt, ...)
 {
 	char msg[1024];
 	json_object *r = json_object_new_object();
+	va_list ap;
 
-	snprintf(msg, sizeof(msg), fmt, a, b);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
 	if (r)
 		json_object_object_add(r, "error", json_object_new_string(msg));
 	return r;
@@ -286,21 +292,21 @@ json_object *arfd_volume_create(struct arfd *d, const char *args)
 	char *save = NULL;
 
 	if (strlen(args) >= sizeof(buf))
-		return fail("%s%s", "too many settings", "");
+		return fail("too many settings");
 	snprintf(buf, sizeof(buf), "%s", args);
 	const char *name = strtok_r(buf, " ", &save);
 	if (!name)
-		return fail("%s%s", "usage: volume-create NAME [KEY=VALUE ...]", "");
+		return fail("usage: volume-create NAME [KEY=VALUE ...]");
 	if (!arfd_volume_name_ok(name))
 		return fail("'%.80s': a volume's name is 1-63 letters, digits, '.', '_' or '-', and "
-			    "not root, . or ..%s", name, "");
+			    "not root, . or ..", name);
 	memset(&v, 0, sizeof(v));
 	snprintf(v.name, sizeof(v.name), "%s", name);
 	for (const char *kv; (kv = strtok_r(NULL, " ", &save));)
 		if (add_setting(&v, kv, err, sizeof(err)))
-			return fail("%s%s", err, "");
+			return fail("%s", err);
 	if (vol_path(d, name, 0, path, sizeof(path)) || vol_path(d, name, 1, conf, sizeof(conf)))
-		return fail("volume %s: its data directory's path is too long%s", name, "");
+		return fail("volume %s: its data directory's path is too long", name);
 
 	pthread_mutex_lock(&d->vol_lock); /* a reload waits (main.c), and another create */
 	json_object *r = NULL;
@@ -308,11 +314,11 @@ json_object *arfd_volume_create(struct arfd *d, const char *args)
 	int bad = arfd_config_volume_of(&d->cfg, &v, &vc, err, sizeof(err));
 	arfd_fs_unlock(d);
 	if (bad) {
-		r = fail("%s%s", err, "");
+		r = fail("%s", err);
 		goto out;
 	}
 	if (arfd_volume_find(d, name)) {
-		r = fail("volume %s exists on this server%s", name, "");
+		r = fail("volume %s exists on this server", name);
 		goto out;
 	}
 	/* its regions live in this process's memory, in use at once: a size
@@ -327,12 +333,12 @@ json_object *arfd_volume_create(struct arfd *d, const char *args)
 			 "the %llu MiB of memory available", name,
 			 (unsigned long long)((sb.meta_size + sb.data_size) >> 20),
 			 (unsigned long long)(avail >> 20));
-		r = fail("%s%s", err, "");
+		r = fail("%s", err);
 		goto out;
 	}
 	if (!strcmp(name, d->cfg.cell_root_volume)) {
 		r = fail("volume %s: the name of this server's root volume in the cell "
-			 "([cell] root_volume)%s", name, "");
+			 "([cell] root_volume)", name);
 		goto out;
 	}
 	struct arf_cell_view *cv = __atomic_load_n(&d->cellview, __ATOMIC_ACQUIRE);
@@ -352,7 +358,7 @@ json_object *arfd_volume_create(struct arfd *d, const char *args)
 	snprintf(parent, sizeof(parent), "%s/volumes", d->cfg.data_dir);
 	if ((mkdir(parent, 0700) && errno != EEXIST) || mkdir(path, 0700)) {
 		snprintf(err, sizeof(err), "%.300s: %s", path, strerror(errno));
-		r = fail("%s%s", err, "");
+		r = fail("%s", err);
 		goto out;
 	}
 	sync_dir(parent);
@@ -362,7 +368,7 @@ json_object *arfd_volume_create(struct arfd *d, const char *args)
 	if (rc) {
 		snprintf(err, sizeof(err), "%.300s: %s", conf, strerror(-rc));
 		rmdir(path);
-		r = fail("%s%s", err, "");
+		r = fail("%s", err);
 		goto out;
 	}
 	if (arfd_volume_add(d, name, &vc, err, sizeof(err))) {
@@ -374,7 +380,7 @@ json_object *arfd_volume_create(struct arfd *d, const char *args)
 		size_t el = strlen(err);
 		snprintf(err + el, sizeof(err) - el, " (%.300s is left: remove it to try again)",
 			 path);
-		r = fail("%s%s", err, "");
+		r = fail("%s", err);
 		goto out;
 	}
 	if ((rc = arfd_cell_publish(d, d->cell)))
@@ -434,15 +440,15 @@ json_object *arfd_volume_remove(struct arfd *d, const char *args)
 	const char *opt = name ? strtok_r(NULL, " ", &save) : NULL;
 	int force = opt && !strcmp(opt, "force");
 	if (!name || (opt && !force) || strtok_r(NULL, " ", &save))
-		return fail("%s%s", "usage: volume-remove NAME [force]", "");
+		return fail("usage: volume-remove NAME [force]");
 	if (!strcmp(name, "root") || !name[0])
-		return fail("the root volume is the server's own: it is not removed%s%s", "", "");
+		return fail("the root volume is the server's own: it is not removed");
 
 	pthread_mutex_lock(&d->vol_lock);
 	json_object *r = NULL;
 	struct arfd *v = arfd_volume_find(d, name);
 	if (!v) {
-		r = fail("no volume '%.63s' on this server%s", name, "");
+		r = fail("no volume '%.63s' on this server", name);
 		goto out;
 	}
 	if (in_config(d, name)) {
@@ -462,7 +468,7 @@ json_object *arfd_volume_remove(struct arfd *d, const char *args)
 		snprintf(why, sizeof(why), "volume %s has %llu client%s connected: unmount %s first",
 			 name, (unsigned long long)clients, clients == 1 ? "" : "s",
 			 clients == 1 ? "it" : "them");
-		r = fail("%s%s", why, "");
+		r = fail("%s", why);
 		goto out;
 	}
 	if (!force) {
@@ -475,12 +481,12 @@ json_object *arfd_volume_remove(struct arfd *d, const char *args)
 			snprintf(why, sizeof(why), "volume %s is not empty (%llu files and directories "
 				 "besides its root): remove them, or vol rm --force", name,
 				 (unsigned long long)(sf.files - sf.ffree - 1));
-			r = fail("%s%s", why, "");
+			r = fail("%s", why);
 			goto out;
 		}
 	}
 	snprintf(path, sizeof(path), "%s", v->cfg.data_dir);
-	arfd_volume_retire(d, v);
+	arfd_volume_retire(v);
 	/* out of the volumes first, under a name no volume can have, synced:
 	 * a crash from here on leaves a tombstone the next start removes,
 	 * never a volume half deleted that it would serve again */

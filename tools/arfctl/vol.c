@@ -35,6 +35,13 @@ static const char *text(json_object *o, const char *key)
 	return s ? s : "";
 }
 
+/* o as one line of JSON on standard output. */
+static void put_json(json_object *o)
+{
+	puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+					       JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
 /* "12.3M" of n bytes (powers of 1024, as df -h). */
 static void human(char *buf, size_t len, unsigned long long n)
 {
@@ -130,8 +137,7 @@ static int create(const struct arfctl_admin *a, const char *name, const char *cm
 	}
 	json_object *v = json_object_array_get_idx(list, 0);
 	if (a->json)
-		puts(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN |
-						       JSON_C_TO_STRING_NOSLASHESCAPE));
+		put_json(v);
 	else
 		printf("volume %s: made and served, %llu inodes and %llu data blocks, in %s\n", name,
 		       num(v, "inodes", "total"), num(v, "blocks", "total"), text(v, "data_dir"));
@@ -184,8 +190,7 @@ int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 		if (!o)
 			return 1;
 		if (a->json)
-			puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-							       JSON_C_TO_STRING_NOSLASHESCAPE));
+			put_json(o);
 		else
 			printf("volume %s: removed, with %s\n", name, text(o, "data_dir"));
 		json_object_put(o);
@@ -214,11 +219,9 @@ int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 		return 1;
 	}
 	if (!strcmp(sub, "show"))
-		puts(json_object_to_json_string_ext(json_object_array_get_idx(list, 0),
-						    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+		put_json(json_object_array_get_idx(list, 0));
 	else if (a->json)
-		puts(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-						       JSON_C_TO_STRING_NOSLASHESCAPE));
+		put_json(o);
 	else
 		print_table(list);
 	json_object_put(o);
