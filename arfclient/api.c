@@ -43,7 +43,7 @@ static int get_inode(arf_client *c, uint64_t ino, uint32_t gen, struct arf_meta_
 	return rc;
 }
 
-int arf_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
+int arf_v_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
 {
 	/* a validated copy, or the attributes the last reply about it carried */
 	if (arf_icache_get_stat(c, ino, gen, out) == 0)
@@ -64,7 +64,7 @@ int arf_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
 
 int arf_root(arf_client *c, struct arf_stat *out)
 {
-	return arf_getattr(c, ARF_ROOT_INO, c->info.root_gen, out);
+	return arf_v_getattr(c, ARF_ROOT_INO, c->info.root_gen, out);
 }
 
 /* Resolve one name to (child, gen, type) without reading the child's inode. */
@@ -109,7 +109,7 @@ static int lookup_entry(arf_client *c, uint64_t dir, uint32_t dgen, const char *
 	return 0;
 }
 
-int arf_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, struct arf_stat *out)
+int arf_v_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, struct arf_stat *out)
 {
 	uint64_t child;
 	uint32_t cgen;
@@ -120,7 +120,7 @@ int arf_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, str
 	if (len == 0)
 		return -ENOENT;
 	if (!strcmp(name, "."))
-		return arf_getattr(c, dir, dgen, out);
+		return arf_v_getattr(c, dir, dgen, out);
 	if (!strcmp(name, "..")) {
 		if (use_os(c)) {
 			struct arf_meta_inode in, pin;
@@ -147,7 +147,7 @@ int arf_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, str
 	rc = lookup_entry(c, dir, dgen, name, len, &child, &cgen, &type, out, &have);
 	if (rc || have)
 		return rc;
-	rc = arf_getattr(c, child, cgen, out);
+	rc = arf_v_getattr(c, child, cgen, out);
 	if (rc == -ESTALE) {
 		/* the cached or walked entry went away meanwhile: ask the server */
 		arf_ecache_drop(c, dir, name, len);
@@ -156,28 +156,53 @@ int arf_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, str
 	return rc;
 }
 
-int arf_resolve(arf_client *c, const char *path, struct arf_stat *out)
+/* A link is a mount point by its mode and its target (read only when the
+ * mode says it may be one). */
+static int is_mount_point(const struct arf_stat *st, const char *target)
+{
+	char name[ARF_PROTO_VOLUME_MAX];
+	return arf_mount_point_mode(st->mode) && arf_mount_target(target, name, sizeof(name));
+}
+
+/* Hand the rest of a walk back to volumes.c: the walk met a mount point,
+ * ".." at the root of a volume reached through one, or an absolute
+ * symbolic link there (which starts again at the top volume's root).  rest
+ * is what is left of the path (for a symbolic link: its target, then the
+ * rest).  1, or -ENOMEM. */
+static int hand_back(struct arf_handback *hb, int kind, uint64_t ino, uint32_t gen, uint64_t dir,
+		     uint32_t dgen, const char *rest)
+{
+	hb->kind = kind;
+	hb->ino = ino;
+	hb->gen = gen;
+	hb->dir = dir;
+	hb->dgen = dgen;
+	hb->rest = strdup(rest);
+	return hb->rest ? 1 : -ENOMEM;
+}
+
+int arf_v_resolve_at(arf_client *c, uint64_t dir, uint32_t dgen, const char *path,
+		     struct arf_stat *out, struct arf_handback *hb)
 {
 	char *buf = malloc(2 * ARF_PATH_MAX + 2), *p;
-	uint64_t dir = ARF_ROOT_INO;
-	uint32_t dgen = c->info.root_gen;
 	uint8_t dtype = DT_DIR;
 	int links = 0, rc = 0;
 
+	memset(hb, 0, sizeof(*hb));
 	if (!buf)
 		return -ENOMEM;
 	if (strlen(path) > ARF_PATH_MAX) {
 		free(buf);
 		return -ENAMETOOLONG;
 	}
-	if (use_os(c)) {
+	if (dir == ARF_ROOT_INO && use_os(c)) {
 		/* a deep path the entry cache does not know: one run resolves it */
 		rc = arf_prog_resolve(c, path, out);
-		if (rc <= 0) {
+		if (rc < 0 || (rc == 0 && !arf_mount_point_mode(out->mode))) {
 			free(buf);
 			return rc;
 		}
-		rc = 0;
+		rc = 0; /* walked here, a mount point at the end handed back */
 	}
 	strcpy(buf, path);
 	p = buf;
@@ -213,7 +238,12 @@ int arf_resolve(arf_client *c, const char *path, struct arf_stat *out)
 			continue;
 		}
 		if (!strcmp(name, "..")) {
-			if ((rc = arf_lookup(c, dir, dgen, "..", &st)))
+			if (c->vol_index && dir == ARF_ROOT_INO) {
+				/* out of a volume reached through a mount point */
+				rc = hand_back(hb, ARF_HB_DOTDOT, 0, 0, dir, dgen, after);
+				goto out;
+			}
+			if ((rc = arf_v_lookup(c, dir, dgen, "..", &st)))
 				goto out;
 			dir = st.ino;
 			dgen = st.gen;
@@ -229,9 +259,15 @@ int arf_resolve(arf_client *c, const char *path, struct arf_stat *out)
 				rc = -ELOOP;
 				goto out;
 			}
-			int n = arf_readlink(c, child, cgen, target, sizeof(target));
+			if (!have && (rc = arf_v_getattr(c, child, cgen, &st)))
+				goto out;
+			int n = arf_v_readlink(c, child, cgen, target, sizeof(target));
 			if (n < 0) {
 				rc = n;
+				goto out;
+			}
+			if (is_mount_point(&st, target)) {
+				rc = hand_back(hb, ARF_HB_MOUNT, child, cgen, dir, dgen, after);
 				goto out;
 			}
 			size_t rest = strlen(after);
@@ -249,6 +285,11 @@ int arf_resolve(arf_client *c, const char *path, struct arf_stat *out)
 			memcpy(nb + n + 1, after, rest + 1);
 			free(buf);
 			buf = p = nb;
+			if (target[0] == '/' && c->vol_index) {
+				/* "/" is the top volume's root, not this one's */
+				rc = hand_back(hb, ARF_HB_ABS, 0, 0, 0, 0, nb);
+				goto out;
+			}
 			if (target[0] == '/') {
 				dir = ARF_ROOT_INO;
 				dgen = c->info.root_gen;
@@ -256,12 +297,25 @@ int arf_resolve(arf_client *c, const char *path, struct arf_stat *out)
 			dtype = DT_DIR;
 			continue;
 		}
+		if (type == DT_LNK && last) {
+			char target[ARF_PATH_MAX + 1];
+			if (!have && (rc = arf_v_getattr(c, child, cgen, &st)))
+				goto out;
+			if (arf_mount_point_mode(st.mode) &&
+			    (rc = arf_v_readlink(c, child, cgen, target, sizeof(target))) < 0)
+				goto out;
+			rc = 0;
+			if (is_mount_point(&st, target)) {
+				rc = hand_back(hb, ARF_HB_MOUNT, child, cgen, dir, dgen, "");
+				goto out;
+			}
+		}
 		dir = child;
 		dgen = cgen;
 		dtype = type;
 		p = after;
 	}
-	rc = arf_getattr(c, dir, dgen, out);
+	rc = arf_v_getattr(c, dir, dgen, out);
 out:
 	free(buf);
 	return rc;
@@ -308,7 +362,7 @@ static ssize_t read_os(arf_client *c, uint64_t ino, uint32_t gen, struct arf_met
 	return (ssize_t)done;
 }
 
-ssize_t arf_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len)
+ssize_t arf_v_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len)
 {
 	if (!use_os(c))
 		return arf_req_read(c, ino, gen, off, buf, len);
@@ -404,7 +458,7 @@ static int readdir_any(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cook
 				/* one-sided listing, then each child's inode */
 				rc = arf_os_readdir(c, &in, cookie, ents, max, n, eof);
 				for (size_t i = 0; !rc && i < *n; i++)
-					if (arf_getattr(c, ents[i].ino, ents[i].gen, &st[i]))
+					if (arf_v_getattr(c, ents[i].ino, ents[i].gen, &st[i]))
 						memset(&st[i], 0, sizeof(st[i]));
 				if (rc != ARF_ERETRY)
 					return rc;
@@ -425,24 +479,24 @@ static int readdir_any(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cook
 	}
 	int rc = req_readdir(c, dir, dgen, cookie, ents, max, n, eof);
 	for (size_t i = 0; st && !rc && i < *n; i++)
-		if (arf_getattr(c, ents[i].ino, ents[i].gen, &st[i]))
+		if (arf_v_getattr(c, ents[i].ino, ents[i].gen, &st[i]))
 			memset(&st[i], 0, sizeof(st[i]));
 	return rc;
 }
 
-int arf_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
+int arf_v_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
 		struct arf_dirent *ents, size_t max, size_t *n, int *eof)
 {
 	return readdir_any(c, dir, dgen, cookie, ents, NULL, max, n, eof);
 }
 
-int arf_readdirplus(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
+int arf_v_readdirplus(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
 		    struct arf_dirent *ents, struct arf_stat *st, size_t max, size_t *n, int *eof)
 {
 	return readdir_any(c, dir, dgen, cookie, ents, st, max, n, eof);
 }
 
-int arf_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap)
+int arf_v_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap)
 {
 	if (use_os(c)) {
 		struct arf_meta_inode in;
@@ -452,7 +506,7 @@ int arf_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t ca
 				return -EINVAL;
 			if (in.size >= cap)
 				return -ENAMETOOLONG;
-			ssize_t n = arf_read(c, ino, gen, 0, buf, (size_t)in.size);
+			ssize_t n = arf_v_read(c, ino, gen, 0, buf, (size_t)in.size);
 			if (n >= 0) {
 				buf[n] = 0;
 				return (int)n;

@@ -286,7 +286,10 @@ int arf_resolve(arf_client *c, const char *path, struct arf_stat *out);
 int arf_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
 		struct arf_dirent *ents, size_t max, size_t *n, int *eof);
 /** As arf_readdir, with each entry's attributes in st[i] (st[i].ino == 0
- * when the child changed while being listed: stat it yourself). */
+ * when the child changed while being listed: stat it yourself).  A mount
+ * point's entry (see arf_mkmount) is a directory with st[i].ino == 0 and
+ * st[i].mode == S_IFDIR: a listing reads nothing of the volume behind it;
+ * arf_lookup it by name. */
 int arf_readdirplus(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
 		    struct arf_dirent *ents, struct arf_stat *st, size_t max, size_t *n, int *eof);
 /** Read up to len bytes at off; returns the count (short at end of file). */
@@ -440,6 +443,47 @@ struct arf_statfs {
 	uint64_t bsize, blocks, bfree, files, ffree, namemax;
 };
 int arf_statfs(arf_client *c, struct arf_statfs *out);
+/** As arf_statfs, for the volume holding handle ino (reached through a
+ * mount point or not): df on a mount point reports that volume. */
+int arf_statfs_at(arf_client *c, uint64_t ino, struct arf_statfs *out);
+
+/**
+ * Mount points (AFS's `fs mkmount`): a directory entry naming a volume.
+ * arf_lookup, arf_resolve, arf_readdir and arf_readdirplus cross one they
+ * meet: they locate the volume (arf_locate, asked of the server this
+ * client talks to), connect to it with this client's options, secret and
+ * token (one connection per volume, kept until arf_close), and answer with
+ * the volume's root directory, never the entry itself.  ".." at that root
+ * is the directory of the mount point first crossed into the volume.
+ *
+ * Handles: the top 16 bits of every ino libarf hands out (ARF_VOL_SHIFT
+ * onwards) are the volume's number in this client (0 for the volume
+ * connected to; arfd's own inode numbers are below 2^32), so st_ino stays
+ * unique across the volumes one client reaches.  A call given handles of
+ * two volumes (arf_rename, arf_link, arf_copy) fails with -EXDEV.  A
+ * handle's volume is unknown to another client: pass handles only back to
+ * the client that gave them (arf_volume_url says where a handle's volume
+ * is, for a connection of one's own).  Asynchronous I/O (arf_queue) serves
+ * the volume connected to only: -EXDEV for a handle of another.
+ *
+ * Errors crossing: -ENODEV (no such volume), -EHOSTDOWN (its server is
+ * not live in the cell), and those of arf_connect.
+ */
+/** Make name in (dir, dgen) a mount point for volume (1-63 of
+ * [A-Za-z0-9._-]): a symbolic link "#VOLUME." of mode 0644, which arfd
+ * lets only root make (the chmod of a link).  -EINVAL for a bad volume
+ * name, -EEXIST, -EPERM or -EOPNOTSUPP for anyone but root.  The volume
+ * need not exist yet.  out (may be NULL): the link's attributes. */
+int arf_mkmount(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, const char *volume,
+		struct arf_stat *out);
+/** The volume name in (dir, dgen) is a mount point for, without crossing
+ * it: 0 with the name, -EINVAL when name is not a mount point. */
+int arf_mount_point(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, char *volume,
+		    size_t cap);
+/** The URL of the volume handle ino lives in (with its ?volume=) and the
+ * handle as a connection to that URL knows it (*local, may be NULL).
+ * -ESTALE for a handle of no volume of this client's. */
+int arf_volume_url(arf_client *c, uint64_t ino, char *url, size_t cap, uint64_t *local);
 
 /**
  * Extended attributes, kept by arfd: user.* (regular files and
@@ -608,6 +652,10 @@ struct arf_ioc_cred {
  * connection that proved root: 0, -EPERM (it did not), or a transport
  * error.  *ttl_s (may be NULL) gets its lifetime. */
 int arf_cred_token(arf_client *c, uint8_t token[ARF_TOKEN_SIZE], uint32_t *ttl_s);
+/** As arf_cred_token, minted by the server of the volume handle ino lives
+ * in: a token is good only on the server that minted it. */
+int arf_cred_token_at(arf_client *c, uint64_t ino, uint8_t token[ARF_TOKEN_SIZE],
+		      uint32_t *ttl_s);
 
 /** Connect as the user who runs this process to the server behind fd, an
  * open file of an ARF mount (ARF_IOC_CRED; see above), and say which file

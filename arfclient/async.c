@@ -515,7 +515,7 @@ static void req_end(struct arf_queue *q, struct slot *s)
 			arf_wlog_discard(c, s->keep);
 			s->keep = NULL;
 		}
-		if (full && (rc = arf_fsync(c, 0, 0))) {
+		if (full && (rc = arf_v_fsync(c, 0, 0))) {
 			arf_net_buf_free(&s->body);
 			finish_read(q, s, rc);
 			return;
@@ -854,6 +854,11 @@ int arf_submit(arf_queue *q, struct arf_aio *const *ios, unsigned n)
 				break;
 			}
 			finish(q, s, -EINVAL);
+			continue;
+		}
+		if (io->ino >> ARF_VOL_SHIFT) {
+			/* a volume crossed into through a mount point: not served here */
+			finish(q, s, -EXDEV);
 			continue;
 		}
 		if (io->op == ARF_AIO_READ && io->len == 0) {

@@ -112,7 +112,7 @@ out:
 	pthread_mutex_unlock(&c->cache_lock);
 }
 
-int arf_reply_attr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
+int arf_v_reply_attr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out)
 {
 	int rc = -ENOENT;
 
@@ -134,7 +134,7 @@ int arf_reply_attr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *o
 	return rc;
 }
 
-void arf_reply_attr_drop(arf_client *c, uint64_t ino)
+void arf_v_reply_attr_drop(arf_client *c, uint64_t ino)
 {
 	pthread_mutex_lock(&c->cache_lock);
 	struct arf_icache_ent *e = &c->icache[islot(ino)];

@@ -126,52 +126,32 @@ static int secret_key(const char *path, uint8_t key[ARF_NET_AUTH_KEY_BYTES], cha
 	return 0;
 }
 
-int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client **out, char *err,
-		size_t errlen)
+static arf_client *client_new(void)
 {
-	struct arf_proto_hello hello;
-	struct arf_proto_wr w;
-	arf_client *c;
-	int rc;
-
-	*out = NULL;
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	arf_client *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
 	pthread_rwlock_init(&c->conn_lock, NULL);
 	pthread_mutex_init(&c->cache_lock, NULL);
 	pthread_mutex_init(&c->dial_lock, NULL);
 	pthread_cond_init(&c->dial_cond, NULL);
-	if (opts)
-		c->opts = *opts;
-	else
-		arf_client_opts_init(&c->opts);
-	rc = arf_url_volume(url, c->volume, sizeof(c->volume), err, errlen);
-	if (!rc)
-		rc = arf_url_parse(url, &c->url, err, errlen); /* without the volume */
-	if (rc)
-		goto fail;
+	return c;
+}
+
+/* The rest of a connection, once c has its options, URL, volume, secret
+ * and token: the caches, the handshake bytes and the first dial. */
+static int client_start(arf_client *c, const char *url, char *err, size_t errlen)
+{
+	struct arf_proto_hello hello;
+	struct arf_proto_wr w;
+	int rc;
+
 	policy_resolve(&c->opts, c->url.transport, &c->pol);
 	if ((rc = arf_cache_init(c)) || (rc = arf_wlog_init(c)) || (rc = arf_locks_init(c)) ||
 	    (c->opts.readahead && (rc = arf_ra_init(c)))) {
 		snprintf(err, errlen, "out of memory");
-		goto fail;
+		return rc;
 	}
-	if (c->opts.secret_file) {
-		rc = secret_key(c->opts.secret_file, c->auth_key, err, errlen);
-		if (rc)
-			goto fail;
-		c->has_auth_key = 1;
-	}
-	c->opts.secret_file = NULL; /* not kept: the caller's pointer */
-	if (c->opts.cred_token) {
-		memcpy(c->token, c->opts.cred_token, sizeof(c->token));
-		c->has_token = 1;
-	}
-	c->opts.cred_token = NULL; /* likewise: ours is the copy */
-
 	memset(&hello, 0, sizeof(hello));
 	hello.version = ARF_PROTO_INFO_VERSION;
 	/* Only the export prefix matters to the server: a longer path is cut. */
@@ -185,8 +165,7 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 	/* who we are across reconnections, for arfd's reply cache */
 	if (sodium_init() < 0) {
 		snprintf(err, errlen, "libsodium failed to initialise");
-		rc = -EIO;
-		goto fail;
+		return -EIO;
 	}
 	randombytes_buf(c->client_id, sizeof(c->client_id));
 	hello.flags |= ARF_PROTO_HELLO_CLIENT;
@@ -200,7 +179,7 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 	if (w.err) {
 		rc = w.err;
 		arf_proto_wr_free(&w);
-		goto fail;
+		return rc;
 	}
 	c->hello = w.buf; /* kept for reconnecting; freed by arf_close */
 	c->hello_len = w.len;
@@ -211,8 +190,47 @@ int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client 
 		    !arf_net_rdma_available(why, sizeof(why)))
 			snprintf(err, errlen, "%s: the rdma transport is not available %s: %s", url,
 				 rc == -EOPNOTSUPP ? "in this libarf" : "on this machine", why);
-		goto fail;
+		return rc;
 	}
+	return 0;
+}
+
+int arf_connect(const char *url, const struct arf_client_opts *opts, arf_client **out, char *err,
+		size_t errlen)
+{
+	arf_client *c;
+	int rc;
+
+	*out = NULL;
+	c = client_new();
+	if (!c || !(c->vols = arf_vols_new())) {
+		snprintf(err, errlen, "out of memory");
+		arf_close(c);
+		return -ENOMEM;
+	}
+	if (opts)
+		c->opts = *opts;
+	else
+		arf_client_opts_init(&c->opts);
+	rc = arf_url_volume(url, c->volume, sizeof(c->volume), err, errlen);
+	if (!rc)
+		rc = arf_url_parse(url, &c->url, err, errlen); /* without the volume */
+	if (rc)
+		goto fail;
+	if (c->opts.secret_file) {
+		rc = secret_key(c->opts.secret_file, c->auth_key, err, errlen);
+		if (rc)
+			goto fail;
+		c->has_auth_key = 1;
+	}
+	c->opts.secret_file = NULL; /* not kept: the caller's pointer */
+	if (c->opts.cred_token) {
+		memcpy(c->token, c->opts.cred_token, sizeof(c->token));
+		c->has_token = 1;
+	}
+	c->opts.cred_token = NULL; /* likewise: ours is the copy */
+	if ((rc = client_start(c, url, err, errlen)))
+		goto fail;
 	*out = c;
 	return 0;
 fail:
@@ -220,13 +238,42 @@ fail:
 	return rc;
 }
 
+int arf_connect_like(const arf_client *like, const struct arf_url *u, const char *volume,
+		     int with_token, arf_client **out, char *err, size_t errlen)
+{
+	arf_client *c = client_new();
+	int rc;
+
+	*out = NULL;
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	c->opts = like->opts;
+	c->url = *u;
+	snprintf(c->volume, sizeof(c->volume), "%s", volume ? volume : "");
+	memcpy(c->auth_key, like->auth_key, sizeof(c->auth_key));
+	c->has_auth_key = like->has_auth_key;
+	if (with_token) {
+		memcpy(c->token, like->token, sizeof(c->token));
+		c->has_token = like->has_token;
+	}
+	if ((rc = client_start(c, u->host[0] ? u->host : u->socket, err, errlen))) {
+		arf_close(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
 void arf_close(arf_client *c)
 {
 	if (!c)
 		return;
 	/* as close(2) on NFS: what this client wrote is committed */
-	if (c->wlog && c->conn && arf_wlog_holds(c, 0) && arf_fsync(c, 0, 0))
+	if (c->wlog && c->conn && arf_wlog_holds(c, 0) && arf_v_fsync(c, 0, 0))
 		arf_log_msg(0, "closing: the last writes could not be committed");
+	arf_vols_free(c); /* the volumes crossed into: each closes as this does */
 	arf_wlog_free(c);
 	arf_locks_free(c); /* its renewer uses the connection */
 	arf_net_close(c->conn);

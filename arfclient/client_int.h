@@ -23,6 +23,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "arf.h"
 #include "arf_meta.h"
@@ -103,6 +104,13 @@ struct arf_client {
 	uint64_t readahead_bytes;
 
 	struct arf_ra *ra;            /* readahead.c; NULL: opts.readahead 0 */
+
+	/* volumes.c: the volumes reached through mount points.  A client the
+	 * caller connected has the table (vols) and vol_index 0; each volume
+	 * it crossed into has a client of its own, made by volumes.c, with
+	 * vols NULL and its index in the table. */
+	struct arf_vols *vols;
+	unsigned vol_index;
 };
 
 #define ARF_CTR_ADD(c, field, n) __atomic_add_fetch(&(c)->field, (n), __ATOMIC_RELAXED)
@@ -405,5 +413,109 @@ int arf_ecache_get(arf_client *c, uint64_t dir, const char *name, size_t len, ui
 void arf_ecache_put(arf_client *c, uint64_t dir, const char *name, size_t len, uint64_t child,
 		    uint32_t gen, uint8_t type);
 void arf_ecache_drop(arf_client *c, uint64_t dir, const char *name, size_t len);
+
+
+/* Each public call that names a file is answered by volumes.c, which
+ * finds the volume's client from the handle's top bits (see
+ * ARF_VOL_SHIFT), and then by its arf_v_ form here, inside that one
+ * volume (api.c, requests.c, space.c, compound.c, xattr.c, locks.c,
+ * cache.c).  Code inside the library calls the arf_v_ forms. */
+int arf_v_lookup(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, struct arf_stat *out);
+int arf_v_getattr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
+int arf_v_reply_attr(arf_client *c, uint64_t ino, uint32_t gen, struct arf_stat *out);
+void arf_v_reply_attr_drop(arf_client *c, uint64_t ino);
+int arf_v_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
+		struct arf_dirent *ents, size_t max, size_t *n, int *eof);
+int arf_v_readdirplus(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
+		    struct arf_dirent *ents, struct arf_stat *st, size_t max, size_t *n, int *eof);
+ssize_t arf_v_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len);
+ssize_t arf_v_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const void *buf,
+		  size_t len);
+int arf_v_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap);
+ssize_t arf_v_append(arf_client *c, uint64_t ino, uint32_t gen, const void *buf, size_t len,
+		   uint64_t *off);
+int arf_v_fallocate(arf_client *c, uint64_t ino, uint32_t gen, int mode, uint64_t off, uint64_t len,
+		  struct arf_stat *out);
+int arf_v_seek(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, int whence,
+	     uint64_t *result);
+int arf_v_create(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
+	       int exclusive, struct arf_stat *out);
+int arf_v_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
+	      struct arf_stat *out);
+int arf_v_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
+	      uint64_t rdev, struct arf_stat *out);
+int arf_v_unlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name);
+int arf_v_rmdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name);
+int arf_v_rename(arf_client *c, uint64_t odir, uint32_t ogen, const char *oname, uint64_t ndir,
+	       uint32_t ngen, const char *nname, unsigned flags);
+int arf_v_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t dgen,
+	     const char *name, struct arf_stat *out);
+int arf_v_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, const char *target,
+		struct arf_stat *out);
+int arf_v_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_setattr *sa,
+		struct arf_stat *out);
+int arf_v_fsync(arf_client *c, uint64_t ino, uint32_t gen);
+int arf_v_create_write(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
+		     const void *data, size_t len, const struct arf_setattr *sa,
+		     struct arf_stat *out);
+ssize_t arf_v_copy(arf_client *c, uint64_t src, uint32_t sgen, uint64_t soff, uint64_t dst,
+		 uint32_t dgen, uint64_t doff, size_t len, unsigned flags, struct arf_stat *dst_st);
+int arf_v_last_dir_change(arf_client *c, struct arf_dir_change *out);
+int arf_v_flush(arf_client *c, uint64_t ino, uint32_t gen);
+int arf_v_access(arf_client *c, uint64_t ino, uint32_t gen, int mask);
+int arf_v_statfs(arf_client *c, struct arf_statfs *out);
+ssize_t arf_v_getxattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name, void *buf,
+		     size_t size);
+ssize_t arf_v_listxattr(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t size);
+int arf_v_setxattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name, const void *value,
+		 size_t size, int flags, struct arf_stat *out);
+int arf_v_removexattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name,
+		    struct arf_stat *out);
+int arf_v_lock(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_lock *lk, int wait,
+	     uint64_t wait_id);
+int arf_v_unlock(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_lock *lk);
+int arf_v_getlk(arf_client *c, uint64_t ino, uint32_t gen, struct arf_lock *lk);
+int arf_v_lock_lost(arf_client *c, uint64_t ino, uint32_t gen);
+void arf_v_lock_forget_lost(arf_client *c, uint64_t ino, uint32_t gen);
+
+/* A handle's volume: the top bits of ino name the volume (its index in
+ * the client's table, 0 = the volume the client connected to); arfd's
+ * inode numbers are below 2^32. */
+#define ARF_VOL_SHIFT 48
+#define ARF_VOL_INO_MASK ((UINT64_C(1) << ARF_VOL_SHIFT) - 1)
+#define ARF_VOLS_MAX 256
+/* A mount point is a symbolic link whose mode is not 0777 (AFS's rule:
+ * its are 0644), with the target "#VOLUME."; only root may make one
+ * (arfd refuses chmod of a symbolic link to anyone else). */
+static inline int arf_mount_point_mode(uint32_t mode)
+{
+	return (mode & S_IFMT) == S_IFLNK && (mode & 07777) != 0777;
+}
+/* arf_v_resolve_at: a path resolved from (dir, dgen) inside one volume,
+ * as arf_resolve does.  0 with *out, an error, or 1 when the walk must go
+ * on in another volume, with *hb saying where (hb->rest is malloc'd). */
+enum { ARF_HB_MOUNT = 1, ARF_HB_DOTDOT, ARF_HB_ABS };
+struct arf_handback {
+	int kind;            /* ARF_HB_*: a mount point (ino, gen) in (dir, dgen); ".." at
+			      * the volume's root; an absolute symbolic link */
+	uint64_t ino, dir;
+	uint32_t gen, dgen;
+	char *rest;          /* the path left, from there */
+};
+int arf_v_resolve_at(arf_client *c, uint64_t dir, uint32_t dgen, const char *path,
+		     struct arf_stat *out, struct arf_handback *hb);
+/* client.c: a client for volume (NULL or "" = the root one) of the server
+ * at u, with the options and secret of like, and its credential token when
+ * with_token says (a token is good only on the server that minted it). */
+int arf_connect_like(const arf_client *like, const struct arf_url *u, const char *volume,
+		     int with_token, arf_client **out, char *err, size_t errlen);
+/* volumes.c: "#NAME." -> NAME: 1 when a symbolic link's target names a
+ * volume (a mount point's, with arf_mount_point_mode). */
+int arf_mount_target(const char *target, char *name, size_t cap);
+struct arf_vols *arf_vols_new(void);
+void arf_vols_free(arf_client *c);
+int arf_v_lock_cancel(arf_client *c, uint64_t wait_id);
+/* requests.c: the client of the calling thread's last change of names */
+const arf_client *arf_change_client(void);
 
 #endif

@@ -20,7 +20,7 @@ static void put_fh(struct arf_proto_wr *w, uint64_t ino, uint32_t gen)
 	arf_proto_put_fh(w, &fh);
 }
 
-int arf_create_write(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
+int arf_v_create_write(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
 		     const void *data, size_t len, const struct arf_setattr *sa,
 		     struct arf_stat *out)
 {
@@ -75,7 +75,7 @@ int arf_create_write(arf_client *c, uint64_t dir, uint32_t dgen, const char *nam
 	return rc;
 }
 
-ssize_t arf_copy(arf_client *c, uint64_t src, uint32_t sgen, uint64_t soff, uint64_t dst,
+ssize_t arf_v_copy(arf_client *c, uint64_t src, uint32_t sgen, uint64_t soff, uint64_t dst,
 		 uint32_t dgen, uint64_t doff, size_t len, unsigned flags, struct arf_stat *dst_st)
 {
 	size_t done = 0;

@@ -14,7 +14,7 @@
  * lease than the one the client holds, on the same server incarnation,
  * means the lease ran out (the client was cut off or stopped for longer)
  * and its locks were released: the files concerned are marked lost, and
- * arf_lock_lost() says so until arf_lock_forget_lost(), so that the caller
+ * arf_v_lock_lost() says so until arf_v_lock_forget_lost(), so that the caller
  * can fail I/O with EIO as the NFS client does.
  *
  * A waiting lock is held by arfd, not polled: the request stays
@@ -433,7 +433,7 @@ uint64_t arf_lock_wait_id(arf_client *c)
 	return __atomic_fetch_add(&c->locks->next_wait, 1, __ATOMIC_RELAXED);
 }
 
-int arf_lock(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_lock *lk, int wait,
+int arf_v_lock(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_lock *lk, int wait,
 	     uint64_t wait_id)
 {
 	struct arf_lockstate *ls = c->locks;
@@ -511,7 +511,7 @@ int arf_lock(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_lock *l
 	return rc;
 }
 
-int arf_lock_cancel(arf_client *c, uint64_t wait_id)
+int arf_v_lock_cancel(arf_client *c, uint64_t wait_id)
 {
 	struct arf_lockstate *ls = c->locks;
 	struct arf_proto_wr w;
@@ -542,7 +542,7 @@ int arf_lock_cancel(arf_client *c, uint64_t wait_id)
 	return rc;
 }
 
-int arf_unlock(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_lock *lk)
+int arf_v_unlock(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_lock *lk)
 {
 	struct arf_lockstate *ls = c->locks;
 	uint32_t kind = lk->kind == ARF_LK_FLOCK ? ARF_LOCK_FLOCK : ARF_LOCK_POSIX;
@@ -585,7 +585,7 @@ int arf_unlock(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_lock 
 	return rc;
 }
 
-int arf_getlk(arf_client *c, uint64_t ino, uint32_t gen, struct arf_lock *lk)
+int arf_v_getlk(arf_client *c, uint64_t ino, uint32_t gen, struct arf_lock *lk)
 {
 	struct arf_lockstate *ls = c->locks;
 	int rc;
@@ -628,7 +628,7 @@ int arf_getlk(arf_client *c, uint64_t ino, uint32_t gen, struct arf_lock *lk)
 	}
 }
 
-int arf_lock_lost(arf_client *c, uint64_t ino, uint32_t gen)
+int arf_v_lock_lost(arf_client *c, uint64_t ino, uint32_t gen)
 {
 	struct arf_lockstate *ls = c->locks;
 	int lost = 0;
@@ -646,7 +646,7 @@ int arf_lock_lost(arf_client *c, uint64_t ino, uint32_t gen)
 	return lost;
 }
 
-void arf_lock_forget_lost(arf_client *c, uint64_t ino, uint32_t gen)
+void arf_v_lock_forget_lost(arf_client *c, uint64_t ino, uint32_t gen)
 {
 	struct arf_lockstate *ls = c->locks;
 

@@ -124,7 +124,12 @@ int arf_req_as(arf_client *c, uint16_t op, const struct arf_proto_wr *args,
 static __thread const arf_client *tls_change_c;
 static __thread struct arf_dir_change tls_change;
 
-int arf_last_dir_change(arf_client *c, struct arf_dir_change *out)
+const arf_client *arf_change_client(void)
+{
+	return tls_change_c;
+}
+
+int arf_v_last_dir_change(arf_client *c, struct arf_dir_change *out)
 {
 	if (tls_change_c != c || !tls_change.n) {
 		memset(out, 0, sizeof(*out));
@@ -464,7 +469,7 @@ static void piece_done(void *arg, size_t i)
  * together, every one the server applied is kept, and the bytes counted
  * written are those up to the first that failed or came short.
  */
-ssize_t arf_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const void *buf,
+ssize_t arf_v_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const void *buf,
 		  size_t len)
 {
 	struct arf_proto_cred pc;
@@ -540,7 +545,7 @@ ssize_t arf_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const
 	return (ssize_t)done;
 }
 
-int arf_create(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
+int arf_v_create(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
 	       int exclusive, struct arf_stat *out)
 {
 	struct arf_proto_wr w;
@@ -554,7 +559,7 @@ int arf_create(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uin
 	return req_made(c, ARF_OP_CREATE, &w, out, dir, name, len);
 }
 
-int arf_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
+int arf_v_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
 	      struct arf_stat *out)
 {
 	struct arf_proto_wr w;
@@ -567,7 +572,7 @@ int arf_mkdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint
 	return req_made(c, ARF_OP_MKDIR, &w, out, dir, name, len);
 }
 
-int arf_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
+int arf_v_mknod(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, uint32_t mode,
 	      uint64_t rdev, struct arf_stat *out)
 {
 	struct arf_proto_wr w;
@@ -592,7 +597,7 @@ static int req_dir_name(arf_client *c, uint16_t op, uint64_t dir, uint32_t dgen,
 	return req_attr_wcc(c, op, &w, NULL, 1);
 }
 
-int arf_unlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name)
+int arf_v_unlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name)
 {
 	uint64_t child;
 	uint32_t cgen;
@@ -602,12 +607,12 @@ int arf_unlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name)
 	return req_dir_name(c, ARF_OP_UNLINK, dir, dgen, name);
 }
 
-int arf_rmdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name)
+int arf_v_rmdir(arf_client *c, uint64_t dir, uint32_t dgen, const char *name)
 {
 	return req_dir_name(c, ARF_OP_RMDIR, dir, dgen, name);
 }
 
-int arf_rename(arf_client *c, uint64_t odir, uint32_t ogen, const char *oname, uint64_t ndir,
+int arf_v_rename(arf_client *c, uint64_t odir, uint32_t ogen, const char *oname, uint64_t ndir,
 	       uint32_t ngen, const char *nname, unsigned flags)
 {
 	struct arf_proto_wr w;
@@ -635,7 +640,7 @@ int arf_rename(arf_client *c, uint64_t odir, uint32_t ogen, const char *oname, u
 	return rc;
 }
 
-int arf_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t dgen,
+int arf_v_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t dgen,
 	     const char *name, struct arf_stat *out)
 {
 	struct arf_proto_wr w;
@@ -652,7 +657,7 @@ int arf_link(arf_client *c, uint64_t ino, uint32_t gen, uint64_t dir, uint32_t d
 	return req_made(c, ARF_OP_LINK, &w, out, dir, name, len);
 }
 
-int arf_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, const char *target,
+int arf_v_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, const char *target,
 		struct arf_stat *out)
 {
 	struct arf_proto_wr w;
@@ -664,7 +669,7 @@ int arf_symlink(arf_client *c, uint64_t dir, uint32_t dgen, const char *name, co
 	return req_made(c, ARF_OP_SYMLINK, &w, out, dir, name, len);
 }
 
-int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_setattr *sa,
+int arf_v_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_setattr *sa,
 		struct arf_stat *out)
 {
 	struct arf_proto_wr w;
@@ -678,12 +683,12 @@ int arf_setattr(arf_client *c, uint64_t ino, uint32_t gen, const struct arf_seta
 	return req_attr_wcc(c, ARF_OP_SETATTR, &w, out ? out : &tmp, 1);
 }
 
-int arf_fsync(arf_client *c, uint64_t ino, uint32_t gen)
+int arf_v_fsync(arf_client *c, uint64_t ino, uint32_t gen)
 {
 	return commit(c, ino, gen);
 }
 
-int arf_flush(arf_client *c, uint64_t ino, uint32_t gen)
+int arf_v_flush(arf_client *c, uint64_t ino, uint32_t gen)
 {
 	/* nothing of the file waits for a commit: no round trip */
 	if (!arf_wlog_holds(c, ino))
@@ -691,7 +696,7 @@ int arf_flush(arf_client *c, uint64_t ino, uint32_t gen)
 	return commit(c, ino, gen);
 }
 
-int arf_access(arf_client *c, uint64_t ino, uint32_t gen, int mask)
+int arf_v_access(arf_client *c, uint64_t ino, uint32_t gen, int mask)
 {
 	struct arf_proto_wr w;
 	arf_proto_wr_init(&w);
@@ -700,7 +705,7 @@ int arf_access(arf_client *c, uint64_t ino, uint32_t gen, int mask)
 	return req_attr(c, ARF_OP_ACCESS, &w, NULL);
 }
 
-int arf_statfs(arf_client *c, struct arf_statfs *out)
+int arf_v_statfs(arf_client *c, struct arf_statfs *out)
 {
 	struct arf_net_buf resp;
 	int rc = arf_req(c, ARF_OP_STATFS, NULL, &resp);

@@ -23,7 +23,7 @@ static void put_fh(struct arf_proto_wr *w, uint64_t ino, uint32_t gen)
 	arf_proto_put_fh(w, &fh);
 }
 
-ssize_t arf_append(arf_client *c, uint64_t ino, uint32_t gen, const void *buf, size_t len,
+ssize_t arf_v_append(arf_client *c, uint64_t ino, uint32_t gen, const void *buf, size_t len,
 		   uint64_t *off)
 {
 	struct arf_proto_wr w;
@@ -58,7 +58,7 @@ ssize_t arf_append(arf_client *c, uint64_t ino, uint32_t gen, const void *buf, s
 	return (ssize_t)written;
 }
 
-int arf_fallocate(arf_client *c, uint64_t ino, uint32_t gen, int mode, uint64_t off, uint64_t len,
+int arf_v_fallocate(arf_client *c, uint64_t ino, uint32_t gen, int mode, uint64_t off, uint64_t len,
 		  struct arf_stat *out)
 {
 	struct arf_stat st;
@@ -96,7 +96,7 @@ int arf_fallocate(arf_client *c, uint64_t ino, uint32_t gen, int mode, uint64_t 
 	return rc;
 }
 
-int arf_seek(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, int whence,
+int arf_v_seek(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, int whence,
 	     uint64_t *result)
 {
 	struct arf_proto_wr w;

@@ -59,7 +59,7 @@ static ssize_t sized_reply(struct arf_net_buf *resp, void *buf, size_t size)
 	return r.err ? ARF_EPROTO : (ssize_t)len;
 }
 
-ssize_t arf_getxattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name, void *buf,
+ssize_t arf_v_getxattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name, void *buf,
 		     size_t size)
 {
 	struct arf_proto_wr w;
@@ -84,7 +84,7 @@ ssize_t arf_getxattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name
 	return n;
 }
 
-ssize_t arf_listxattr(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t size)
+ssize_t arf_v_listxattr(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t size)
 {
 	struct arf_proto_wr w;
 	struct arf_net_buf resp;
@@ -125,7 +125,7 @@ static int attr_reply(arf_client *c, uint64_t ino, int rc, struct arf_net_buf *r
 	return 0;
 }
 
-int arf_setxattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name, const void *value,
+int arf_v_setxattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name, const void *value,
 		 size_t size, int flags, struct arf_stat *out)
 {
 	struct arf_proto_wr w;
@@ -149,7 +149,7 @@ int arf_setxattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name, co
 	return rc;
 }
 
-int arf_removexattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name,
+int arf_v_removexattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name,
 		    struct arf_stat *out)
 {
 	struct arf_proto_wr w;

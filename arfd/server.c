@@ -614,7 +614,10 @@ static int volumes_start(struct arfd *d, char *err, size_t errlen)
 
 struct arfd *arfd_volume_find(struct arfd *root, const char *name)
 {
-	if (!name[0] || !strcmp(name, "root"))
+	/* the root volume: also by its name in the cell ([cell] root_volume),
+	 * as a mount point names it */
+	if (!name[0] || !strcmp(name, "root") ||
+	    (root->cfg.cell_root_volume[0] && !strcmp(name, root->cfg.cell_root_volume)))
 		return root;
 	for (int i = 0, n = __atomic_load_n(&root->nvols, __ATOMIC_ACQUIRE); i < n; i++)
 		if (!strcmp(root->vols[i]->volume, name) &&

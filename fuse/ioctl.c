@@ -110,7 +110,15 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 		return;
 	}
 	arf_fuse_cred_req(req, &cred); /* the kernel's word for who asks */
-	rc = token_for(fs, &cred, ic->token, &ic->ttl_s);
+	if (n->ino > UINT32_MAX) {
+		/* behind a mount point: a token of that volume's server, which may
+		 * be another (the cache holds the mount's server's) */
+		arf_set_thread_cred(&cred);
+		rc = arf_cred_token_at(fs->c, n->ino, ic->token, &ic->ttl_s);
+		arf_set_thread_cred(NULL);
+	} else {
+		rc = token_for(fs, &cred, ic->token, &ic->ttl_s);
+	}
 	if (rc) {
 		arf_fuse_log(FUSE_LOG_WARNING, "ARF_IOC_CRED for uid %u: %s", cred.uid,
 			     arf_strerror(rc));
@@ -122,6 +130,14 @@ static void op_ioctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void *arg
 	ic->ino = n->ino;
 	ic->gen = n->gen;
 	snprintf(ic->url, sizeof(ic->url), "%s", fs->opts.url);
+	/* a file of a volume reached through a mount point (arfd's own inode
+	 * numbers are below 2^32): that volume's URL, and the handle there */
+	if (n->ino > UINT32_MAX &&
+	    (rc = arf_volume_url(fs->c, n->ino, ic->url, sizeof(ic->url), &ic->ino))) {
+		free(ic);
+		fuse_reply_err(req, arf_fuse_errno(rc));
+		return;
+	}
 	fuse_reply_ioctl(req, 0, ic, sizeof(*ic));
 	memset(ic->token, 0, sizeof(ic->token));
 	free(ic);

@@ -160,6 +160,7 @@ int arf_fuse_listing_next(struct arf_fuse *fs, struct arf_fuse_node *dn,
 	}
 	l->pos = idx;
 	*de = &l->ents[idx];
-	*st = l->st[idx].ino ? &l->st[idx] : NULL;
+	/* none given; or a mount point's (ino 0, S_IFDIR): the caller tells */
+	*st = l->st[idx].ino || l->st[idx].mode ? &l->st[idx] : NULL;
 	return 0;
 }

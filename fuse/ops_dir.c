@@ -114,6 +114,11 @@ static size_t add_plus(struct arf_fuse *fs, fuse_req_t req, char *buf, size_t ro
 		refs->ids = ids;
 		refs->cap = cap;
 	}
+	/* A mount point (no attributes, mode S_IFDIR: a listing never reaches
+	 * the volume behind it, so that a dead one keeps no `ls` waiting): a
+	 * name alone, which the kernel looks up when it is used */
+	if (given && !given->ino)
+		return add_plain(req, 1, buf, room, de->name, de->ino, de->type, next);
 	if (given)
 		st = *given; /* fetched with the listing */
 	if ((!given && arf_getattr(fs->cf, de->ino, de->gen, &st)) || arf_fuse_fill_entry(fs, &e, &st))

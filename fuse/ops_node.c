@@ -209,9 +209,10 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct arf_statfs sf;
 	struct statvfs st;
 
-	(void)ino;
 	arf_fuse_cred_set(req);
-	int rc = arf_statfs(fs->c, &sf);
+	/* the volume of the node asked about: df on a mount point reports it */
+	struct arf_fuse_node *n = arf_fuse_node(fs, ino);
+	int rc = arf_statfs_at(fs->c, n ? n->ino : 0, &sf);
 	if (rc) {
 		fuse_reply_err(req, arf_fuse_errno(rc));
 		return;

@@ -72,6 +72,11 @@ static int check(const struct arf_meta_inode *in, const struct arf_cred *cr,
 	if ((v & ARF_OPS_SET_GID) && cr->uid != 0 &&
 	    (cr->uid != in->uid || (sa->gid != in->gid && !ops_in_group(cr, sa->gid))))
 		return -EPERM;
+	/* Linux has no chmod of a symbolic link (EOPNOTSUPP); root's is how
+	 * a mount point is made (a link of mode 0644, AFS's mark, which
+	 * libarf crosses into another volume), so nobody else may make one */
+	if ((v & ARF_OPS_SET_MODE) && S_ISLNK(in->mode) && cr->uid != 0)
+		return -EOPNOTSUPP;
 	if ((v & ARF_OPS_SET_MODE) && !owner && !clears_setid_only(in, cr, sa->mode))
 		return -EPERM;
 	uint32_t explicit_t = ((v & ARF_OPS_SET_ATIME) && !(v & ARF_OPS_SET_ATIME_NOW)) ||

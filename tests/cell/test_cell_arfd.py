@@ -275,6 +275,48 @@ class Cell(EtcdCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn(b"volume 'proj' is on server 'a', which is not live in the cell", p.stderr)
 
+    def test_mount_point_across_servers(self):
+        """A mount point on a's root volume naming proj, which b serves:
+        clients of a (tcp, shm, a FUSE mount) cross it to b, located
+        through a's copy of the records; once b stops, only what is
+        behind the mount point fails (EHOSTDOWN), the rest of the tree
+        keeps working."""
+        self.etcd.start()
+        a = self.arfd("a", extra={"cell.root_volume": "root"})
+        b = self.arfd("b", config="[volume proj]\n")
+        wait_until(lambda: "proj" in volumes(self.etcd), 15, "proj recorded on b")
+        wait_until(lambda: arfctl("--json", "vol", "locate", "proj", a.url("/"),
+                                  check=False).returncode == 0, 15, "a's copy has proj")
+        arfctl("vol", "mkmount", a.url("/proj"), "proj")
+        src = os.path.join(self.tmp, "src")
+        with open(src, "w") as f:
+            f.write("on b\n")
+        arfctl("put", src, a.url("/proj/via-tcp"))
+        arfctl("put", src, "arf+shm:///proj/via-shm?socket=%s" % a.socket)
+        on_b = "arf://127.0.0.1:%d/?volume=proj" % b.port
+        self.assertEqual(sorted(arfctl("ls", on_b).stdout.split()), [b"via-shm", b"via-tcp"])
+        self.assertEqual(arfctl("cat", a.url("/proj/via-shm")).stdout, b"on b\n")
+        why = arfproc.fuse_skip_reason()
+        m = None
+        if not why:
+            m = arfproc.Mount(a.url("/"), workdir=self.tmp)
+            self.addCleanup(m.stop)
+            m.start()
+            with open(m.p("proj/via-mount"), "w") as f:
+                f.write("through the mount\n")
+            self.assertEqual(arfctl("cat", on_b.replace("/?", "/via-mount?")).stdout,
+                             b"through the mount\n")
+        self.assertEqual(b.stop(), 0)
+        # a's copy of the records may lag a moment behind etcd
+        wait_until(lambda: b"host is down" in arfctl("ls", a.url("/proj"),
+                                                     check=False).stderr.lower(),
+                   15, "crossing to proj told b is down")
+        self.assertEqual(arfctl("ls", a.url("/proj"), check=False).returncode, 1)
+        self.assertIn(b"proj", arfctl("ls", a.url("/")).stdout)
+        if m:
+            self.assertIn("proj", os.listdir(m.path))
+            self.assertEqual(m.stop(), 0)
+
     def test_config(self):
         d = Arfd(workdir=os.path.join(self.tmp, "c"))
         self.addCleanup(d.cleanup)

@@ -128,6 +128,14 @@ int du_remote_url(const struct du_opts *o, const char *url, struct du_conn **con
 		snprintf(err, errlen, "%s", arf_strerror(r));
 		return r;
 	}
+	char vurl[4352];
+	r = arf_tool_volume_url((*conn)->k.c, &st.ino, vurl, sizeof(vurl));
+	if (r > 0) /* behind a mount point: that volume's own connection */
+		r = conn_get(vurl, NULL, conn, err, errlen);
+	else if (r < 0)
+		snprintf(err, errlen, "%s", arf_strerror(r));
+	if (r < 0)
+		return r;
 	memset(root, 0, sizeof(*root));
 	root->ino = st.ino;
 	root->gen = st.gen;

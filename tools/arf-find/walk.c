@@ -142,6 +142,16 @@ static int start_url(struct start *s, struct find_run *run)
 		return 1;
 	}
 	r = arf_resolve(s->c, u.path, &s->st);
+	if (r == 0) {
+		char vurl[4352];
+		r = arf_tool_volume_url(s->c, &s->st.ino, vurl, sizeof(vurl));
+		if (r > 0) { /* behind a mount point: that volume's own connection */
+			arf_client *v = conn_get(vurl, NULL, err, sizeof(err));
+			r = v ? 0 : -ECONNREFUSED;
+			if (v)
+				s->c = v;
+		}
+	}
 	if (r < 0)
 		s->err = r;
 	return 1;

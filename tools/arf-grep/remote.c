@@ -84,14 +84,18 @@ static arf_client *conn_get(struct grep_run *run, const char *url, const uint8_t
 {
 	struct arf_url u, v;
 	struct arf_client_opts o;
-	char err[256];
+	char err[256], uvol[64], vvol[64];
 	arf_client *c;
 
-	if (arf_url_parse(url, &u, err, sizeof(err)) == 0)
+	/* one connection per server and volume (?volume=) */
+	if (arf_url_parse(url, &u, err, sizeof(err)) == 0 &&
+	    arf_url_volume(url, uvol, sizeof(uvol), err, sizeof(err)) == 0)
 		for (struct conn *k = conns; k; k = k->next)
 			if (arf_url_parse(k->url, &v, err, sizeof(err)) == 0 &&
 			    !strcmp(u.transport, v.transport) && !strcmp(u.host, v.host) &&
-			    u.port == v.port && !strcmp(u.socket, v.socket) && (k->c || !name))
+			    u.port == v.port && !strcmp(u.socket, v.socket) &&
+			    arf_url_volume(k->url, vvol, sizeof(vvol), err, sizeof(err)) == 0 &&
+			    !strcmp(uvol, vvol) && (k->c || !name))
 				return k->c;
 	arf_client_opts_init(&o);
 	o.cred_token = token;
@@ -965,6 +969,18 @@ long long grep_remote(struct grep_run *run, const char *url, const char *name)
 
 		if (k >= 0 && target[0] == '/')
 			r = arf_resolve(c, target, &st);
+	}
+	if (r == 0) {
+		char vurl[4352];
+		uint64_t local;
+		/* behind a mount point (arfd's own inode numbers are below
+		 * 2^32): that volume's own connection, which its programs need */
+		if (st.ino > UINT32_MAX &&
+		    (r = arf_volume_url(c, st.ino, vurl, sizeof(vurl), &local)) == 0) {
+			c = conn_get(run, vurl, NULL, name);
+			r = c ? 0 : -EIO;
+			st.ino = local;
+		}
 	}
 	if (r < 0) {
 		grep_error(run, name, r);

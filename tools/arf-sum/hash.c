@@ -113,6 +113,16 @@ static int resolve_here(struct sum_job *j)
 	}
 	if (r == 0 && S_ISDIR(as.mode))
 		r = -EISDIR;
+	if (r == 0) {
+		char vurl[4352];
+		r = arf_tool_volume_url(c, &as.ino, vurl, sizeof(vurl));
+		if (r > 0) { /* behind a mount point: that volume's own connection */
+			struct sum_conn *v = conn_get(vurl, NULL);
+			r = v ? 0 : -ECONNREFUSED;
+			if (v)
+				j->conn = v;
+		}
+	}
 	if (r < 0) {
 		j->err = r;
 		j->missing = r == -ENOENT;
@@ -196,7 +206,9 @@ static void run_resolved(const struct sum_opts *o, struct sum_conn *k, struct su
 {
 	size_t done;
 
-	if (resolve_here(j) == 0 && run_once(o, k, &j, 1, &done) < 0)
+	(void)k;
+	/* j->conn: behind a mount point, resolve_here changed it to that volume's */
+	if (resolve_here(j) == 0 && run_once(o, j->conn, &j, 1, &done) < 0)
 		hash_local(o, j);
 }
 

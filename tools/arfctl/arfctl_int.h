@@ -48,6 +48,10 @@ void arfctl_print_time(const char *label, int64_t ns);
 
 /* Parse and connect to url (exit status 0, 1 or 2 with a message). */
 int arfctl_open_url(const char *url, arf_client **c, struct arf_url *u);
+/* Split "/a/b/c" into parent "/a/b" and name "c" (-EINVAL for the root). */
+int arfctl_split_path(const char *path, char *parent, size_t plen, const char **name);
+/* mount.c: vol mkmount URL VOLUME, vol lsmount URL, vol rmmount URL */
+int arfctl_mount_cmd(const char *sub, int argc, char **argv, int json);
 int arfctl_cmd_stat(arf_client *c, const struct arf_url *u);
 int arfctl_cmd_ls(arf_client *c, const struct arf_url *u);
 int arfctl_cmd_cat(arf_client *c, const struct arf_url *u);

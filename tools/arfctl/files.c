@@ -32,7 +32,7 @@ int arfctl_open_url(const char *url, arf_client **c, struct arf_url *u)
 }
 
 /* Split "/a/b/c" into parent "/a/b" and name "c". */
-static int split_path(const char *path, char *parent, size_t plen, const char **name)
+int arfctl_split_path(const char *path, char *parent, size_t plen, const char **name)
 {
 	size_t n = strlen(path);
 	while (n > 1 && path[n - 1] == '/')
@@ -218,7 +218,7 @@ int arfctl_cmd_put(arf_client *c, const char *local, const struct arf_url *u)
 		size_t pl = strlen(path);
 		snprintf(path + pl, sizeof(path) - pl, "%s%s", pl && path[pl - 1] == '/' ? "" : "/", base);
 	}
-	if (split_path(path, parent, sizeof(parent), &name)) {
+	if (arfctl_split_path(path, parent, sizeof(parent), &name)) {
 		close(fd);
 		return arfctl_fail("put", path, -EINVAL);
 	}
@@ -283,7 +283,7 @@ static int mkdir_one(arf_client *c, const char *path, int parents)
 	struct arf_stat dir, st;
 	int rc;
 
-	if (split_path(path, parent, sizeof(parent), &name))
+	if (arfctl_split_path(path, parent, sizeof(parent), &name))
 		return parents ? 0 : -EEXIST; /* the root exists */
 	char namecopy[4096];
 	snprintf(namecopy, sizeof(namecopy), "%s", name);
@@ -331,7 +331,7 @@ int arfctl_cmd_rm(arf_client *c, const struct arf_url *u)
 	struct arf_stat dir, st;
 	int rc;
 
-	if (split_path(u->path, parent, sizeof(parent), &name))
+	if (arfctl_split_path(u->path, parent, sizeof(parent), &name))
 		return arfctl_fail("rm", u->path, -EBUSY);
 	if ((rc = arf_resolve(c, u->path, &st)) || (rc = arf_resolve(c, parent, &dir)))
 		return arfctl_fail("rm", u->path, rc);
@@ -381,10 +381,10 @@ int arfctl_cmd_mv(arf_client *c, const struct arf_url *from, const char *to_url)
 
 	if ((rc = second_path(c, "mv", from, to_url, target, sizeof(target))))
 		return rc;
-	if (split_path(from->path, op, sizeof(op), &name))
+	if (arfctl_split_path(from->path, op, sizeof(op), &name))
 		return arfctl_fail("mv", from->path, -EBUSY);
 	snprintf(oname, sizeof(oname), "%s", name);
-	if (split_path(target, np, sizeof(np), &name))
+	if (arfctl_split_path(target, np, sizeof(np), &name))
 		return arfctl_fail("mv", target, -EBUSY);
 	if ((rc = arf_resolve(c, op, &od)) || (rc = arf_resolve(c, np, &nd)))
 		return arfctl_fail("mv", from->path, rc);
@@ -418,7 +418,7 @@ int arfctl_cmd_cp(arf_client *c, const struct arf_url *from, const char *to_url)
 		return arfctl_fail("cp", from->path, rc);
 	if (S_ISDIR(src.mode))
 		return arfctl_fail("cp", from->path, -EISDIR);
-	if (split_path(target, np, sizeof(np), &name))
+	if (arfctl_split_path(target, np, sizeof(np), &name))
 		return arfctl_fail("cp", target, -EISDIR); /* the root */
 	if ((rc = arf_resolve(c, np, &nd)) ||
 	    (rc = arf_create(c, nd.ino, nd.gen, name, 0644, 0, &dst)))
@@ -463,7 +463,7 @@ int arfctl_cmd_ln(arf_client *c, const struct arf_url *from, const char *link_ur
 
 	if ((rc = second_path(c, "ln", from, link_url, target, sizeof(target))))
 		return rc;
-	if (split_path(target, np, sizeof(np), &name))
+	if (arfctl_split_path(target, np, sizeof(np), &name))
 		return arfctl_fail("ln", target, -EEXIST); /* the root */
 	if ((rc = arf_resolve(c, from->path, &st)))
 		return arfctl_fail("ln", from->path, rc);

@@ -152,6 +152,9 @@ int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 
 	if (!strcmp(sub, "locate") && argc == 3)
 		return locate(argv[1], argv[2], a->json);
+	int m = arfctl_mount_cmd(sub, argc, argv, a->json);
+	if (m >= 0)
+		return m;
 	if (!strcmp(sub, "create") && argc >= 2) {
 		char cmd[511]; /* what arfd reads of a control line, its newline included */
 		size_t n = (size_t)snprintf(cmd, sizeof(cmd), "volume-create");
@@ -203,7 +206,8 @@ int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 		snprintf(line, sizeof(line), "volumes %s", argv[1]);
 	} else {
 		fprintf(stderr, "arfctl: usage: vol list | vol show NAME | vol create NAME "
-			"[KEY=VALUE ...] | vol rm [--force] NAME | vol locate NAME URL\n");
+			"[KEY=VALUE ...] | vol rm [--force] NAME | vol locate NAME URL | "
+			"vol mkmount URL VOLUME | vol lsmount URL | vol rmmount URL\n");
 		return 2;
 	}
 	if (arfctl_control_call(a->control, line, &ans))

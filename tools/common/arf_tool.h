@@ -63,8 +63,14 @@ struct arf_tool_conns {
 };
 
 /* Whether URLs a and b name the same server (transport, host, port,
- * socket): 0 when either does not parse. */
+ * socket) and volume (?volume=): 0 when either does not parse. */
 int arf_tool_same_server(const char *a, const char *b);
+
+/* A handle c gave (arf_resolve) of a volume behind a mount point: 1 with
+ * url that volume's URL (for a connection of the tool's own, which its
+ * programs need) and *ino the handle there; 0 for c's own volume; or
+ * -errno. */
+int arf_tool_volume_url(arf_client *c, uint64_t *ino, char *url, size_t cap);
 
 /* The entry for url's server, made (and connected, presenting token, may
  * be NULL, ARF_TOKEN_SIZE bytes) on first use.  0 with *out connected;

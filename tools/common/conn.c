@@ -22,11 +22,26 @@
 int arf_tool_same_server(const char *a, const char *b)
 {
 	struct arf_url u, v;
-	char err[256];
+	char err[256], va[64], vb[64];
 
 	return arf_url_parse(a, &u, err, sizeof(err)) == 0 &&
 	       arf_url_parse(b, &v, err, sizeof(err)) == 0 && !strcmp(u.transport, v.transport) &&
-	       !strcmp(u.host, v.host) && u.port == v.port && !strcmp(u.socket, v.socket);
+	       !strcmp(u.host, v.host) && u.port == v.port && !strcmp(u.socket, v.socket) &&
+	       arf_url_volume(a, va, sizeof(va), err, sizeof(err)) == 0 &&
+	       arf_url_volume(b, vb, sizeof(vb), err, sizeof(err)) == 0 && !strcmp(va, vb);
+}
+
+int arf_tool_volume_url(arf_client *c, uint64_t *ino, char *url, size_t cap)
+{
+	uint64_t local;
+	int r;
+
+	if (*ino <= UINT32_MAX) /* arfd's own inode numbers: c's volume */
+		return 0;
+	if ((r = arf_volume_url(c, *ino, url, cap, &local)) < 0)
+		return r;
+	*ino = local;
+	return 1;
 }
 
 int arf_tool_conn_get(struct arf_tool_conns *set, const char *url, const uint8_t *token,
