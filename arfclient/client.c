@@ -134,6 +134,7 @@ static arf_client *client_new(void)
 	pthread_rwlock_init(&c->conn_lock, NULL);
 	pthread_mutex_init(&c->cache_lock, NULL);
 	pthread_mutex_init(&c->dial_lock, NULL);
+	pthread_mutex_init(&c->url_lock, NULL);
 	pthread_cond_init(&c->dial_cond, NULL);
 	return c;
 }
@@ -266,6 +267,13 @@ int arf_connect_like(const arf_client *like, const struct arf_url *u, const char
 	return 0;
 }
 
+void arf_url_copy(arf_client *c, struct arf_url *out)
+{
+	pthread_mutex_lock(&c->url_lock);
+	*out = c->url;
+	pthread_mutex_unlock(&c->url_lock);
+}
+
 void arf_close(arf_client *c)
 {
 	if (!c)
@@ -281,6 +289,7 @@ void arf_close(arf_client *c)
 	pthread_rwlock_destroy(&c->conn_lock);
 	pthread_mutex_destroy(&c->cache_lock);
 	pthread_mutex_destroy(&c->dial_lock);
+	pthread_mutex_destroy(&c->url_lock);
 	pthread_cond_destroy(&c->dial_cond);
 	sodium_memzero(c->auth_key, sizeof(c->auth_key));
 	free(c->hello);

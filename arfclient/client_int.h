@@ -61,7 +61,9 @@ struct arf_client {
 	pthread_rwlock_t conn_lock;
 	struct arf_net_conn *conn;
 	uint64_t conn_gen;            /* bumped at every reconnect */
-	struct arf_url url;           /* where to reconnect */
+	struct arf_url url;           /* where to reconnect (written by conn.c's redirect
+				       * under url_lock; others copy it under it) */
+	pthread_mutex_t url_lock;
 	char volume[ARF_PROTO_VOLUME_MAX]; /* the URL's ?volume=, "" for the root one */
 	uint64_t moved;               /* connections sent elsewhere: "moved" (conn.c; atomic) */
 	uint8_t *hello;               /* the handshake bytes */
@@ -514,6 +516,8 @@ int arf_connect_like(const arf_client *like, const struct arf_url *u, const char
 int arf_mount_target(const char *target, char *name, size_t cap);
 struct arf_vols *arf_vols_new(void);
 void arf_vols_free(arf_client *c);
+/* A copy of c's URL, as a redirect may be changing it. */
+void arf_url_copy(arf_client *c, struct arf_url *out);
 int arf_v_lock_cancel(arf_client *c, uint64_t wait_id);
 /* requests.c: the client of the calling thread's last change of names */
 const arf_client *arf_change_client(void);

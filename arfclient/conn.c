@@ -55,9 +55,11 @@ static int redirect(arf_client *c, const char *msg)
 	if (arf_url_parse(url, &u, why, sizeof(why)) || strcmp(u.transport, "tcp"))
 		return -1;
 	arf_log_msg(2, "moved: %s", msg);
+	pthread_mutex_lock(&c->url_lock); /* volumes.c copies it meanwhile */
 	snprintf(c->url.transport, sizeof(c->url.transport), "tcp");
 	snprintf(c->url.host, sizeof(c->url.host), "%s", u.host);
 	c->url.port = u.port;
+	pthread_mutex_unlock(&c->url_lock);
 	__atomic_add_fetch(&c->moved, 1, __ATOMIC_RELAXED);
 	return 0;
 }

@@ -181,7 +181,7 @@ static int attach(arf_client *c, unsigned k, const char *name)
 			    rc == -ENOENT ? "no such volume" : arf_strerror(rc));
 		return rc == -ENOENT ? -ENODEV : rc;
 	}
-	u = c->url; /* its path picks the export, on this server as on the others */
+	arf_url_copy(c, &u); /* its path picks the export, on this server as on the others */
 	if (!loc.here) {
 		if (!loc.live) {
 			arf_log_msg(1, "volume %s: its server %s is not live in the cell", name,
@@ -884,7 +884,9 @@ int arf_volume_url(arf_client *c, uint64_t ino, char *url, size_t cap, uint64_t 
 
 	if (!s)
 		return n;
-	const struct arf_url *u = &s->url;
+	struct arf_url uc;
+	arf_url_copy(s, &uc);
+	const struct arf_url *u = &uc;
 	const char *t = u->transport, *vol = s->volume;
 	if (!strcmp(t, "shm")) {
 		n = snprintf(url, cap, "arf+shm://%s?socket=%s%s%s", u->path, u->socket,

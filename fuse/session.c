@@ -18,7 +18,16 @@
 
 #include "arf_fuse.h"
 
-#define MAX_THREADS 32
+/* Workers kept idle, and the most at once.  A request waiting on a dead
+ * server (a hard mount, or a volume behind a mount point whose server
+ * died) holds its worker until the server is back or the caller is
+ * killed, so the most is far above what the live part of the tree needs:
+ * 64 processes waiting on a dead volume once took all of 32, and `ls`
+ * anywhere else waited with them (tests/cell
+ * test_dead_volume_blocks_only_itself).  Such a worker costs a thread's
+ * stack and the first page of libfuse's buffer. */
+#define IDLE_THREADS 32
+#define MAX_THREADS 1024
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -256,12 +265,12 @@ int arf_fuse_run(struct arf_fuse_opts *o, int ready_fd)
 		goto fail;
 	}
 	fuse_loop_cfg_set_max_threads(cfg, MAX_THREADS);
-	/* idle workers are kept, up to all of them: with 8, queue depth 16
-	 * made libfuse start and end ~250 threads a second (a worker that
-	 * finishes above the idle count exits), and 4 KiB random reads at
-	 * depth 16 ran at 28k/s against 33-35k/s with every worker kept
-	 * (arf-fuse CPU 42 against 32 us a read) */
-	fuse_loop_cfg_set_idle_threads(cfg, MAX_THREADS);
+	/* idle workers are kept, up to 32: with 8, queue depth 16 made
+	 * libfuse start and end ~250 threads a second (a worker that finishes
+	 * above the idle count exits), and 4 KiB random reads at depth 16 ran
+	 * at 28k/s against 33-35k/s with every worker kept (arf-fuse CPU 42
+	 * against 32 us a read) */
+	fuse_loop_cfg_set_idle_threads(cfg, IDLE_THREADS);
 	fuse_loop_cfg_set_clone_fd(cfg, 0);
 
 	arf_fuse_report(ready_fd, 0, NULL);

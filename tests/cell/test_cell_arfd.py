@@ -12,7 +12,10 @@ message, exit 1.  Volumes (docs/volumes.md): arfd records those it serves
 (online, offline at a clean stop, another server's record left alone);
 LOCATE answers from each server's watched copy, with etcd down too; a
 client of a stale location is sent on ("moved") or told the server is
-down."""
+down.  Mount points across servers: a mount point on one server naming a
+volume on another is crossed over tcp, shm and a FUSE mount; a killed
+server keeps only the callers of its volume waiting (64 of them on a hard
+mount), not the rest of the tree."""
 import json
 import os
 import subprocess
@@ -316,6 +319,58 @@ class Cell(EtcdCase):
         if m:
             self.assertIn("proj", os.listdir(m.path))
             self.assertEqual(m.stop(), 0)
+
+    def test_dead_volume_blocks_only_itself(self):
+        """A hard mount: with b killed, 64 processes wait on its volume
+        behind a mount point, and the rest of the tree (a's root volume)
+        is listed, read and written on meanwhile; SIGKILL ends the waits."""
+        why = arfproc.fuse_skip_reason()
+        if why:
+            self.skipTest(why)
+        self.etcd.start()
+        a = self.arfd("a", extra={"cell.root_volume": "root"})
+        b = self.arfd("b", config="[volume proj]\n")
+        wait_until(lambda: arfctl("--json", "vol", "locate", "proj", a.url("/"),
+                                  check=False).returncode == 0, 15, "a's copy has proj")
+        arfctl("vol", "mkmount", a.url("/proj"), "proj")
+        for i in range(64):  # made by another client: the mount knows nothing of them
+            arfctl("mkdir", a.url("/proj/d%d" % i))
+        m = arfproc.Mount(a.url("/"), opts="hard", workdir=self.tmp)
+        self.addCleanup(m.stop)
+        m.start()
+        with open(m.p("top"), "w") as f:
+            f.write("on a\n")
+        with open(m.p("proj/f"), "w") as f:  # proj reached: its connection made
+            f.write("on b\n")
+        for i in range(64):
+            os.stat(m.p("proj/d%d" % i))
+        b.kill()
+        # each looks up a name no cache can answer, in a directory of its own
+        # (the kernel runs one lookup at a time in a directory)
+        waiters = [subprocess.Popen(["stat", m.p("proj/d%d/none" % i)],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   for i in range(64)]
+        try:
+            time.sleep(2)
+            self.assertEqual([w.poll() for w in waiters], [None] * 64, "not waiting on b")
+            t0 = time.time()
+            # in processes of their own, so that a wait fails the test rather
+            # than hanging it
+            run = lambda *cmd: subprocess.run(cmd, capture_output=True, timeout=20)  # noqa: E731
+            self.assertIn(b"top", run("ls", m.path).stdout)
+            self.assertEqual(run("cat", m.p("top")).stdout, b"on a\n")
+            run("sh", "-c", "echo written while b is dead > " + m.p("top2"))
+            self.assertEqual(arfctl("cat", a.url("/top2")).stdout, b"written while b is dead\n")
+            took = time.time() - t0
+            print("the rest of the tree served in %.2f s with 64 waiting on a dead volume" % took)
+            self.assertLess(took, 10)
+        finally:
+            for w in waiters:
+                w.kill()
+            deadline = time.time() + 30
+            for w in waiters:
+                w.wait(timeout=max(1, deadline - time.time()))
+        self.assertEqual(m.stop(), 0)
 
     def test_config(self):
         d = Arfd(workdir=os.path.join(self.tmp, "c"))
