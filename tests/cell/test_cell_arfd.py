@@ -12,7 +12,9 @@ message, exit 1.  Volumes (docs/volumes.md): arfd records those it serves
 (online, offline at a clean stop, another server's record left alone);
 LOCATE answers from each server's watched copy, with etcd down too; a
 client of a stale location is sent on ("moved") or told the server is
-down.  Mount points across servers: a mount point on one server naming a
+down.  Mount points across servers: three servers' volumes under one
+FUSE mount, with a tar extraction and a verifying fio job across them; a
+mount point on one server naming a
 volume on another is crossed over tcp, shm and a FUSE mount; a killed
 server keeps only the callers of its volume waiting (64 of them on a hard
 mount), not the rest of the tree."""
@@ -319,6 +321,58 @@ class Cell(EtcdCase):
         if m:
             self.assertIn("proj", os.listdir(m.path))
             self.assertEqual(m.stop(), 0)
+
+    def test_one_tree_of_three_servers(self):
+        """Three arfd, a volume on each: one FUSE mount of a's root sees
+        b's and c's volumes as one tree through mount points (c's nested
+        in b's); a tar extraction and a verifying fio job run across
+        them, and each file lands on its own server."""
+        why = arfproc.fuse_skip_reason()
+        if why:
+            self.skipTest(why)
+        self.etcd.start()
+        a = self.arfd("a", extra={"cell.root_volume": "root"})
+        b = self.arfd("b", config="[volume home]\n")
+        c = self.arfd("c", config="[volume proj]\ndata_blocks = 65536\n")
+        for vol in ("home", "proj"):
+            wait_until(lambda: arfctl("vol", "locate", vol, a.url("/"),
+                                      check=False).returncode == 0, 15, "a's copy has " + vol)
+        arfctl("vol", "mkmount", a.url("/home"), "home")
+        arfctl("vol", "mkmount", a.url("/home/proj"), "proj")  # c's volume inside b's
+        src = os.path.join(self.tmp, "tree")
+        for d in ("top", "home/docs", "home/proj/src/deep"):
+            os.makedirs(os.path.join(src, d))
+            for i in range(20):
+                with open(os.path.join(src, d, "f%d" % i), "w") as f:
+                    f.write("%s %d\n" % (d, i) * (i + 1))
+        os.symlink("docs/f1", os.path.join(src, "home", "link"))
+        tarball = os.path.join(self.tmp, "tree.tar")
+        arfproc.run(["tar", "-C", src, "-cf", tarball, "top", "home"])
+        m = arfproc.Mount(a.url("/"), workdir=self.tmp)
+        self.addCleanup(m.stop)
+        m.start()
+        arfproc.run(["tar", "-C", m.path, "-xf", tarball])
+        arfproc.run(["diff", "-r", "--no-dereference", os.path.join(src, "top"), m.p("top")])
+        arfproc.run(["diff", "-r", "--no-dereference", os.path.join(src, "home"), m.p("home")])
+        # each file on its own server
+        on = lambda d, vol: sorted(arfctl(  # noqa: E731
+            "ls", "arf://127.0.0.1:%d/%s?volume=%s" % (d.port, "", vol)).stdout.split())
+        self.assertEqual(on(b, "home"), [b"docs", b"link", b"proj"])
+        self.assertEqual(on(c, "proj"), [b"src"])
+        self.assertIn(b"top", arfctl("ls", a.url("/")).stdout.split())
+        # st_ino unique across the three volumes (no false hard links for tar, du, cp -a)
+        inos = [os.lstat(os.path.join(d, n)).st_ino
+                for d, _, ns in os.walk(m.path) for n in ns]
+        self.assertEqual(len(inos), len(set(inos)))
+        # fio with verification on c's volume, through two mount points
+        job = m.p("home/proj/fio.dat")
+        p = subprocess.run(["fio", "--name=across", "--filename=" + job, "--size=16m",
+                            "--bs=64k", "--rw=randwrite", "--ioengine=psync",
+                            "--verify=crc32c", "--do_verify=1", "--verify_fatal=1",
+                            "--output-format=terse"], capture_output=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn(b"fio.dat", arfctl("ls", "arf://127.0.0.1:%d/?volume=proj" % c.port).stdout)
+        self.assertEqual(m.stop(), 0)
 
     def test_dead_volume_blocks_only_itself(self):
         """A hard mount: with b killed, 64 processes wait on its volume
