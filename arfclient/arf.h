@@ -457,9 +457,11 @@ int arf_statfs_at(arf_client *c, uint64_t ino, struct arf_statfs *out);
  * is the directory of the mount point first crossed into the volume.
  *
  * Handles: the top 16 bits of every ino libarf hands out (ARF_VOL_SHIFT
- * onwards) are the volume's number in this client (0 for the volume
- * connected to; arfd's own inode numbers are below 2^32), so st_ino stays
- * unique across the volumes one client reaches.  A call given handles of
+ * onwards) are the volume's number (0 for the volume connected to; arfd's
+ * own inode numbers are below 2^32), so st_ino stays unique across the
+ * volumes one client reaches.  A number is a hash of the volume's name,
+ * the same in every process, so two clients show one st_ino for one file
+ * (docs/volumes.md).  A call given handles of
  * two volumes (arf_rename, arf_link, arf_copy) fails with -EXDEV.  A
  * handle's volume is unknown to another client: pass handles only back to
  * the client that gave them (arf_volume_url says where a handle's volume

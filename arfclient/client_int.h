@@ -110,7 +110,7 @@ struct arf_client {
 	/* volumes.c: the volumes reached through mount points.  A client the
 	 * caller connected has the table (vols) and vol_index 0; each volume
 	 * it crossed into has a client of its own, made by volumes.c, with
-	 * vols NULL and its index in the table. */
+	 * vols NULL and the volume's number. */
 	struct arf_vols *vols;
 	unsigned vol_index;
 };

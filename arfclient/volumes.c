@@ -14,11 +14,13 @@
  * directory, never the link.  ".." at that root is the directory of the
  * mount point first crossed into the volume.
  *
- * Handles: a volume's place in this client's table rides in the top bits
- * of every inode number libarf hands out (ARF_VOL_SHIFT; arfd's inode
- * numbers stay below 2^32), 0 for the volume connected to, so the API and
- * its ABI keep (ino, gen), and st_ino stays unique across the volumes of
- * one client.  Each public call taking a handle finds the volume's client
+ * Handles: a volume's number rides in the top 16 bits of every inode
+ * number libarf hands out (ARF_VOL_SHIFT; arfd's inode numbers stay below
+ * 2^32), 0 for the volume connected to, so the API and its ABI keep (ino,
+ * gen), and st_ino stays unique across the volumes of one client.  The
+ * number is a hash of the volume's name (number_of), so every process
+ * and every client host numbers a volume alike: two mounts of one volume,
+ * and a tool run on a mount, see one st_ino for one file.  Each public call taking a handle finds the volume's client
  * from those bits and calls its arf_v_ form, which works inside one
  * volume; handles of two volumes in one call (rename, link, copy) give
  * EXDEV, as two filesystems do.
@@ -40,8 +42,8 @@ struct arf_vol {
 #define NOT_MOUNT UINT32_MAX /* the mount point cache's "a plain link" */
 struct arf_vols {
 	pthread_mutex_t lock;           /* adding a volume; the mount point cache */
-	struct arf_vol *v[ARF_VOLS_MAX]; /* by volume number (atomic: release on adding);
-					 * v[0] unused: the client itself */
+	struct arf_vol *v[ARF_VOLS_MAX]; /* by slot (slot_of(number); atomic: release on
+					 * adding); v[0] unused: the client itself */
 	struct {                        /* mount point handle -> volume, not to read the link
 					 * at each crossing */
 		uint64_t ino;
@@ -56,34 +58,63 @@ struct arf_vols {
  * for the first time connects to that volume (route).  So is the way back
  * out of a volume: ".." at its root is the directory of the mount point
  * last crossed into it, kept as (that directory's volume by name, ino,
- * gen), which each client turns into a handle of its own. */
+ * gen), which each client turns into a handle of its own.
+ *
+ * A number is the volume name's 16-bit FNV-1a hash (0 becomes 1), the same
+ * in every process; should two names of one process hash alike, the one
+ * met second takes the next free number, which then depends on the order
+ * the process met them in.  Each number has a slot, its place in numbers[]
+ * and in every client's table (at most ARF_VOLS_MAX - 1 volumes a
+ * process), found from the number without a lock (slots[]). */
 struct number {
 	char name[ARF_PROTO_VOLUME_MAX];
 	char pname[ARF_PROTO_VOLUME_MAX]; /* the volume of ".."; "" = none yet */
 	uint64_t pino;
 	uint32_t pgen;
+	unsigned num;                     /* the volume's number */
 };
 static pthread_mutex_t numbers_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct number numbers[ARF_VOLS_MAX];
 static unsigned nnumbers = 1;
+static uint16_t slots[1u << 16]; /* number -> slot, 0: none (atomic: release on giving) */
 
-/* name's number (1..ARF_VOLS_MAX-1), given it the first time; 0 when all
- * are taken. */
+static unsigned name_hash(const char *name)
+{
+	uint32_t h = 2166136261u;
+
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 16777619u;
+	h = (h ^ (h >> 16)) & 0xffffu;
+	return h ? h : 1;
+}
+
+/* Number k's slot, 0 for a number never given. */
+static unsigned slot_of(unsigned k)
+{
+	return k && k < (1u << 16) ? __atomic_load_n(&slots[k], __ATOMIC_ACQUIRE) : 0;
+}
+
+/* name's number (1..65535), given it the first time; 0 when the process
+ * has all the volumes it may have. */
 static unsigned number_of(const char *name)
 {
-	unsigned i;
+	unsigned i, k = 0;
 
 	pthread_mutex_lock(&numbers_lock);
 	for (i = 1; i < nnumbers && strcmp(numbers[i].name, name); i++)
 		;
-	if (i == nnumbers) {
-		if (nnumbers == ARF_VOLS_MAX)
-			i = 0;
-		else
-			snprintf(numbers[nnumbers++].name, sizeof(numbers[0].name), "%s", name);
+	if (i < nnumbers) {
+		k = numbers[i].num;
+	} else if (nnumbers < ARF_VOLS_MAX) {
+		for (k = name_hash(name); slots[k]; k = k % 0xffffu + 1)
+			; /* another name's: the next free one */
+		snprintf(numbers[nnumbers].name, sizeof(numbers[0].name), "%s", name);
+		numbers[nnumbers].num = k;
+		__atomic_store_n(&slots[k], (uint16_t)nnumbers, __ATOMIC_RELEASE);
+		nnumbers++;
 	}
 	pthread_mutex_unlock(&numbers_lock);
-	return i;
+	return k;
 }
 
 /* Number k's name (into name, may be NULL) and its way out (pname, may be
@@ -93,7 +124,8 @@ static int number_get(unsigned k, char *name, char *pname, uint64_t *pino, uint3
 	int rc = -ESTALE;
 
 	pthread_mutex_lock(&numbers_lock);
-	if (k && k < nnumbers) {
+	k = slot_of(k);
+	if (k) {
 		if (name)
 			memcpy(name, numbers[k].name, ARF_PROTO_VOLUME_MAX);
 		if (pname) {
@@ -110,7 +142,8 @@ static int number_get(unsigned k, char *name, char *pname, uint64_t *pino, uint3
 static void number_set_parent(unsigned k, const char *pname, uint64_t pino, uint32_t pgen)
 {
 	pthread_mutex_lock(&numbers_lock);
-	if (k && k < nnumbers) {
+	k = slot_of(k);
+	if (k) {
 		snprintf(numbers[k].pname, sizeof(numbers[k].pname), "%s", pname);
 		numbers[k].pino = pino;
 		numbers[k].pgen = pgen;
@@ -142,12 +175,29 @@ void arf_vols_free(arf_client *c)
 	c->vols = NULL;
 }
 
+/* The entry in slot i of c's table (i > 0), or NULL. */
+static struct arf_vol *slot_entry(const arf_client *c, unsigned i)
+{
+	if (!c->vols || !i || i >= ARF_VOLS_MAX)
+		return NULL;
+	return __atomic_load_n(&c->vols->v[i], __ATOMIC_ACQUIRE);
+}
+
 /* Volume k's entry in c's table (k > 0), or NULL. */
 static struct arf_vol *vol_entry(const arf_client *c, unsigned k)
 {
-	if (!c->vols || k >= ARF_VOLS_MAX)
-		return NULL;
-	return __atomic_load_n(&c->vols->v[k], __ATOMIC_ACQUIRE);
+	return slot_entry(c, slot_of(k));
+}
+
+/* The number of the volume in slot i. */
+static unsigned slot_num(unsigned i)
+{
+	unsigned k;
+
+	pthread_mutex_lock(&numbers_lock);
+	k = i < nnumbers ? numbers[i].num : 0;
+	pthread_mutex_unlock(&numbers_lock);
+	return k;
 }
 
 static uint64_t tag(uint64_t ino, unsigned k)
@@ -210,9 +260,10 @@ static int attach(arf_client *c, unsigned k, const char *name)
 	}
 	v->c = sub;
 	sub->vol_index = k;
+	unsigned i = slot_of(k); /* given: k came from number_of */
 	pthread_mutex_lock(&vs->lock);
-	if (!vs->v[k]) {
-		__atomic_store_n(&vs->v[k], v, __ATOMIC_RELEASE);
+	if (i && !vs->v[i]) {
+		__atomic_store_n(&vs->v[i], v, __ATOMIC_RELEASE);
 		v = NULL;
 	} /* else another thread connected first: keep its */
 	pthread_mutex_unlock(&vs->lock);
@@ -668,7 +719,7 @@ int arf_fsync(arf_client *c, uint64_t ino, uint32_t gen)
 		/* everything: every volume's writes */
 		int rc = arf_v_fsync(c, 0, 0);
 		for (unsigned i = 1; i < ARF_VOLS_MAX; i++) {
-			struct arf_vol *v = vol_entry(c, i);
+			struct arf_vol *v = slot_entry(c, i);
 			int r = v ? arf_v_fsync(v->c, 0, 0) : 0;
 			if (!rc)
 				rc = r;
@@ -720,8 +771,8 @@ int arf_last_dir_change(arf_client *c, struct arf_dir_change *out)
 	const arf_client *s = arf_change_client();
 	unsigned k = 0;
 	for (unsigned i = 1; s && s != c && i < ARF_VOLS_MAX; i++)
-		if (vol_entry(c, i) && vol_entry(c, i)->c == s) {
-			k = i;
+		if (slot_entry(c, i) && slot_entry(c, i)->c == s) {
+			k = slot_num(i);
 			break;
 		}
 	int rc = arf_v_last_dir_change(vol_client(c, k), out);
@@ -786,7 +837,7 @@ int arf_lock_cancel(arf_client *c, uint64_t wait_id)
 	/* the wait may be on any volume's client: each forgets an id it lacks */
 	int rc = arf_v_lock_cancel(c, wait_id);
 	for (unsigned i = 1; i < ARF_VOLS_MAX; i++) {
-		struct arf_vol *v = vol_entry(c, i);
+		struct arf_vol *v = slot_entry(c, i);
 		int r = v ? arf_v_lock_cancel(v->c, wait_id) : 0;
 		if (!rc)
 			rc = r;

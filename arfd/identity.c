@@ -174,21 +174,31 @@ static void from_key(const struct arf_net_peer *peer, const struct arfd_conn *ac
 		snprintf(out, cap, "addr:%.40s", peer->addr);
 }
 
+/* Tokens are the server's, not a volume's: minted and checked with the
+ * root volume's key and incarnation, so a client that crosses a mount point
+ * into another volume of the same server presents the token it has
+ * (docs/volumes.md). */
+static const struct arfd *token_home(const struct arfd *d)
+{
+	return d->host ? d->host : d;
+}
+
 static int token_check(struct arfd *d, const struct arf_net_peer *peer, const uint8_t *bytes,
 		       struct arf_cred *out, char *msg, size_t msglen)
 {
+	const struct arfd *home = token_home(d);
 	struct token t;
 	uint8_t a16[16], zero[16] = { 0 };
 	struct timespec now;
 
 	memcpy(&t, bytes, sizeof(t));
-	if (crypto_auth_verify(t.mac, bytes, offsetof(struct token, mac), d->identity->key)) {
+	if (crypto_auth_verify(t.mac, bytes, offsetof(struct token, mac), home->identity->key)) {
 		snprintf(msg, msglen, "credential token refused: not minted by this server "
 			 "(forged, or from before its restart: ask the mount for a new one)");
 		return ARF_EAUTH;
 	}
 	clock_gettime(CLOCK_REALTIME, &now);
-	if (t.version != TOKEN_VERSION || t.incarnation != d->incarnation ||
+	if (t.version != TOKEN_VERSION || t.incarnation != home->incarnation ||
 	    t.expires < (uint64_t)now.tv_sec || t.ngroups > 16) {
 		snprintf(msg, msglen, "credential token refused: expired (tokens last %d s; ask "
 			 "the mount for a new one)", ARFD_TOKEN_TTL_S);
@@ -311,9 +321,10 @@ int arfd_identity_mint(struct arfd *d, const struct arfd_conn *ac, const struct 
 	t.ngroups = cr->ngroups > 16 ? 16 : cr->ngroups;
 	memcpy(t.groups, cr->groups, t.ngroups * sizeof(t.groups[0]));
 	t.expires = (uint64_t)now.tv_sec + ARFD_TOKEN_TTL_S;
-	t.incarnation = d->incarnation;
+	t.incarnation = token_home(d)->incarnation;
 	memcpy(t.addr, ac->addr, sizeof(t.addr));
-	crypto_auth(t.mac, (const uint8_t *)&t, offsetof(struct token, mac), d->identity->key);
+	crypto_auth(t.mac, (const uint8_t *)&t, offsetof(struct token, mac),
+		    token_home(d)->identity->key);
 	arf_proto_put_bytes(w, &t, sizeof(t));
 	arf_proto_put_u32(w, ARFD_TOKEN_TTL_S);
 	return 0;

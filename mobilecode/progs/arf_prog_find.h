@@ -14,6 +14,9 @@
  * unknown, so an entry is left behind only when no action of the
  * expression could fire for it.  The client evaluates the whole expression
  * again on what arrives, so the walker only ever saves work, never decides.
+ * A symbolic link of a mode other than 0777 may be a volume's mount point
+ * (docs/volumes.md), which the client crosses: it is always sent, with its
+ * attributes even under ARF_FIND_F_NOATTR.
  *
  * Argument: struct arf_find_arg, then nitems struct arf_find_item, then
  * nnodes struct arf_find_node, then the strings the nodes name (str_len

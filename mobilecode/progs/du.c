@@ -6,8 +6,9 @@
  * attributes where it may not search -- and its non-directory children
  * with one link are summed here; directories, files with more links
  * (the client counts each (dev, ino) once), children without attributes
- * (the client reports them) and, with ARF_DU_ALL, every child come back as
- * records.  The run stops before its output could pass out_max or after
+ * (the client reports them), symbolic links of a mode other than 0777 (a
+ * volume's mount point, which the client crosses: docs/volumes.md) and,
+ * with ARF_DU_ALL, every child come back as records.  The run stops before its output could pass out_max or after
  * max_entries entries, leaving a cursor in its last ARF_DU_END.  Context:
  * struct arf_du_arg and its directories; output and r0:
  * arf_prog_dusum.h.
@@ -76,6 +77,7 @@ long arf_prog_du(struct arf_du_arg *a, uint64_t len)
 				uint64_t nl = d->namelen, pad = (nl + 7) & ~(uint64_t)7;
 				uint64_t name = p + sizeof(*d) + (d->has_attr ? sizeof(*at) : 0);
 				struct arf_du_rec r;
+				uint32_t mp;
 
 				p = name + pad;
 				if (d->has_link) {
@@ -84,8 +86,10 @@ long arf_prog_du(struct arf_du_arg *a, uint64_t len)
 					p += 8 + (((uint64_t)*ll + 7) & ~(uint64_t)7);
 				}
 				seen++;
+				mp = d->has_attr && (at->mode & S_IFMT_) == S_IFLNK_ &&
+				     (at->mode & 0777u) != 0777u;
 				if (d->has_attr && (at->mode & S_IFMT_) != S_IFDIR_ &&
-				    !(flags & ARF_DU_ALL) && at->nlink <= 1) {
+				    !(flags & ARF_DU_ALL) && at->nlink <= 1 && !mp) {
 					end.blocks += at->blocks;
 					end.bytes += at->size;
 					end.count++;
@@ -101,7 +105,7 @@ long arf_prog_du(struct arf_du_arg *a, uint64_t len)
 				r.size = d->has_attr ? at->size : 0;
 				r.namelen = (uint16_t)nl;
 				if (d->has_attr && (at->mode & S_IFMT_) != S_IFDIR_ &&
-				    !(flags & ARF_DU_NAMES))
+				    !(flags & ARF_DU_NAMES) && !mp)
 					r.namelen = 0;
 				arf_emit(&r, sizeof(r));
 				out += sizeof(r);

@@ -356,7 +356,7 @@ long arf_prog_find(const struct arf_find_arg *a, uint64_t len)
 				const struct arf_prog_attr *attr = 0;
 				const uint8_t *name;
 				uint64_t rlen = sizeof(*d);
-				uint32_t isdir, v;
+				uint32_t isdir, v, mp;
 				int32_t empty = ARF_FIND_EMPTY_UNKNOWN;
 
 				if (at + sizeof(*d) > got)
@@ -378,6 +378,11 @@ long arf_prog_find(const struct arf_find_arg *a, uint64_t len)
 				ents++;
 				cookie = d->cookie;
 				isdir = attr ? (attr->mode & 0170000u) == 0040000u : d->type == DT_DIR_;
+				/* a symbolic link not of mode 0777 may be a volume's
+				 * mount point (arfclient/volumes.c): sent whole, always,
+				 * for the client to cross */
+				mp = attr && (attr->mode & S_IFMT_) == S_IFLNK_ &&
+				     (attr->mode & 0777u) != 0777u;
 				if (isdir && attr && (a->flags & ARF_FIND_F_EMPTY))
 					empty = dir_empty(d->ino, d->gen);
 				EX->d = d;
@@ -390,7 +395,7 @@ long arf_prog_find(const struct arf_find_arg *a, uint64_t len)
 				/* a directory -empty could not list is sent too: the
 				 * client reports it, as GNU find does wherever the
 				 * test is evaluated */
-				if ((isdir && depth < a->maxdepth) || v != V_F || empty < 0) {
+				if ((isdir && depth < a->maxdepth) || v != V_F || empty < 0 || mp) {
 					struct arf_find_rec *r = REC;
 					uint64_t nlen = ((uint64_t)d->namelen + 7) & ~7ull;
 
@@ -399,7 +404,7 @@ long arf_prog_find(const struct arf_find_arg *a, uint64_t len)
 					r->err = empty;
 					r->len = (uint32_t)rlen;
 					r->cookie = 0;
-					if (attr && (a->flags & ARF_FIND_F_NOATTR)) {
+					if (attr && !mp && (a->flags & ARF_FIND_F_NOATTR)) {
 						struct arf_prog_dirent *c = DCOPY;
 
 						*c = *d;

@@ -27,6 +27,7 @@
 
 #define S_IFMT_  0170000u
 #define S_IFDIR_ 0040000u
+#define S_IFLNK_ 0120000u
 
 #define SEC(s) __attribute__((section(s), used))
 #define HOT static __attribute__((always_inline)) inline

@@ -18,8 +18,6 @@
 #define EAGAIN_ 11
 #define EISDIR_ 21
 
-#define S_IFLNK_ 0120000u
-
 static long (*arf_file_digest)(void *dg, uint64_t dg_len) = (void *)ARF_PH_FILE_DIGEST;
 static long (*arf_lookup)(struct arf_prog_attr *attr, uint64_t attr_len, const void *name,
 			  uint64_t len) = (void *)ARF_PH_LOOKUP;

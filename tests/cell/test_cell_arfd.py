@@ -369,7 +369,8 @@ class Cell(EtcdCase):
         p = subprocess.run(["fio", "--name=across", "--filename=" + job, "--size=16m",
                             "--bs=64k", "--rw=randwrite", "--ioengine=psync",
                             "--verify=crc32c", "--do_verify=1", "--verify_fatal=1",
-                            "--output-format=terse"], capture_output=True, timeout=300)
+                            "--output-format=terse"], capture_output=True, timeout=300,
+                           cwd=self.tmp)  # its verify state file goes there, not the source
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn(b"fio.dat", arfctl("ls", "arf://127.0.0.1:%d/?volume=proj" % c.port).stdout)
         self.assertEqual(m.stop(), 0)

@@ -39,6 +39,15 @@ CONFIG = ("# tests/integration/test_mountpoints.py\n"
           "inodes = 2048\n")
 
 
+def vol_number(name):
+    """A volume's number in the top 16 bits of st_ino (arfclient/volumes.c):
+    its name's 16-bit FNV-1a hash, the same in every process."""
+    h = 2166136261
+    for b in name.encode():
+        h = ((h ^ b) * 16777619) & 0xffffffff
+    return ((h ^ (h >> 16)) & 0xffff) or 1
+
+
 def out_of(*args, check=True):
     p = arfctl(*args, check=check)
     return p.returncode, p.stdout.decode(errors="replace"), p.stderr.decode(errors="replace")
@@ -91,7 +100,7 @@ class MountPoints(unittest.TestCase):
         # the mount point is the volume's root directory, never the link
         st = out_of("stat", self.url("/vols/proj"))[1]
         self.assertIn("Type: directory", st)
-        self.assertIn("Inode: %d\t" % ((1 << 48) + 1), st)
+        self.assertIn("Inode: %d\t" % ((vol_number("proj") << 48) + 1), st)
         self.assertEqual(out_of("vol", "lsmount", self.url("/vols/proj/home"))[1],
                          "'home' is a mount point for volume '#home.'\n")
         # across volumes: EXDEV, nothing moved
@@ -166,6 +175,33 @@ class MountPoints(unittest.TestCase):
         arfctl("vol", "rmmount", self.url("/vols/proj"))
         self.assertNotIn("proj", out_of("ls", self.url("/vols"))[1].split())
         self.assertEqual(out_of("cat", self.vurl("/kept", "proj"))[1], "kept\n")
+
+    def test_two_mounts_one_numbering(self):
+        """Two mounts that cross into the volumes in opposite orders see one
+        st_ino for one file, as do arfctl and arf-find run by URL: a
+        volume's number is its name's hash, not the order a process met it
+        in."""
+        why = arfproc.fuse_skip_reason()
+        if why:
+            self.skipTest(why)
+        arfctl("vol", "mkmount", self.url("/h"), "home")
+        self.put(self.url("/vols/proj/home/g"), b"g\n")
+        self.put(self.url("/vols/proj/p"), b"p\n")
+        mounts = []
+        for _ in range(2):
+            m = arfproc.Mount(self.arfd.url("/"), workdir=self.tmp.name)
+            self.addCleanup(m.stop)
+            m.start()
+            mounts.append(m)
+        a = [os.lstat(mounts[0].p(*p)).st_ino for p in (("vols", "proj", "p"), ("h", "g"))]
+        b = [os.lstat(mounts[1].p(*p)).st_ino for p in (("h", "g"), ("vols", "proj", "p"))]
+        self.assertEqual(a, b[::-1])
+        self.assertEqual([x >> 48 for x in a], [vol_number("proj"), vol_number("home")])
+        self.assertEqual(os.lstat(mounts[1].p("vols", "proj", "home", "g")).st_ino, a[1])
+        st = out_of("stat", self.url("/h/g"))[1]
+        self.assertIn("Inode: %d\t" % a[1], st)
+        for m in mounts:
+            self.assertEqual(m.stop(), 0)
 
     def test_fuse_mount(self):
         why = arfproc.fuse_skip_reason()

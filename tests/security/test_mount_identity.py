@@ -50,7 +50,7 @@ def ioctl_cred_code(path):
 # Prints [hello status, hello message, read status, read body].
 RAW = r'''
 import json, socket, struct, sys
-port, tok, ino, gen = %d, bytes.fromhex(%r), %d, %d
+port, tok, ino, gen, vol = %d, bytes.fromhex(%r), %d, %d, %r
 s = socket.create_connection(("127.0.0.1", port))
 def frame(op, fid, body, aux=0):
     return struct.pack("<IHHQiI", 24 + len(body), op, 0, fid, 0, aux) + body
@@ -66,7 +66,8 @@ def recv():
     while len(b) < n - 24:
         b += s.recv(n - 24 - len(b))
     return st, b
-hello = struct.pack("<II", 1, 1 if tok else 0) + b"/".ljust(256, b"\0") + tok
+hello = (struct.pack("<II", 1, (1 if tok else 0) | (4 if vol else 0)) +
+         b"/".ljust(256, b"\0") + tok + vol.encode().ljust(64 if vol else 0, b"\0"))
 s.sendall(frame(1, 1, hello, aux=1))
 st, b = recv()
 if st != 0:
@@ -97,8 +98,8 @@ class MountIdentity(FuseTestCase):
         p = run(NOBODY + [PY, "-c", "import os, sys\n" + code])
         return json.loads(p.stdout)
 
-    def raw(self, tok_hex, ino, gen):
-        return self.as_nobody_py(RAW % (self.arfd.port, tok_hex, ino, gen))
+    def raw(self, tok_hex, ino, gen, vol=""):
+        return self.as_nobody_py(RAW % (self.arfd.port, tok_hex, ino, gen, vol))
 
     def test_token_names_the_kernels_user(self):
         m = self.mnt
@@ -132,6 +133,35 @@ class MountIdentity(FuseTestCase):
         self.assertIn("credential token refused", msg)
         print("ARF_IOC_CRED as uid 65534: token acts as 65534 (claimed root read nothing, "
               "its own readable file read); forged and pre-restart tokens refused")
+
+    def test_token_good_on_every_volume_of_its_server(self):
+        """A token is the server's, not a volume's: a client that crosses a
+        mount point into another volume of the same server presents it
+        there and acts as the same user (docs/volumes.md); a forged one is
+        refused there too."""
+        harness.arfctl("--control", self.arfd.control, "vol", "create", "proj")
+        vurl = lambda path: self.arfd.url(path) + "?volume=proj"  # noqa: E731
+        src = os.path.join(self.arfd.workdir, "src")
+        for name, mode in (("open", "0644"), ("secret", "0600")):
+            with open(src, "w") as f:
+                f.write("proj's %s\n" % name)
+            harness.arfctl("put", src, vurl("/" + name))
+            harness.arfctl("chmod", mode, vurl("/" + name))
+        st = {n: json.loads(harness.arfctl("--json", "stat", vurl("/" + n)).stdout)
+              for n in ("open", "secret")}
+        got = self.as_nobody_py(ioctl_cred_code(self.mnt.p("open")))
+        hs, msg, rs, body = self.raw(got["token"], st["open"]["ino"], st["open"]["gen"], "proj")
+        self.assertEqual((hs, msg, rs, body), (0, "", 0, "proj's open\n"))
+        hs, msg, rs, body = self.raw(got["token"], st["secret"]["ino"], st["secret"]["gen"],
+                                     "proj")
+        self.assertEqual(hs, 0, msg)
+        self.assertNotEqual(rs, 0, body)  # as uid 65534, not root
+        forged = bytearray(bytes.fromhex(got["token"]))
+        forged[4] = forged[5] = 0
+        hs, msg, rs, body = self.raw(bytes(forged).hex(), st["secret"]["ino"],
+                                     st["secret"]["gen"], "proj")
+        self.assertNotEqual(hs, 0)
+        self.assertIn("not minted by this server", msg)
 
     def test_ioctl_on_other_files_and_commands(self):
         """Only ARF_IOC_CRED is answered; others are ENOTTY, as on any file."""

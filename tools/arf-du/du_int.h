@@ -69,6 +69,15 @@ int du_remote_list(const struct du_opts *o, struct du_conn *conn, uint64_t ino, 
  * that cannot run the program and an operand with no path through the
  * kernel (a URL).  0 or -ENOMEM; the listing's own failure in l->err. */
 int du_remote_list_plain(struct du_conn *conn, uint64_t ino, uint32_t gen, struct du_list *l);
+/* Child name of directory (dir, dgen) on conn (path its path), a symbolic
+ * link of a mode other than 0777, which may be a volume's mount point
+ * (docs/volumes.md): 1 when it is one, with *out the connection to walk
+ * the volume on and *root its root as the mount (by path) or libarf (by
+ * URL) shows it; 0 when it is a plain link; -errno when it cannot be
+ * crossed (no such volume, its server down, not entered). */
+int du_remote_cross(const struct du_opts *o, struct du_conn *conn, uint64_t dir, uint32_t dgen,
+		    const char *name, const char *path, int by_url, struct du_conn **out,
+		    struct du_ent *root);
 /* A directory the walk will want soon. */
 void du_remote_hint(struct du_conn *conn, uint64_t ino, uint32_t gen);
 uint64_t du_remote_dev(struct du_conn *conn);

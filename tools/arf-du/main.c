@@ -176,14 +176,31 @@ static uint64_t walk_dir(struct walk *w, struct where *at, const char *path, uin
 		struct du_ent *e = &l.e[i];
 		char *cp = child_path(path, e->name ? e->name : "?");
 
+		struct where vol = *at;
+		struct du_ent vroot;
+		int mp = 0;
+
+		if (!e->err && at->src.conn && r == 0 && S_ISLNK(e->mode) &&
+		    (e->mode & 0777) != 0777) {
+			/* a volume's mount point, crossed as the mount crosses it */
+			mp = du_remote_cross(&w->o, at->src.conn, ino, gen, e->name ? e->name : "",
+					     cp, at->by_url, &vol.src.conn, &vroot);
+			if (mp < 0) {
+				e->err = mp;
+			} else if (mp) {
+				vol.src.dev = du_remote_dev(vol.src.conn);
+				vroot.name = e->name; /* the volume's root, by the name here */
+				*e = vroot;
+			}
+		}
 		if (e->err) {
 			error_at(w, "cannot access ", cp, e->err);
 		} else if (!w->o.count_all &&
 			   (w->o.hash_all || (!S_ISDIR(e->mode) && e->nlink > 1)) &&
-			   !seen_insert(w, at->src.dev, e->ino)) {
+			   !seen_insert(w, vol.src.dev, e->ino)) {
 			/* counted already */
 		} else if (S_ISDIR(e->mode)) {
-			tot += walk_dir(w, at, cp, e->ino, e->gen, level + 1,
+			tot += walk_dir(w, &vol, cp, e->ino, e->gen, level + 1,
 					val(&w->o, e->blocks, e->size));
 		} else {
 			uint64_t v = val(&w->o, e->blocks, e->size);
@@ -253,11 +270,18 @@ static uint64_t operand(struct walk *w, const char *arg)
 			uint32_t gen;
 
 			if (fd >= 0) {
+				/* behind a mount point st_ino has the volume in its
+				 * top 16 bits, the handle does not (docs/volumes.md) */
 				if (du_remote_fd(&w->o, fd, &at.src.conn, &ino, &gen, err, sizeof(err)) == 0 &&
-				    ino == root.ino)
+				    ino == (root.ino & ((UINT64_C(1) << 48) - 1))) {
 					root.gen = gen;
-				else
+					if (ino != root.ino) { /* one set of numbers per volume */
+						root.ino = ino;
+						at.src.dev = du_remote_dev(at.src.conn);
+					}
+				} else {
 					at.src.conn = NULL;
+				}
 				close(fd);
 			}
 		}

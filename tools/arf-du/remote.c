@@ -109,6 +109,18 @@ int du_remote_fd(const struct du_opts *o, int fd, struct du_conn **conn, uint64_
 	return r;
 }
 
+/* A directory's entry from its attributes (no name). */
+static void ent_of(struct du_ent *e, const struct arf_stat *st)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = st->ino;
+	e->gen = st->gen;
+	e->mode = st->mode;
+	e->nlink = st->nlink;
+	e->blocks = st->blocks;
+	e->size = st->size;
+}
+
 int du_remote_url(const struct du_opts *o, const char *url, struct du_conn **conn,
 		  struct du_ent *root, char *err, size_t errlen)
 {
@@ -136,14 +148,56 @@ int du_remote_url(const struct du_opts *o, const char *url, struct du_conn **con
 		snprintf(err, errlen, "%s", arf_strerror(r));
 	if (r < 0)
 		return r;
-	memset(root, 0, sizeof(*root));
-	root->ino = st.ino;
-	root->gen = st.gen;
-	root->mode = st.mode;
-	root->nlink = st.nlink;
-	root->blocks = st.blocks;
-	root->size = st.size;
+	ent_of(root, &st);
 	return 0;
+}
+
+int du_remote_cross(const struct du_opts *o, struct du_conn *conn, uint64_t dir, uint32_t dgen,
+		    const char *name, const char *path, int by_url, struct du_conn **out,
+		    struct du_ent *root)
+{
+	char err[256], vurl[4352];
+	int r;
+
+	memset(root, 0, sizeof(*root));
+	if (!by_url) {
+		/* the mount crosses it: its attributes as du through the mount
+		 * sees them, the volume's server, handle and our user's token
+		 * from ARF_IOC_CRED */
+		struct stat st;
+		int fd;
+
+		if (lstat(path, &st) < 0)
+			return -errno;
+		if (!S_ISDIR(st.st_mode))
+			return 0;
+		root->mode = st.st_mode;
+		root->nlink = (uint32_t)st.st_nlink;
+		root->blocks = (uint64_t)st.st_blocks;
+		root->size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0)
+			return -errno;
+		r = du_remote_fd(o, fd, out, &root->ino, &root->gen, err, sizeof(err));
+		close(fd);
+		return r < 0 ? r : 1;
+	}
+
+	struct arf_stat st;
+
+	r = arf_lookup(conn->k.c, dir, dgen, name, &st);
+	if (r < 0)
+		return r;
+	if (!S_ISDIR(st.mode))
+		return 0;
+	r = arf_tool_volume_url(conn->k.c, &st.ino, vurl, sizeof(vurl));
+	if (r < 0)
+		return r;
+	*out = conn;
+	if (r > 0 && (r = conn_get(vurl, NULL, out, err, sizeof(err))) < 0)
+		return r;
+	ent_of(root, &st);
+	return 1;
 }
 
 uint64_t du_remote_dev(struct du_conn *conn)

@@ -64,7 +64,14 @@ struct start {
 	int err;                   /* -errno to report instead of walking */
 	arf_client *c;
 	struct arf_stat st;
+	int mount;                 /* a path on a mount (not a URL) */
+	uint64_t vbits;            /* st_ino's volume bits (VOL_BITS) */
 };
+
+/* The top 16 bits of an ino as a mount (or libarf) shows it name the
+ * volume behind a mount point (docs/volumes.md); a connection of the
+ * volume's own gives the bits below only. */
+#define VOL_BITS(ino) ((ino) & ~((UINT64_C(1) << 48) - 1))
 
 static arf_client *cred_of(const char *path, int flags, uint64_t *ino, uint32_t *gen)
 {
@@ -90,6 +97,8 @@ static int start_path(struct start *s)
 		s->err = -errno;
 		return 1; /* reported by us, as GNU find would */
 	}
+	s->mount = 1;
+	s->vbits = VOL_BITS((uint64_t)st.st_ino);
 	if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
 		s->c = cred_of(s->arg, O_RDONLY | O_NOFOLLOW, &ino, &gen);
 		if (s->c && arf_getattr(s->c, ino, gen, &s->st) == 0)
@@ -143,6 +152,7 @@ static int start_url(struct start *s, struct find_run *run)
 	}
 	r = arf_resolve(s->c, u.path, &s->st);
 	if (r == 0) {
+		s->vbits = VOL_BITS(s->st.ino);
 		char vurl[4352];
 		r = arf_tool_volume_url(s->c, &s->st.ino, vurl, sizeof(vurl));
 		if (r > 0) { /* behind a mount point: that volume's own connection */
@@ -160,15 +170,17 @@ static int start_url(struct start *s, struct find_run *run)
 /* ---- the queue and the runs --------------------------------------------------- */
 
 struct dir {
-	uint64_t ino, cookie;
+	uint64_t ino, cookie;      /* ino: as c knows it */
 	uint32_t gen, depth;
 	size_t start_len;
 	char *path;
+	arf_client *c;             /* the connection to its volume */
+	uint64_t vbits;            /* the volume's bits in printed inode numbers */
+	int mount;                 /* under a starting point on a mount */
 };
 
 struct walk {
 	struct find_run *run;
-	arf_client *c;
 	const uint8_t *elf;
 	size_t elf_len;
 	struct arf_find_node *nodes;
@@ -213,6 +225,116 @@ static int want_descend(const struct find_run *run, unsigned depth)
 static int min_ok(const struct find_run *run, unsigned depth)
 {
 	return run->o.mindepth < 0 || (int)depth >= run->o.mindepth;
+}
+
+static void attr_of_arf(struct arf_prog_attr *a, const struct arf_stat *st)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = st->ino;
+	a->gen = st->gen;
+	a->mode = st->mode;
+	a->nlink = st->nlink;
+	a->uid = st->uid;
+	a->gid = st->gid;
+	a->size = st->size;
+	a->blocks = st->blocks;
+	a->atime_ns = st->atime_ns;
+	a->mtime_ns = st->mtime_ns;
+	a->ctime_ns = st->ctime_ns;
+	a->rdev = st->rdev;
+}
+
+/* ARF_FIND_EMPTY_YES or _NO for directory (ino, gen) on c, or -errno. */
+static int dir_empty(arf_client *c, uint64_t ino, uint32_t gen)
+{
+	struct arf_dirent *de = malloc(sizeof(*de));
+	size_t n = 0;
+	int eof = 0, r;
+
+	r = de ? arf_readdir(c, ino, gen, 0, de, 1, &n, &eof) : -ENOMEM;
+	free(de);
+	return r < 0 ? r : n ? ARF_FIND_EMPTY_NO : ARF_FIND_EMPTY_YES;
+}
+
+/*
+ * A symbolic link not of mode 0777, which may be a volume's mount point
+ * (docs/volumes.md): 0 when it is a plain link (e untouched); 1 when it
+ * is a mount point, with e's attributes the volume root's, as the mount
+ * shows them, and *into the root to walk (into->c NULL and *open_err when
+ * it cannot be entered); or -errno, for a mount point that cannot be
+ * crossed (no such volume, its server down).
+ *
+ * Under a starting point on a mount, the mount crosses it: its lstat
+ * gives the attributes and inode number GNU find sees, and ARF_IOC_CRED
+ * the volume's server, handle and a token for our user there.  By URL,
+ * libarf crosses it (arf_lookup) and the volume is reached anonymously,
+ * as every URL is.
+ */
+static int cross(const struct dir *parent, struct find_ent *e, const char *name,
+		 struct dir *into, int enter, int *open_err)
+{
+	char err[256];
+
+	*open_err = 0;
+	into->c = NULL;
+	if (parent->mount) {
+		struct arf_tool_conn *k;
+		struct stat st;
+		int fd;
+
+		if (lstat(e->path, &st) < 0)
+			return -errno;
+		if (!S_ISDIR(st.st_mode))
+			return 0;
+		memset(&e->at, 0, sizeof(e->at));
+		e->at.ino = (uint64_t)st.st_ino;
+		e->at.mode = st.st_mode;
+		e->at.nlink = (uint32_t)st.st_nlink;
+		e->at.uid = st.st_uid;
+		e->at.gid = st.st_gid;
+		e->at.size = (uint64_t)st.st_size;
+		e->at.blocks = (uint64_t)st.st_blocks;
+		e->at.atime_ns = (int64_t)st.st_atim.tv_sec * 1000000000 + st.st_atim.tv_nsec;
+		e->at.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+		e->at.ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+		e->at.rdev = (uint64_t)st.st_rdev;
+		into->vbits = VOL_BITS((uint64_t)st.st_ino);
+		if (!enter)
+			return 1;
+		fd = open(e->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (fd < 0) {
+			*open_err = -errno;
+			return 1;
+		}
+		*open_err = arf_tool_conn_fd(&conns, fd, &k, &into->ino, &into->gen, err,
+					     sizeof(err));
+		close(fd);
+		if (*open_err == 0)
+			into->c = k->c;
+		return 1;
+	}
+
+	struct arf_stat st;
+	char vurl[4352];
+	uint64_t ino;
+	int r = arf_lookup(parent->c, parent->ino, parent->gen, name, &st);
+
+	if (r < 0)
+		return r;
+	if (!S_ISDIR(st.mode))
+		return 0;
+	attr_of_arf(&e->at, &st);
+	into->vbits = VOL_BITS(st.ino);
+	ino = st.ino;
+	r = arf_tool_volume_url(parent->c, &ino, vurl, sizeof(vurl));
+	if (r < 0)
+		return r;
+	into->ino = ino;
+	into->gen = st.gen;
+	into->c = r ? conn_get(vurl, NULL, err, sizeof(err)) : parent->c;
+	if (!into->c)
+		*open_err = -ECONNREFUSED;
+	return 1;
 }
 
 /* One entry that came back: evaluated, and queued when it is a directory
@@ -266,6 +388,8 @@ static int entry(struct walk *w, struct dir *parent, const struct arf_find_rec *
 	e.type = d.type;
 	e.link = link;
 	e.empty = rec->err;
+	int real_attr = d.has_attr;
+
 	if (!d.has_attr && rec->cookie == 1) {
 		/* left out on request: names and types are all we need */
 		e.has_attr = 1;
@@ -273,6 +397,12 @@ static int entry(struct walk *w, struct dir *parent, const struct arf_find_rec *
 		e.at.gen = d.gen;
 		e.at.mode = (uint32_t)d.type << 12;
 	}
+	/* the directory to enter, if it is one: by default in parent's volume */
+	struct dir into = { .ino = e.at.ino, .gen = e.at.gen, .c = parent->c,
+			    .vbits = parent->vbits, .mount = parent->mount };
+	int open_err = 0;
+
+	e.at.ino |= parent->vbits; /* as the mount numbers it */
 	if (!e.has_attr) {
 		/* the parent may be read but not searched: as GNU find, the
 		 * entry is evaluated with its name and the type its entry
@@ -293,20 +423,56 @@ static int entry(struct walk *w, struct dir *parent, const struct arf_find_rec *
 		free(link);
 		return 0;
 	}
+	if (real_attr && S_ISLNK(e.at.mode) && (e.at.mode & 0777) != 0777) {
+		int r = cross(parent, &e, name, &into,
+			      want_descend(run, e.depth) || run->o.need_empty, &open_err);
+
+		if (r < 0) {
+			/* the mount lists it as a directory it cannot stat: as
+			 * for a directory without attributes below, reported and
+			 * evaluated on its name alone */
+			e.has_attr = 0;
+			e.type = 0;
+			e.link = NULL;
+			find_err(run, path, r);
+			run->nostat_said = 1;
+			if (min_ok(run, e.depth))
+				find_eval(run, run->expr, &e);
+			free(path);
+			free(link);
+			return 0;
+		}
+		if (r == 1) {
+			free(link);
+			link = NULL;
+			e.link = NULL;
+			e.empty = into.c ? dir_empty(into.c, into.ino, into.gen)
+					 : open_err ? open_err : -EACCES;
+			if (!run->o.need_empty)
+				e.empty = 0;
+		}
+	}
 	run->pruned = 0;
 	if (min_ok(run, e.depth))
 		find_eval(run, run->expr, &e);
 	if (S_ISDIR(e.at.mode) && want_descend(run, e.depth) && !run->pruned) {
-		struct dir *nd = calloc(1, sizeof(*nd));
+		struct dir *nd;
 
+		if (!into.c) { /* a mount point we could not enter */
+			find_err(run, path, open_err ? open_err : -EACCES);
+			free(path);
+			free(link);
+			return 0;
+		}
+		nd = calloc(1, sizeof(*nd));
 		if (!nd || push(w, nd) < 0) {
 			free(nd);
 			free(path);
 			free(link);
 			return -ENOMEM;
 		}
-		nd->ino = e.at.ino;
-		nd->gen = e.at.gen;
+		*nd = into;
+		nd->cookie = 0;
 		nd->depth = e.depth;
 		nd->start_len = e.start_len;
 		nd->path = path;
@@ -326,12 +492,18 @@ static int run_once(struct walk *w)
 	size_t n = w->tail - w->head, room = (ARG_MAX_BYTES - fixed) / sizeof(struct arf_find_item);
 	struct arf_exec_result res;
 	struct arf_find_item *it;
+	struct dir *h = w->q[w->head];
 	int r;
 
 	if (n > room)
 		n = room;
 	if (n > 1024)
 		n = 1024;
+	for (size_t i = 1; i < n; i++) /* one run: one volume's directories */
+		if (w->q[w->head + i]->c != h->c || w->q[w->head + i]->vbits != h->vbits) {
+			n = i;
+			break;
+		}
 	memset(a, 0, sizeof(*a));
 	a->nitems = (uint32_t)n;
 	a->nnodes = w->nn;
@@ -357,11 +529,20 @@ static int run_once(struct walk *w)
 	uint8_t *tail = (uint8_t *)(it + n);
 
 	memcpy(tail, w->nodes, w->nn * sizeof(struct arf_find_node));
+	if (h->vbits) {
+		/* the walker sees the inode numbers of the volume's own server:
+		 * -inum is decided here, on the numbers the mount shows */
+		struct arf_find_node *nd = (struct arf_find_node *)tail;
+
+		for (uint32_t i = 0; i < w->nn; i++)
+			if (nd[i].op == ARF_FIND_INUM)
+				nd[i].op = ARF_FIND_UNKNOWN;
+	}
 	if (w->str_len)
 		memcpy(tail + w->nn * sizeof(struct arf_find_node), w->str, w->str_len);
 	size_t arg_len = sizeof(*a) + n * sizeof(*it) + fixed - sizeof(*a);
 
-	r = arf_exec(w->c, w->elf, w->elf_len, a, arg_len, w->out, OUT_CAP, &res);
+	r = arf_exec(h->c, w->elf, w->elf_len, a, arg_len, w->out, OUT_CAP, &res);
 	if (r == ARF_EBUDGET && w->max_ents > 16) {
 		w->max_ents /= 2;
 		return 0;
@@ -460,18 +641,8 @@ static int walk_start(struct walk *w, struct start *s)
 	e.start_len = l;
 	e.depth = 0;
 	e.has_attr = 1;
-	e.at.ino = s->st.ino;
-	e.at.gen = s->st.gen;
-	e.at.mode = s->st.mode;
-	e.at.nlink = s->st.nlink;
-	e.at.uid = s->st.uid;
-	e.at.gid = s->st.gid;
-	e.at.size = s->st.size;
-	e.at.blocks = s->st.blocks;
-	e.at.atime_ns = s->st.atime_ns;
-	e.at.mtime_ns = s->st.mtime_ns;
-	e.at.ctime_ns = s->st.ctime_ns;
-	e.at.rdev = s->st.rdev;
+	attr_of_arf(&e.at, &s->st);
+	e.at.ino |= s->vbits;
 	if (S_ISLNK(s->st.mode) && run->o.need_links) {
 		int k = arf_readlink(s->c, s->st.ino, s->st.gen, link, sizeof(link) - 1);
 
@@ -480,16 +651,8 @@ static int walk_start(struct walk *w, struct start *s)
 			e.link = link;
 		}
 	}
-	if (S_ISDIR(s->st.mode) && run->o.need_empty) {
-		struct arf_dirent *de = malloc(sizeof(*de));
-		size_t n = 0;
-		int eof = 0;
-
-		r = de ? arf_readdir(s->c, s->st.ino, s->st.gen, 0, de, 1, &n, &eof) : -ENOMEM;
-		e.empty = r < 0 ? r : n ? ARF_FIND_EMPTY_NO : ARF_FIND_EMPTY_YES;
-		free(de);
-		r = 0;
-	}
+	if (S_ISDIR(s->st.mode) && run->o.need_empty)
+		e.empty = dir_empty(s->c, s->st.ino, s->st.gen);
 	run->pruned = 0;
 	if (min_ok(run, 0))
 		find_eval(run, run->expr, &e);
@@ -508,7 +671,9 @@ static int walk_start(struct walk *w, struct start *s)
 	d->ino = s->st.ino;
 	d->gen = s->st.gen;
 	d->start_len = l;
-	w->c = s->c;
+	d->c = s->c;
+	d->vbits = s->vbits;
+	d->mount = s->mount;
 	while (w->head < w->tail) {
 		r = run_once(w);
 		if (r < 0)

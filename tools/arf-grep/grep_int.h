@@ -478,7 +478,18 @@ int grep_remote_path(struct grep_run *run, const char *path, const char *name, l
  * it did (errors reported); 0 when path is no such directory, -R is asked,
  * or a filesystem is mounted below it: the caller walks the mount. */
 int grep_remote_dir_path(struct grep_run *run, const char *path, const char *name);
+
+/* ---- connections (conn.c) ------------------------------------------------- */
+
+/* A client for the server (and volume) of url, one each, kept to the end;
+ * token: a credential token to connect with (NULL: none); name: what to
+ * blame in the error message (NULL: say nothing, and do not try that
+ * server again). */
+struct arf_client *grep_conn_get(struct grep_run *run, const char *url, const uint8_t *token,
+				 const char *name);
 /* Closes the connections; with --stats, prints their counters to stderr. */
 void grep_remote_finish(struct grep_run *run);
+/* True when a filesystem is mounted somewhere below directory dir. */
+int grep_mounts_below(const char *dir);
 
 #endif /* ARF_GREP_INT_H */

@@ -66,83 +66,6 @@
 #include "arf.h"
 #include "grep_int.h"
 
-/* ---- connections ---------------------------------------------------------- */
-
-struct conn {
-	char *url;
-	arf_client *c;
-	struct conn *next;
-};
-
-static struct conn *conns;
-
-/* A client for the server of url (one per server, kept to the end);
- * token: a credential token to connect with (NULL: none); name: what to
- * blame in the error message (NULL: say nothing). */
-static arf_client *conn_get(struct grep_run *run, const char *url, const uint8_t *token,
-			    const char *name)
-{
-	struct arf_url u, v;
-	struct arf_client_opts o;
-	char err[256], uvol[64], vvol[64];
-	arf_client *c;
-
-	/* one connection per server and volume (?volume=) */
-	if (arf_url_parse(url, &u, err, sizeof(err)) == 0 &&
-	    arf_url_volume(url, uvol, sizeof(uvol), err, sizeof(err)) == 0)
-		for (struct conn *k = conns; k; k = k->next)
-			if (arf_url_parse(k->url, &v, err, sizeof(err)) == 0 &&
-			    !strcmp(u.transport, v.transport) && !strcmp(u.host, v.host) &&
-			    u.port == v.port && !strcmp(u.socket, v.socket) &&
-			    arf_url_volume(k->url, vvol, sizeof(vvol), err, sizeof(err)) == 0 &&
-			    !strcmp(uvol, vvol) && (k->c || !name))
-				return k->c;
-	arf_client_opts_init(&o);
-	o.cred_token = token;
-	int r = arf_connect(url, &o, &c, err, sizeof(err));
-	if (r < 0 && name) {
-		run->errseen = 1;
-		if (!run->o.no_messages)
-			fprintf(stderr, "grep: %s: %s\n", name, err);
-		return NULL;
-	}
-	if (r < 0)
-		c = NULL; /* remembered: the next file of this mount does not try again */
-	struct conn *k = calloc(1, sizeof(*k));
-	if (!k || !(k->url = strdup(url))) {
-		free(k);
-		arf_close(c);
-		return NULL;
-	}
-	k->c = c;
-	k->next = conns;
-	conns = k;
-	return c;
-}
-
-void grep_remote_finish(struct grep_run *run)
-{
-	while (conns) {
-		struct conn *k = conns;
-
-		if (run->stats && k->c) {
-			struct arf_client_stats s;
-
-			arf_stats(k->c, &s);
-			fprintf(stderr,
-				"arf-grep: stats %s: execs %" PRIu64 " prog_loads %" PRIu64
-				" exec_insns %" PRIu64 " requests %" PRIu64 " one_sided_bytes %" PRIu64
-				" bytes_sent %" PRIu64 " bytes_received %" PRIu64 "\n",
-				k->url, s.execs, s.prog_loads, s.exec_insns, s.requests,
-				s.one_sided_bytes, s.bytes_sent, s.bytes_received);
-		}
-		conns = k->next;
-		arf_close(k->c);
-		free(k->url);
-		free(k);
-	}
-}
-
 /* ---- the read path: the file's bytes here, searched as a local file ------ */
 
 struct arf_src {
@@ -534,7 +457,7 @@ int grep_remote_path(struct grep_run *run, const char *path, const char *name, l
 	}
 	/* quietly: a server this user cannot reach (an shm socket only root
 	 * may open) leaves the search to the mount, with the same result */
-	c = conn_get(run, ic->url, ic->token, NULL);
+	c = grep_conn_get(run, ic->url, ic->token, NULL);
 	uint64_t ino = ic->ino;
 	uint32_t gen = ic->gen;
 	free(ic);
@@ -737,8 +660,57 @@ static void batch_add(struct grep_run *run, arf_client *c, struct batch *b, uint
 
 #define DIR_BATCH 128 /* entries per readdirplus */
 
+/* A directory the walk on c reached through a volume's mount point (libarf
+ * crossed it: the volume is in its handle's top 16 bits, docs/volumes.md):
+ * the connection to that volume's server, with *st its handle there, or
+ * NULL (reported).  mpath: its path on the mount, where ARF_IOC_CRED gives
+ * the volume's URL, handle and a token for our user minted by that server;
+ * NULL by URL (anonymous there, as every URL is). */
+static arf_client *cross(struct grep_run *run, arf_client *c, const char *mpath,
+			 struct arf_stat *st, const char *child)
+{
+	arf_client *v;
+	int r;
+
+	if (mpath) {
+		struct arf_ioc_cred *ic = calloc(1, sizeof(*ic));
+		int fd = open(mpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY), ok;
+
+		if (fd < 0 || !ic) {
+			grep_error(run, child, fd < 0 ? -errno : -ENOMEM);
+			if (fd >= 0)
+				close(fd);
+			free(ic);
+			return NULL;
+		}
+		ok = ioctl(fd, ARF_IOC_CRED, ic) == 0 && ic->version == ARF_IOC_CRED_VERSION &&
+		     memchr(ic->url, 0, sizeof(ic->url));
+		r = -errno;
+		close(fd);
+		v = ok ? grep_conn_get(run, ic->url, ic->token, child) : NULL;
+		if (!ok)
+			grep_error(run, child, r < 0 ? r : -EPROTO);
+		st->ino = ic->ino;
+		st->gen = ic->gen;
+		free(ic);
+		return v;
+	}
+
+	char url[4352];
+	uint64_t local;
+
+	r = arf_volume_url(c, st->ino, url, sizeof(url), &local);
+	if (r < 0) {
+		grep_error(run, child, r);
+		return NULL;
+	}
+	st->ino = local;
+	return grep_conn_get(run, url, NULL, child);
+}
+
+/* mpath: dir's path on the mount, or NULL (by URL) */
 static long long remote_walk(struct grep_run *run, arf_client *c, struct batch *b,
-			     const struct arf_stat *dir, const char *name)
+			     const struct arf_stat *dir, const char *name, const char *mpath)
 {
 	struct arf_dirent *ents = malloc(DIR_BATCH * sizeof(*ents));
 	struct arf_stat *sts = malloc(DIR_BATCH * sizeof(*sts));
@@ -777,14 +749,30 @@ static long long remote_walk(struct grep_run *run, arf_client *c, struct batch *
 				grep_error(run, name, -ENOMEM);
 				continue;
 			}
-			if (!st.ino)
+			/* a mount point: listings leave what is behind it out.  On
+			 * a mount it is crossed there (cross()), since a token is
+			 * good for one connection only; by URL libarf crosses it */
+			r = 0;
+			if (!st.ino && !(mpath && S_ISDIR(st.mode)))
 				r = arf_lookup(c, dir->ino, dir->gen, ents[i].name, &st);
-			if (!st.ino && r < 0) {
+			if (r < 0) {
 				batch_flush(run, c, b);
 				grep_error(run, child, r);
 			} else if (S_ISDIR(st.mode)) {
+				char *cm = NULL;
+				arf_client *v = c;
+
 				batch_flush(run, c, b);
-				remote_walk(run, c, b, &st, child);
+				if (mpath && asprintf(&cm, "%s/%s", mpath, ents[i].name) < 0) {
+					grep_error(run, child, -ENOMEM);
+					free(child);
+					continue;
+				}
+				if (!st.ino || st.ino >> 48) /* another volume's (c's own: 0 there) */
+					v = cross(run, c, cm, &st, child);
+				if (v)
+					remote_walk(run, v, b, &st, child, cm);
+				free(cm);
 			} else if (S_ISREG(st.mode)) {
 				batch_add(run, c, b, st.ino, st.gen, (int64_t)st.size, child);
 				continue; /* the batch owns child now */
@@ -796,50 +784,6 @@ static long long remote_walk(struct grep_run *run, arf_client *c, struct batch *
 	free(ents);
 	free(sts);
 	return 0;
-}
-
-/* True when a filesystem is mounted somewhere below dir (the server's walk
- * would not see it, so the walk goes through the mount). */
-static int mounts_below(const char *dir)
-{
-	char *real = realpath(dir, NULL), *line = NULL;
-	size_t cap = 0, rl;
-	FILE *f;
-	int found = 0;
-
-	if (!real)
-		return 1;
-	rl = strlen(real);
-	f = fopen("/proc/self/mountinfo", "r");
-	if (!f) {
-		free(real);
-		return 1;
-	}
-	while (!found && getline(&line, &cap, f) > 0) {
-		char mp[4096], *o = mp;
-		const char *q;
-		int field = 0;
-
-		for (q = line; *q && field < 4; q++) /* the mount point is the fifth field */
-			if (*q == ' ')
-				field++;
-		while (*q && *q != ' ' && o < mp + sizeof(mp) - 1) {
-			if (q[0] == '\\' && q[1] && q[2] && q[3]) { /* \040 and the like */
-				*o++ = (char)((q[1] - '0') * 64 + (q[2] - '0') * 8 + (q[3] - '0'));
-				q += 4;
-			} else {
-				*o++ = *q++;
-			}
-		}
-		*o = 0;
-		if (!strncmp(mp, real, rl) && (rl == 1 || mp[rl] == '/') && mp[rl] &&
-		    strcmp(mp, real))
-			found = 1;
-	}
-	free(line);
-	fclose(f);
-	free(real);
-	return found;
 }
 
 int grep_remote_dir_path(struct grep_run *run, const char *path, const char *name)
@@ -859,11 +803,11 @@ int grep_remote_dir_path(struct grep_run *run, const char *path, const char *nam
 	ok = ic && ioctl(fd, ARF_IOC_CRED, ic) == 0 && ic->version == ARF_IOC_CRED_VERSION &&
 	     memchr(ic->url, 0, sizeof(ic->url));
 	close(fd);
-	if (!ok || mounts_below(path)) {
+	if (!ok || grep_mounts_below(path)) {
 		free(ic);
 		return 0;
 	}
-	c = conn_get(run, ic->url, ic->token, NULL);
+	c = grep_conn_get(run, ic->url, ic->token, NULL);
 	memset(&st, 0, sizeof(st));
 	st.ino = ic->ino;
 	st.gen = ic->gen;
@@ -875,7 +819,7 @@ int grep_remote_dir_path(struct grep_run *run, const char *path, const char *nam
 	}
 	if (run->out_file < 0)
 		run->out_file = 1;
-	remote_walk(run, c, b, &st, name);
+	remote_walk(run, c, b, &st, name, path);
 	free(b->out);
 	free(b);
 	return 1;
@@ -895,7 +839,7 @@ static long long remote_dir(struct grep_run *run, arf_client *c, const struct ar
 		struct batch *b = calloc(1, sizeof(*b));
 
 		if (b) {
-			remote_walk(run, c, b, dir, name);
+			remote_walk(run, c, b, dir, name, NULL);
 			free(b->out);
 			free(b);
 			return 0;
@@ -958,7 +902,7 @@ long long grep_remote(struct grep_run *run, const char *url, const char *name)
 			fprintf(stderr, "grep: %s: %s\n", name, err);
 		return r;
 	}
-	c = conn_get(run, url, NULL, name);
+	c = grep_conn_get(run, url, NULL, name);
 	if (!c)
 		return -EIO;
 	r = arf_resolve(c, u.path, &st);
@@ -977,7 +921,7 @@ long long grep_remote(struct grep_run *run, const char *url, const char *name)
 		 * 2^32): that volume's own connection, which its programs need */
 		if (st.ino > UINT32_MAX &&
 		    (r = arf_volume_url(c, st.ino, vurl, sizeof(vurl), &local)) == 0) {
-			c = conn_get(run, vurl, NULL, name);
+			c = grep_conn_get(run, vurl, NULL, name);
 			r = c ? 0 : -EIO;
 			st.ino = local;
 		}
