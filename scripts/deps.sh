@@ -9,7 +9,7 @@ ARF_PACKAGES=(
   librocksdb-dev libinih-dev libsodium-dev libssl-dev libxxhash-dev libcmocka-dev libjson-c-dev
   libfuse3-dev fuse3 attr acl rsync fio groff-base systemd valgrind prometheus libelf-dev libbpf-dev clang llvm libclang-rt-14-dev libsystemd-dev
   libibverbs-dev librdmacm-dev
-  libcurl4-openssl-dev etcd-server etcd-client
+  libcurl4-openssl-dev etcd-server etcd-client iproute2
   debhelper dpkg-dev fakeroot
 )
 

@@ -17,7 +17,10 @@ FUSE mount, with a tar extraction and a verifying fio job across them; a
 mount point on one server naming a
 volume on another is crossed over tcp, shm and a FUSE mount; a killed
 server keeps only the callers of its volume waiting (64 of them on a hard
-mount), not the rest of the tree."""
+mount), not the rest of the tree.  These last three run each server in a
+network namespace of its own, joined to the test's by a veth pair (an
+address each, as on three hosts), where the machine allows; on loopback
+ports otherwise."""
 import json
 import os
 import subprocess
@@ -51,9 +54,30 @@ def volumes(etcd):
 
 
 class Cell(EtcdCase):
-    def arfd(self, sid, work=None, extra=None, config=None):
-        conf = {"cell.etcd": self.etcd.url, "cell.name": CELL, "cell.server_id": sid,
+    def spaces(self, n):
+        """n network namespaces, one per server, each with an address of its
+        own; or n Nones where the machine has none (loopback ports then).
+        Made before etcd starts, which then serves on their host sides too."""
+        why = arfproc.netns_skip_reason()
+        if why:
+            print("servers on loopback ports: " + why)
+            return [None] * n
+        out = []
+        for k in range(n):
+            ns = arfproc.Netns(k)
+            self.addCleanup(ns.remove)  # after the servers in it stop
+            out.append(ns.create())
+            self.etcd.also_listen.append(ns.host_addr)
+        print("servers in network namespaces at " + ", ".join(x.addr for x in out))
+        return out
+
+    def arfd(self, sid, work=None, extra=None, config=None, space=None):
+        """A member of the cell; space: the Netns to run it in."""
+        etcd = self.etcd.url_at(space.host_addr) if space else self.etcd.url
+        conf = {"cell.etcd": etcd, "cell.name": CELL, "cell.server_id": sid,
                 "cell.lease_ttl_s": str(TTL)}
+        if space:  # clients come from the host side of its veth pair
+            conf["export.clients"] = "127.0.0.0/8 ::1 unix %s/32" % space.host_addr
         conf.update(extra or {})
         work = work or sid
         if config:  # a configuration file of the test's own (its [volume] sections)
@@ -63,7 +87,7 @@ class Cell(EtcdCase):
                 f.write(Arfd.CONFIG + config)
             config = path
         d = Arfd(workdir=os.path.join(self.tmp, work), extra=conf, name="arfd-" + work,
-                 config=config)
+                 config=config, netns=space)
         self.addCleanup(self.stopped_clean, d)
         return d.start()
 
@@ -285,10 +309,12 @@ class Cell(EtcdCase):
         clients of a (tcp, shm, a FUSE mount) cross it to b, located
         through a's copy of the records; once b stops, only what is
         behind the mount point fails (EHOSTDOWN), the rest of the tree
-        keeps working."""
+        keeps working.  Each server has an address of its own (a network
+        namespace) where the machine allows."""
+        sa, sb = self.spaces(2)
         self.etcd.start()
-        a = self.arfd("a", extra={"cell.root_volume": "root"})
-        b = self.arfd("b", config="[volume proj]\n")
+        a = self.arfd("a", extra={"cell.root_volume": "root"}, space=sa)
+        b = self.arfd("b", config="[volume proj]\n", space=sb)
         wait_until(lambda: "proj" in volumes(self.etcd), 15, "proj recorded on b")
         wait_until(lambda: arfctl("--json", "vol", "locate", "proj", a.url("/"),
                                   check=False).returncode == 0, 15, "a's copy has proj")
@@ -298,7 +324,7 @@ class Cell(EtcdCase):
             f.write("on b\n")
         arfctl("put", src, a.url("/proj/via-tcp"))
         arfctl("put", src, "arf+shm:///proj/via-shm?socket=%s" % a.socket)
-        on_b = "arf://127.0.0.1:%d/?volume=proj" % b.port
+        on_b = b.url("/?volume=proj")
         self.assertEqual(sorted(arfctl("ls", on_b).stdout.split()), [b"via-shm", b"via-tcp"])
         self.assertEqual(arfctl("cat", a.url("/proj/via-shm")).stdout, b"on b\n")
         why = arfproc.fuse_skip_reason()
@@ -326,14 +352,17 @@ class Cell(EtcdCase):
         """Three arfd, a volume on each: one FUSE mount of a's root sees
         b's and c's volumes as one tree through mount points (c's nested
         in b's); a tar extraction and a verifying fio job run across
-        them, and each file lands on its own server."""
+        them, and each file lands on its own server.  Each server has an
+        address of its own (a network namespace with a veth pair) where the
+        machine allows."""
         why = arfproc.fuse_skip_reason()
         if why:
             self.skipTest(why)
+        sa, sb, sc = self.spaces(3)
         self.etcd.start()
-        a = self.arfd("a", extra={"cell.root_volume": "root"})
-        b = self.arfd("b", config="[volume home]\n")
-        c = self.arfd("c", config="[volume proj]\ndata_blocks = 65536\n")
+        a = self.arfd("a", extra={"cell.root_volume": "root"}, space=sa)
+        b = self.arfd("b", config="[volume home]\n", space=sb)
+        c = self.arfd("c", config="[volume proj]\ndata_blocks = 65536\n", space=sc)
         for vol in ("home", "proj"):
             wait_until(lambda: arfctl("vol", "locate", vol, a.url("/"),
                                       check=False).returncode == 0, 15, "a's copy has " + vol)
@@ -356,7 +385,7 @@ class Cell(EtcdCase):
         arfproc.run(["diff", "-r", "--no-dereference", os.path.join(src, "home"), m.p("home")])
         # each file on its own server
         on = lambda d, vol: sorted(arfctl(  # noqa: E731
-            "ls", "arf://127.0.0.1:%d/%s?volume=%s" % (d.port, "", vol)).stdout.split())
+            "ls", d.url("/?volume=" + vol)).stdout.split())
         self.assertEqual(on(b, "home"), [b"docs", b"link", b"proj"])
         self.assertEqual(on(c, "proj"), [b"src"])
         self.assertIn(b"top", arfctl("ls", a.url("/")).stdout.split())
@@ -372,7 +401,7 @@ class Cell(EtcdCase):
                             "--output-format=terse"], capture_output=True, timeout=300,
                            cwd=self.tmp)  # its verify state file goes there, not the source
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        self.assertIn(b"fio.dat", arfctl("ls", "arf://127.0.0.1:%d/?volume=proj" % c.port).stdout)
+        self.assertIn(b"fio.dat", arfctl("ls", c.url("/?volume=proj")).stdout)
         self.assertEqual(m.stop(), 0)
 
     def test_dead_volume_blocks_only_itself(self):
@@ -382,9 +411,10 @@ class Cell(EtcdCase):
         why = arfproc.fuse_skip_reason()
         if why:
             self.skipTest(why)
+        sa, sb = self.spaces(2)
         self.etcd.start()
-        a = self.arfd("a", extra={"cell.root_volume": "root"})
-        b = self.arfd("b", config="[volume proj]\n")
+        a = self.arfd("a", extra={"cell.root_volume": "root"}, space=sa)
+        b = self.arfd("b", config="[volume proj]\n", space=sb)
         wait_until(lambda: arfctl("--json", "vol", "locate", "proj", a.url("/"),
                                   check=False).returncode == 0, 15, "a's copy has proj")
         arfctl("vol", "mkmount", a.url("/proj"), "proj")

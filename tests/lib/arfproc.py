@@ -2,7 +2,8 @@
 """The processes ARF's tests and benchmarks start, in one place: arfd on a
 free port with a private socket, data directory and configuration file;
 arf-fuse mounts; NFS-Ganesha (with rpcbind) for the benchmarks; etcd for
-the cell's tests.
+the cell's tests, and network namespaces (veth pairs) that give a cell's
+servers an address each.
 
 Every process is started here as a child, so its pid is known, and is
 stopped by that pid -- SIGTERM, then SIGKILL -- never by name; every mount
@@ -209,8 +210,12 @@ class Arfd:
               "root_squash = false\n")
 
     def __init__(self, workdir=None, sync=False, extra=None, spin_us=0, build=None,
-                 regions=None, rdma=None, name="arfd", config=None, bin=None, env=None):
+                 regions=None, rdma=None, name="arfd", config=None, bin=None, env=None,
+                 netns=None):
         self._tmp = None
+        # netns: a Netns to run in, listening on its address (else loopback)
+        self.netns = netns
+        self.addr = netns.addr if netns else "127.0.0.1"
         if workdir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="arf-it-")
             workdir = self._tmp.name
@@ -247,7 +252,7 @@ class Arfd:
         if self.own_config:
             with open(self.config, "w") as f:
                 f.write(self.CONFIG)
-        listen = "127.0.0.1:%d" % (self.port if self.keep_port else 0)
+        listen = "%s:%d" % (self.addr, self.port if self.keep_port else 0)
         args = [self.bin, "--foreground", "-c", self.config, "--listen", listen,
                 "--socket", self.socket, "--data-dir", self.data_dir,
                 "--spin-us", str(self.spin_us),
@@ -267,6 +272,8 @@ class Arfd:
         if os.path.exists(self.port_file):  # a restart: wait for the new port
             os.unlink(self.port_file)
         args = self.args()
+        if self.netns:  # ip execs arfd in the namespace: the pid is arfd's
+            args = ["ip", "netns", "exec", self.netns.name] + args
         self._log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, stdout=self._log, stderr=subprocess.STDOUT,
                                      env=self.env)
@@ -292,7 +299,7 @@ class Arfd:
 
     def url(self, path="/", transport="tcp"):
         if transport == "tcp":
-            return f"arf://127.0.0.1:{self.port}{path}"
+            return f"arf://{self.addr}:{self.port}{path}"
         if transport == "rdma":
             return f"arf+rdma://{RDMA_ADDR}:{self.rdma_port}{path}"
         return f"arf+shm://{path}?socket={self.socket}"
@@ -623,10 +630,14 @@ class Etcd:
         self.log_path = os.path.join(workdir, name + ".log")
         self.proc = None
         self._log = None
+        self.also_listen = []  # more addresses to serve clients on (Netns.host_addr)
 
     @property
     def url(self):
-        return "%s://127.0.0.1:%d" % ("https" if self.tls else "http", self.port)
+        return self.url_at("127.0.0.1")
+
+    def url_at(self, addr):
+        return "%s://%s:%d" % ("https" if self.tls else "http", addr, self.port)
 
     @property
     def pid(self):
@@ -651,7 +662,9 @@ class Etcd:
     def start(self, timeout=30):
         peer = "http://127.0.0.1:%d" % self.peer_port
         args = [ETCD_BIN, "--name", self.name, "--data-dir", self.data_dir,
-                "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
+                "--listen-client-urls", ",".join([self.url] + [self.url_at(a) for a in
+                                                               self.also_listen]),
+                "--advertise-client-urls", self.url,
                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
                 "--initial-cluster", "%s=%s" % (self.name, peer)] + self._tls_args() + \
             self.extra_args
@@ -684,6 +697,61 @@ class Etcd:
         if wipe:
             shutil.rmtree(self.data_dir, ignore_errors=True)
         return self.start()
+
+
+# ---------------------------------------------------------------- network namespaces
+
+_NETNS_WHY = None
+
+
+def netns_skip_reason():
+    """Why network namespaces cannot be had here ("" when they can: root,
+    iproute2, and a namespace made and removed once to see)."""
+    global _NETNS_WHY
+    if _NETNS_WHY is None:
+        probe = "arfprobe%d" % os.getpid()
+        if os.geteuid() != 0:
+            _NETNS_WHY = "network namespaces need root"
+        elif not shutil.which("ip"):
+            _NETNS_WHY = "ip (iproute2) is missing"
+        elif subprocess.run(["ip", "netns", "add", probe], capture_output=True).returncode:
+            _NETNS_WHY = "ip netns add failed: no network namespaces here"
+        else:
+            subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+            _NETNS_WHY = ""
+    return _NETNS_WHY
+
+
+class Netns:
+    """A network namespace of the test's own, joined to this one by a veth
+    pair: host_addr on this side, addr inside, a /30 of 10.0.0.0/8 picked
+    from the pid and k (a test's k-th namespace); lo is up inside.  Traffic
+    stays on the pair.  remove() deletes the namespace and the pair, and
+    goes on past what is already gone (after a failed create too)."""
+
+    def __init__(self, k):
+        tag = "%d_%d" % (os.getpid() % 100000, k)
+        self.name = "arf" + tag
+        self.host_if, self.ns_if = "arfh" + tag, "arfn" + tag
+        net = "10.%d.%d" % (200 + k, os.getpid() % 250)
+        self.host_addr, self.addr = net + ".1", net + ".2"
+
+    def create(self):
+        ns = ["ip", "netns", "exec", self.name]
+        for cmd in (["ip", "netns", "add", self.name],
+                    ["ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if],
+                    ["ip", "link", "set", self.ns_if, "netns", self.name],
+                    ["ip", "addr", "add", self.host_addr + "/30", "dev", self.host_if],
+                    ["ip", "link", "set", self.host_if, "up"],
+                    ns + ["ip", "addr", "add", self.addr + "/30", "dev", self.ns_if],
+                    ns + ["ip", "link", "set", self.ns_if, "up"],
+                    ns + ["ip", "link", "set", "lo", "up"]):
+            run(cmd)
+        return self
+
+    def remove(self):
+        subprocess.run(["ip", "netns", "del", self.name], capture_output=True)
+        subprocess.run(["ip", "link", "del", self.host_if], capture_output=True)
 
 
 # ---------------------------------------------------------------- groups
