@@ -44,6 +44,8 @@ struct du_src {
 	uint64_t dev;                /* the (dev, ino) set's dev for this tree */
 };
 
+#define DU_VOL_CHAIN 16          /* volumes on one path at most (mount points crossed + 1) */
+
 void du_list_free(struct du_list *l);
 int du_list_add(struct du_list *l, const struct du_ent *e);
 
@@ -72,12 +74,14 @@ int du_remote_list_plain(struct du_conn *conn, uint64_t ino, uint32_t gen, struc
 /* Child name of directory (dir, dgen) on conn (path its path), a symbolic
  * link of a mode other than 0777, which may be a volume's mount point
  * (docs/volumes.md): 1 when it is one, with *out the connection to walk
- * the volume on and *root its root as the mount (by path) or libarf (by
- * URL) shows it; 0 when it is a plain link; -errno when it cannot be
- * crossed (no such volume, its server down, not entered). */
+ * the volume on (NULL: walk it through the mount, which could not be
+ * asked for one) and *root its root as the mount (by path) or libarf (by
+ * URL) shows it, *vnum the volume's number (st_ino's top 16 bits); 0
+ * when it is a plain link; -errno when it cannot be crossed (no such
+ * volume, its server down). */
 int du_remote_cross(const struct du_opts *o, struct du_conn *conn, uint64_t dir, uint32_t dgen,
 		    const char *name, const char *path, int by_url, struct du_conn **out,
-		    struct du_ent *root);
+		    struct du_ent *root, unsigned *vnum);
 /* A directory the walk will want soon. */
 void du_remote_hint(struct du_conn *conn, uint64_t ino, uint32_t gen);
 uint64_t du_remote_dev(struct du_conn *conn);

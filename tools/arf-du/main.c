@@ -137,7 +137,24 @@ static char *child_path(const char *dir, const char *name)
 struct where {
 	struct du_src src;
 	int by_url;                  /* no local path to fall back on */
+	unsigned vols[DU_VOL_CHAIN]; /* the volumes of the path, by number */
+	unsigned nvols;
 };
+
+/* -ELOOP when volume key is on at's path already (a mount point
+ * leading back to a volume it is in) or the path crossed too many; else it
+ * joins the path of vol (a copy of at). */
+static int vol_enter(const struct where *at, struct where *vol, unsigned key)
+{
+	for (unsigned i = 0; i < at->nvols; i++)
+		if (at->vols[i] == key)
+			return -ELOOP;
+	if (at->nvols == DU_VOL_CHAIN)
+		return -ELOOP;
+	vol->vols[vol->nvols++] = key;
+	return 0;
+}
+
 
 /* Walks directory path (its own value self), prints what -a/-d ask, and
  * returns the subtree's total. */
@@ -178,17 +195,21 @@ static uint64_t walk_dir(struct walk *w, struct where *at, const char *path, uin
 
 		struct where vol = *at;
 		struct du_ent vroot;
+		unsigned vnum = 0;
 		int mp = 0;
 
 		if (!e->err && at->src.conn && r == 0 && S_ISLNK(e->mode) &&
 		    (e->mode & 0777) != 0777) {
 			/* a volume's mount point, crossed as the mount crosses it */
 			mp = du_remote_cross(&w->o, at->src.conn, ino, gen, e->name ? e->name : "",
-					     cp, at->by_url, &vol.src.conn, &vroot);
+					     cp, at->by_url, &vol.src.conn, &vroot, &vnum);
+			if (mp > 0 && vol_enter(at, &vol, vnum))
+				mp = -ELOOP; /* back into a volume of its path */
 			if (mp < 0) {
 				e->err = mp;
 			} else if (mp) {
-				vol.src.dev = du_remote_dev(vol.src.conn);
+				/* a volume unreadable by us is listed through the mount */
+				vol.src.dev = vol.src.conn ? du_remote_dev(vol.src.conn) : 0;
 				vroot.name = e->name; /* the volume's root, by the name here */
 				*e = vroot;
 			}
@@ -228,7 +249,7 @@ static int is_url(const char *s)
 /* One operand; its total (0 when it could not be had). */
 static uint64_t operand(struct walk *w, const char *arg)
 {
-	struct where at = { { NULL, 0 }, 0 };
+	struct where at = { { NULL, 0 }, 0, { 0 }, 1 };
 	struct du_ent root;
 	struct stat st;
 	char err[512];
@@ -264,6 +285,7 @@ static uint64_t operand(struct walk *w, const char *arg)
 		root.blocks = (uint64_t)st.st_blocks;
 		root.size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
 		at.src.dev = st.st_dev;
+		at.vols[0] = (unsigned)((uint64_t)st.st_ino >> 48); /* its volume (0: by URL) */
 		if (S_ISDIR(st.st_mode) && !w->o.local_only) {
 			int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
 			uint64_t ino;

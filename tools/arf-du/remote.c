@@ -154,7 +154,7 @@ int du_remote_url(const struct du_opts *o, const char *url, struct du_conn **con
 
 int du_remote_cross(const struct du_opts *o, struct du_conn *conn, uint64_t dir, uint32_t dgen,
 		    const char *name, const char *path, int by_url, struct du_conn **out,
-		    struct du_ent *root)
+		    struct du_ent *root, unsigned *vnum)
 {
 	char err[256], vurl[4352];
 	int r;
@@ -175,12 +175,19 @@ int du_remote_cross(const struct du_opts *o, struct du_conn *conn, uint64_t dir,
 		root->nlink = (uint32_t)st.st_nlink;
 		root->blocks = (uint64_t)st.st_blocks;
 		root->size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+		root->ino = (uint64_t)st.st_ino;
+		*vnum = (unsigned)(root->ino >> 48);
+		*out = NULL;
 		fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-		if (fd < 0)
-			return -errno;
+		if (fd < 0) /* walked through the mount: "cannot read directory", as du */
+			return 1;
 		r = du_remote_fd(o, fd, out, &root->ino, &root->gen, err, sizeof(err));
 		close(fd);
-		return r < 0 ? r : 1;
+		if (r < 0) { /* the same, through the mount */
+			*out = NULL;
+			root->ino = (uint64_t)st.st_ino;
+		}
+		return 1;
 	}
 
 	struct arf_stat st;
@@ -190,6 +197,7 @@ int du_remote_cross(const struct du_opts *o, struct du_conn *conn, uint64_t dir,
 		return r;
 	if (!S_ISDIR(st.mode))
 		return 0;
+	*vnum = (unsigned)(st.ino >> 48);
 	r = arf_tool_volume_url(conn->k.c, &st.ino, vurl, sizeof(vurl));
 	if (r < 0)
 		return r;

@@ -25,7 +25,7 @@ void find_err(struct find_run *run, const char *path, int err)
 	fflush(stdout);
 	fprintf(stderr, "%s: ", run->prog);
 	arf_tool_quote_locale(stderr, path);
-	fprintf(stderr, ": %s\n", err < 0 && err > -4096 ? strerror(-err) : arf_strerror(err));
+	fprintf(stderr, ": %s\n", err < 0 && err > -1000 ? strerror(-err) : arf_strerror(err));
 	run->status = 1;
 }
 

@@ -66,6 +66,7 @@ struct start {
 	struct arf_stat st;
 	int mount;                 /* a path on a mount (not a URL) */
 	uint64_t vbits;            /* st_ino's volume bits (VOL_BITS) */
+	int noenter;               /* -errno: a volume's root that could not be opened */
 };
 
 /* The top 16 bits of an ino as a mount (or libarf) shows it name the
@@ -130,6 +131,11 @@ static int start_path(struct start *s)
 	s->c = cred_of(parent, O_RDONLY | O_DIRECTORY, &ino, &gen);
 	if (s->c && base[0] && arf_lookup(s->c, ino, gen, base, &s->st) == 0)
 		ok = 1;
+	/* a volume's root behind a mount point, which we may not open: its
+	 * attributes are libarf's crossing (numbered as the mount numbers
+	 * them), and it is not entered (its handle is its own server's) */
+	if (ok && VOL_BITS(s->st.ino) && S_ISDIR(s->st.mode))
+		s->noenter = -EACCES;
 	free(copy);
 	return ok;
 }
@@ -169,6 +175,8 @@ static int start_url(struct start *s, struct find_run *run)
 
 /* ---- the queue and the runs --------------------------------------------------- */
 
+#define VOL_CHAIN 16 /* volumes on one path at most (mount points crossed + 1) */
+
 struct dir {
 	uint64_t ino, cookie;      /* ino: as c knows it */
 	uint32_t gen, depth;
@@ -177,6 +185,8 @@ struct dir {
 	arf_client *c;             /* the connection to its volume */
 	uint64_t vbits;            /* the volume's bits in printed inode numbers */
 	int mount;                 /* under a starting point on a mount */
+	uint16_t vols[VOL_CHAIN];  /* the volumes of its path (their numbers) */
+	unsigned nvols;
 };
 
 struct walk {
@@ -256,6 +266,24 @@ static int dir_empty(arf_client *c, uint64_t ino, uint32_t gen)
 	return r < 0 ? r : n ? ARF_FIND_EMPTY_NO : ARF_FIND_EMPTY_YES;
 }
 
+/* -ELOOP when the volume of vbits is on into's path already (a mount point
+ * leading back to a volume it is in) or the path crossed too many; else
+ * it joins the path. */
+static int vol_enter(const struct dir *parent, struct dir *into, uint64_t vbits)
+{
+	unsigned k = (unsigned)(vbits >> 48);
+
+	for (unsigned i = 0; i < parent->nvols; i++)
+		if (parent->vols[i] == k)
+			return -ELOOP;
+	if (parent->nvols == VOL_CHAIN)
+		return -ELOOP;
+	memcpy(into->vols, parent->vols, sizeof(into->vols));
+	into->vols[parent->nvols] = (uint16_t)k;
+	into->nvols = parent->nvols + 1;
+	return 0;
+}
+
 /*
  * A symbolic link not of mode 0777, which may be a volume's mount point
  * (docs/volumes.md): 0 when it is a plain link (e untouched); 1 when it
@@ -299,6 +327,8 @@ static int cross(const struct dir *parent, struct find_ent *e, const char *name,
 		e->at.ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 		e->at.rdev = (uint64_t)st.st_rdev;
 		into->vbits = VOL_BITS((uint64_t)st.st_ino);
+		if (vol_enter(parent, into, into->vbits))
+			return -ELOOP;
 		if (!enter)
 			return 1;
 		fd = open(e->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
@@ -325,6 +355,10 @@ static int cross(const struct dir *parent, struct find_ent *e, const char *name,
 		return 0;
 	attr_of_arf(&e->at, &st);
 	into->vbits = VOL_BITS(st.ino);
+	if (vol_enter(parent, into, into->vbits))
+		return -ELOOP;
+	if (!enter)
+		return 1;
 	ino = st.ino;
 	r = arf_tool_volume_url(parent->c, &ino, vurl, sizeof(vurl));
 	if (r < 0)
@@ -399,8 +433,11 @@ static int entry(struct walk *w, struct dir *parent, const struct arf_find_rec *
 	}
 	/* the directory to enter, if it is one: by default in parent's volume */
 	struct dir into = { .ino = e.at.ino, .gen = e.at.gen, .c = parent->c,
-			    .vbits = parent->vbits, .mount = parent->mount };
+			    .vbits = parent->vbits, .mount = parent->mount,
+			    .nvols = parent->nvols };
 	int open_err = 0;
+
+	memcpy(into.vols, parent->vols, sizeof(into.vols));
 
 	e.at.ino |= parent->vbits; /* as the mount numbers it */
 	if (!e.has_attr) {
@@ -446,10 +483,9 @@ static int entry(struct walk *w, struct dir *parent, const struct arf_find_rec *
 			free(link);
 			link = NULL;
 			e.link = NULL;
-			e.empty = into.c ? dir_empty(into.c, into.ino, into.gen)
-					 : open_err ? open_err : -EACCES;
-			if (!run->o.need_empty)
-				e.empty = 0;
+			if (run->o.need_empty)
+				e.empty = into.c ? dir_empty(into.c, into.ino, into.gen)
+						 : open_err ? open_err : -EACCES;
 		}
 	}
 	run->pruned = 0;
@@ -653,12 +689,18 @@ static int walk_start(struct walk *w, struct start *s)
 	}
 	if (S_ISDIR(s->st.mode) && run->o.need_empty)
 		e.empty = dir_empty(s->c, s->st.ino, s->st.gen);
+	if (s->noenter && run->o.need_empty)
+		e.empty = s->noenter;
 	run->pruned = 0;
 	if (min_ok(run, 0))
 		find_eval(run, run->expr, &e);
 	free(name);
 	if (!S_ISDIR(s->st.mode) || !want_descend(run, 0) || run->pruned)
 		return 0;
+	if (s->noenter) {
+		find_err(run, a, s->noenter);
+		return 0;
+	}
 
 	struct dir *d = calloc(1, sizeof(*d));
 
@@ -674,6 +716,8 @@ static int walk_start(struct walk *w, struct start *s)
 	d->c = s->c;
 	d->vbits = s->vbits;
 	d->mount = s->mount;
+	d->vols[0] = (uint16_t)(s->vbits >> 48);
+	d->nvols = 1;
 	while (w->head < w->tail) {
 		r = run_once(w);
 		if (r < 0)

@@ -667,11 +667,12 @@ static void batch_add(struct grep_run *run, arf_client *c, struct batch *b, uint
  * the volume's URL, handle and a token for our user minted by that server;
  * NULL by URL (anonymous there, as every URL is). */
 static arf_client *cross(struct grep_run *run, arf_client *c, const char *mpath,
-			 struct arf_stat *st, const char *child)
+			 struct arf_stat *st, const char *child, unsigned *vnum)
 {
 	arf_client *v;
 	int r;
 
+	*vnum = (unsigned)(st->ino >> 48);
 	if (mpath) {
 		struct arf_ioc_cred *ic = calloc(1, sizeof(*ic));
 		int fd = open(mpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY), ok;
@@ -683,9 +684,13 @@ static arf_client *cross(struct grep_run *run, arf_client *c, const char *mpath,
 			free(ic);
 			return NULL;
 		}
+		struct stat fs;
+
 		ok = ioctl(fd, ARF_IOC_CRED, ic) == 0 && ic->version == ARF_IOC_CRED_VERSION &&
 		     memchr(ic->url, 0, sizeof(ic->url));
 		r = -errno;
+		if (fstat(fd, &fs) == 0) /* the volume's number as the mount shows it */
+			*vnum = (unsigned)((uint64_t)fs.st_ino >> 48);
 		close(fd);
 		v = ok ? grep_conn_get(run, ic->url, ic->token, child) : NULL;
 		if (!ok)
@@ -708,9 +713,14 @@ static arf_client *cross(struct grep_run *run, arf_client *c, const char *mpath,
 	return grep_conn_get(run, url, NULL, child);
 }
 
-/* mpath: dir's path on the mount, or NULL (by URL) */
+#define VOL_CHAIN 16 /* volumes on one path at most (mount points crossed + 1) */
+
+/* mpath: dir's path on the mount, or NULL (by URL); vols: the numbers of
+ * the volumes on its path (nvols of them), a mount point back into one of
+ * which is a loop */
 static long long remote_walk(struct grep_run *run, arf_client *c, struct batch *b,
-			     const struct arf_stat *dir, const char *name, const char *mpath)
+			     const struct arf_stat *dir, const char *name, const char *mpath,
+			     const uint16_t *vols, unsigned nvols)
 {
 	struct arf_dirent *ents = malloc(DIR_BATCH * sizeof(*ents));
 	struct arf_stat *sts = malloc(DIR_BATCH * sizeof(*sts));
@@ -768,10 +778,26 @@ static long long remote_walk(struct grep_run *run, arf_client *c, struct batch *
 					free(child);
 					continue;
 				}
-				if (!st.ino || st.ino >> 48) /* another volume's (c's own: 0 there) */
-					v = cross(run, c, cm, &st, child);
+				uint16_t chain[VOL_CHAIN];
+				unsigned vnum = 0, n = nvols;
+
+				memcpy(chain, vols, nvols * sizeof(*vols));
+				if (!st.ino || st.ino >> 48) { /* another volume's (c's own: 0 there) */
+					int loop = 0;
+
+					v = cross(run, c, cm, &st, child, &vnum);
+					for (unsigned k = 0; v && k < nvols; k++)
+						loop |= vols[k] == vnum;
+					loop |= v && n == VOL_CHAIN;
+					if (loop) { /* back into a volume of its path */
+						grep_error(run, child, -ELOOP);
+						v = NULL;
+					} else if (v) {
+						chain[n++] = (uint16_t)vnum;
+					}
+				}
 				if (v)
-					remote_walk(run, v, b, &st, child, cm);
+					remote_walk(run, v, b, &st, child, cm, chain, n);
 				free(cm);
 			} else if (S_ISREG(st.mode)) {
 				batch_add(run, c, b, st.ino, st.gen, (int64_t)st.size, child);
@@ -819,7 +845,10 @@ int grep_remote_dir_path(struct grep_run *run, const char *path, const char *nam
 	}
 	if (run->out_file < 0)
 		run->out_file = 1;
-	remote_walk(run, c, b, &st, name, path);
+	struct stat ps;
+	uint16_t top = stat(path, &ps) == 0 ? (uint16_t)((uint64_t)ps.st_ino >> 48) : 0;
+
+	remote_walk(run, c, b, &st, name, path, &top, 1);
 	free(b->out);
 	free(b);
 	return 1;
@@ -839,7 +868,9 @@ static long long remote_dir(struct grep_run *run, arf_client *c, const struct ar
 		struct batch *b = calloc(1, sizeof(*b));
 
 		if (b) {
-			remote_walk(run, c, b, dir, name, NULL);
+			uint16_t top = 0;
+
+			remote_walk(run, c, b, dir, name, NULL, &top, 1);
 			free(b->out);
 			free(b);
 			return 0;
