@@ -167,6 +167,11 @@ int arfd_volumes_made_start(struct arfd *root, char *err, size_t errlen);
 struct json_object *arfd_volume_create(struct arfd *root, const char *args);
 /* "volume-remove NAME [force]": a made volume with no client removed. */
 struct json_object *arfd_volume_remove(struct arfd *root, const char *args);
+/* "volume-release NAME": NAME's read-only replica NAME.readonly made (or
+ * made again) from a snapshot of it, on this server (AFS's vos release). */
+struct json_object *arfd_volume_release(struct arfd *root, const char *args);
+/* Whether volume name is a replica (".readonly"): served read-only. */
+int arfd_volume_is_replica(const char *name);
 
 /*
  * Request procedures (procs.c): one entry per request kind, as nfsd's
@@ -314,6 +319,9 @@ void arfd_fs_lock_destroy(struct arfd *d);
  * as their queue lasts (a mutex is not fair), leaving `arfctl stats`
  * unanswered under load.  Released with arfd_fs_unlock. */
 void arfd_lock_for_control(struct arfd *d);
+/* Under the control lock: wait until everything applied is durable
+ * (control.c; the lock is let go while the committer works). */
+void arfd_quiesce(struct arfd *d);
 /* The committer thread: group commits (WAL sync, seals, waiting replies). */
 void *arfd_committer_main(void *arg);
 /* Under fs_lock, once a reply waits for applied_seq to be durable: the

@@ -600,7 +600,7 @@ static void fsck_report(void *ctx, const char *kind, const char *msg)
 
 /* Wait until every applied change is durable and sealed (caller holds
  * fs_lock; returns with it held). */
-static void quiesce(struct arfd *d)
+void arfd_quiesce(struct arfd *d)
 {
 	while (d->durable_seq < d->applied_seq) {
 		if (d->sync_wanted < d->applied_seq)
@@ -623,7 +623,7 @@ static json_object *cmd_fsck(struct arfd *d)
 
 	put(r, "problems", fc.problems);
 	arfd_lock_for_control(d);
-	quiesce(d);
+	arfd_quiesce(d);
 	int rc = arf_meta_fsck(&d->fs, &f);
 	int src = rc < 0 ? 0 : arfd_store_compare(d->store, d->meta, d->meta_size, d->data,
 						   d->data_size, fsck_report, &fc, &compared, err,
@@ -649,7 +649,7 @@ static json_object *cmd_checkpoint(struct arfd *d)
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	arfd_lock_for_control(d);
-	quiesce(d);
+	arfd_quiesce(d);
 	int rc = arfd_failed(d) ? 0 : arfd_store_flush(d->store, &d->fs, err, sizeof(err));
 	if (!rc)
 		rc = arfd_store_sync(d->store, err, sizeof(err));
@@ -722,6 +722,9 @@ static char *answer(struct arfd *d, char *line, char *args)
 		reply_oom |= !r;
 	} else if (!strcmp(line, "volume-create") || !strcmp(line, "volume-remove")) {
 		r = line[7] == 'c' ? arfd_volume_create(d, args) : arfd_volume_remove(d, args);
+		reply_oom |= !r;
+	} else if (!strcmp(line, "volume-release")) {
+		r = arfd_volume_release(d, args);
 		reply_oom |= !r;
 	} else if (!strcmp(line, "exports")) {
 		r = cmd_exports(d);

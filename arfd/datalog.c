@@ -606,6 +606,58 @@ static int flush_buf(struct arfd_datalog *l)
 	return 0;
 }
 
+/* Copy the first len bytes of file from into a new file to (synced):
+ * 0 or -errno. */
+static int copy_file(const char *from, const char *to, uint64_t len)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
+	loff_t off = 0;
+
+	if (in < 0)
+		return -errno;
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0)
+		rc = -errno;
+	while (!rc && (uint64_t)off < len) {
+		ssize_t n = copy_file_range(in, &off, out, NULL, (size_t)(len - (uint64_t)off), 0);
+		if (n < 0 && errno != EINTR)
+			rc = -errno;
+		else if (n == 0)
+			rc = -EIO; /* shorter than the log says */
+	}
+	if (!rc && fsync(out) < 0)
+		rc = -errno;
+	if (out >= 0)
+		close(out);
+	close(in);
+	return rc;
+}
+
+int arfd_datalog_copy(struct arfd_datalog *l, const char *dir, char *err, size_t errlen)
+{
+	char from[600], to[700];
+	int rc = 0;
+
+	pthread_mutex_lock(&l->sync_lock);
+	pthread_mutex_lock(&l->lock);
+	if (l->buffered && l->head && (rc = flush_buf(l)))
+		rc = fail(err, errlen, rc, "data log %s: writing out: %s", l->dir);
+	else if (mkdir(dir, 0700) < 0)
+		rc = fail(err, errlen, -errno, "%s: %s", dir);
+	for (size_t i = 0; !rc && i < l->nsegs; i++) {
+		const struct seg *sg = &l->segs[i];
+		seg_path(l, sg->id, from, sizeof(from));
+		snprintf(to, sizeof(to), "%s/%s", dir, strrchr(from, '/') + 1);
+		if ((rc = copy_file(from, to, sg->size)))
+			rc = fail(err, errlen, rc, "copying %s: %s", from);
+	}
+	if (!rc && (rc = sync_dir(dir)))
+		rc = fail(err, errlen, rc, "%s: sync: %s", dir);
+	pthread_mutex_unlock(&l->lock);
+	pthread_mutex_unlock(&l->sync_lock);
+	return rc;
+}
+
 /* Write iov (total bytes) at the head's end: to the file, or to the
  * buffer.  The head's size grows either way. */
 static int put(struct arfd_datalog *l, struct iovec *iov, int cnt, size_t total)

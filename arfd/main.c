@@ -86,7 +86,7 @@ static void reload(struct arfd *d, const char *config, const struct override *ov
 		if (v->removed)
 			continue;
 		arfd_fs_lock(v);
-		v->cfg.read_only = nc.read_only;
+		v->cfg.read_only = nc.read_only || arfd_volume_is_replica(v->volume);
 		v->cfg.insecure = nc.insecure;
 		v->cfg.root_squash = nc.root_squash;
 		v->cfg.anon_uid = nc.anon_uid;

@@ -576,6 +576,8 @@ int arfd_volume_add(struct arfd *d, const char *name, const struct arfd_config *
 	v->view = d->next_view++;
 	v->net = d->net;
 	v->cfg = *vcfg;
+	if (arfd_volume_is_replica(name)) /* vol release's: read-only, always */
+		v->cfg.read_only = 1;
 	snprintf(v->volume, sizeof(v->volume), "%s", name);
 	if ((rc = volume_open(v, why, sizeof(why))) || (rc = volume_serve(v, why, sizeof(why)))) {
 		snprintf(err, errlen, "volume %s: %s", v->volume, why);

@@ -7,6 +7,7 @@
  * describes; the data log itself is apart (datalog.c).
  */
 #include <errno.h>
+#include <limits.h>
 #include <rocksdb/c.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1090,6 +1091,28 @@ int arfd_store_sync(struct arfd_store *st, char *err, size_t errlen)
 	if (rerr)
 		return fail(err, errlen, "sync", rerr, -EIO);
 	return 0;
+}
+
+int arfd_store_clone(struct arfd_store *st, const char *dir, char *err, size_t errlen)
+{
+	char *rerr = NULL, logdir[PATH_MAX];
+	rocksdb_checkpoint_t *cp = rocksdb_checkpoint_object_create(st->db, &rerr);
+
+	if (!cp)
+		return fail(err, errlen, "checkpoint", rerr, -EIO);
+	/* log_size_for_flush 0: the memtable is flushed first, so the copy
+	 * needs no WAL replay (its files: hard links where they can be) */
+	rocksdb_checkpoint_create(cp, dir, 0, &rerr);
+	rocksdb_checkpoint_object_destroy(cp);
+	if (rerr)
+		return fail(err, errlen, dir, rerr, -EIO);
+	if (!st->log)
+		return 0;
+	if ((size_t)snprintf(logdir, sizeof(logdir), "%s/datalog", dir) >= sizeof(logdir)) {
+		snprintf(err, errlen, "%s/datalog: path too long", dir);
+		return -ENAMETOOLONG;
+	}
+	return arfd_datalog_copy(st->log, logdir, err, errlen);
 }
 
 int arfd_store_reclaim(struct arfd_store *st, uint64_t durable, char *err, size_t errlen)

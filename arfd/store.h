@@ -159,6 +159,13 @@ int arfd_store_put_format(struct arfd_store *st, struct arf_meta_fs *fs,
 /* Make everything written so far durable: the data log, then RocksDB's WAL. */
 int arfd_store_sync(struct arfd_store *st, char *err, size_t errlen);
 
+/* A copy of the store in the new directory dir: a RocksDB checkpoint (its
+ * memtable flushed first) and a copy of the data log (dir/datalog), which
+ * a store opened on dir recovers as one state.  The caller holds the
+ * filesystem lock with everything applied made durable (arfd_store_flush,
+ * arfd_store_sync), so that the two agree (vol release, arfd/volumes.c). */
+int arfd_store_clone(struct arfd_store *st, const char *dir, char *err, size_t errlen);
+
 /*
  * Data log reclamation, from the committer after a sync that made
  * everything through durable durable.  Returns 1 when it copied a

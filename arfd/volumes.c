@@ -29,6 +29,10 @@
  * until arfd restarts.  A volume of an arfd.conf section is the file's:
  * remove the section, restart, and remove the directory.
  *
+ * "volume-release NAME" (`arfctl vol release`, AFS's `vos release`) serves
+ * a snapshot of NAME as NAME.readonly, read-only (see arfd_volume_release
+ * below).
+ *
  * Who may make and remove volumes is who may use the control socket: root,
  * and the members of [server] control_group.
  */
@@ -255,9 +259,9 @@ static void sync_dir(const char *path)
 		close(fd);
 }
 
-/* Write the settings of v to path (through a temporary file, synced):
- * 0 or -errno. */
-static int write_conf(const char *path, const struct arfd_volume_cfg *v)
+/* Write the settings of v to path (through a temporary file, synced),
+ * saying who made it (how): 0 or -errno. */
+static int write_conf(const char *path, const struct arfd_volume_cfg *v, const char *how)
 {
 	char tmp[PATH_MAX];
 	time_t now = time(NULL);
@@ -269,11 +273,11 @@ static int write_conf(const char *path, const struct arfd_volume_cfg *v)
 	if (!f)
 		return -errno;
 	gmtime_r(&now, &tm);
-	fprintf(f, "# volume %s, made by arfctl vol create at %04d-%02d-%02d %02d:%02d UTC.\n"
+	fprintf(f, "# volume %s, %s at %04d-%02d-%02d %02d:%02d UTC.\n"
 		   "# Its [regions] settings, KEY=VALUE a line, read at each start of arfd\n"
 		   "# (docs/volumes.md); a [volume %s] section of arfd.conf overrides them.\n%s",
-		v->name, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, v->name,
-		v->set);
+		v->name, how, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+		v->name, v->set);
 	int rc = fflush(f) || fsync(fileno(f)) ? -errno : 0;
 	if (fclose(f) && !rc)
 		rc = -errno;
@@ -300,6 +304,9 @@ json_object *arfd_volume_create(struct arfd *d, const char *args)
 	if (!arfd_volume_name_ok(name))
 		return fail("'%.80s': a volume's name is 1-63 letters, digits, '.', '_' or '-', and "
 			    "not root, . or ..", name);
+	if (arfd_volume_is_replica(name))
+		return fail("'%.80s': a name ending in .readonly is a replica's, which vol release "
+			    "makes", name);
 	memset(&v, 0, sizeof(v));
 	snprintf(v.name, sizeof(v.name), "%s", name);
 	for (const char *kv; (kv = strtok_r(NULL, " ", &save));)
@@ -362,7 +369,7 @@ json_object *arfd_volume_create(struct arfd *d, const char *args)
 		goto out;
 	}
 	sync_dir(parent);
-	int rc = write_conf(conf, &v);
+	int rc = write_conf(conf, &v, "made by arfctl vol create");
 	if (!rc)
 		sync_dir(path); /* volume.conf's name, as its bytes, before the reply */
 	if (rc) {
@@ -430,6 +437,29 @@ static int remove_tree(const char *tomb)
 	return rc;
 }
 
+/* Volume v (marked removed, with no client) closed, its directory deleted
+ * and its record withdrawn from the cell; tomb_err says what of its files
+ * could not be deleted.  what: the command, for the log. */
+static void discard(struct arfd *d, struct arfd *v, const char *name, const char *what)
+{
+	char tomb[PATH_MAX];
+	int rc;
+
+	arfd_volume_retire(v);
+	/* out of the volumes first, under a name no volume can have, synced:
+	 * a crash from here on leaves a tombstone the next start removes,
+	 * never a volume half deleted that it would serve again */
+	rc = tombstone(d, name, tomb, sizeof(tomb));
+	if (!rc)
+		remove_tree(tomb);
+	if ((rc = arfd_cell_publish(d, d->cell)))
+		arfd_log(ARFD_LOG_WARN, "%s %s: the cell's list of volumes: %s", what, name,
+			 strerror(-rc));
+	if ((rc = arfd_cell_withdraw(d->cell, name)))
+		arfd_log(ARFD_LOG_WARN, "%s %s: withdrawing it from the cell: %s", what, name,
+			 strerror(-rc));
+}
+
 json_object *arfd_volume_remove(struct arfd *d, const char *args)
 {
 	char buf[256], path[PATH_MAX], why[300];
@@ -486,20 +516,7 @@ json_object *arfd_volume_remove(struct arfd *d, const char *args)
 		}
 	}
 	snprintf(path, sizeof(path), "%s", v->cfg.data_dir);
-	arfd_volume_retire(v);
-	/* out of the volumes first, under a name no volume can have, synced:
-	 * a crash from here on leaves a tombstone the next start removes,
-	 * never a volume half deleted that it would serve again */
-	char tomb[PATH_MAX];
-	int rc = tombstone(d, name, tomb, sizeof(tomb));
-	if (!rc)
-		rc = remove_tree(tomb);
-	if ((rc = arfd_cell_publish(d, d->cell)))
-		arfd_log(ARFD_LOG_WARN, "vol rm %s: the cell's list of volumes: %s", name,
-			 strerror(-rc));
-	if ((rc = arfd_cell_withdraw(d->cell, name)))
-		arfd_log(ARFD_LOG_WARN, "vol rm %s: withdrawing it from the cell: %s", name,
-			 strerror(-rc));
+	discard(d, v, name, "vol rm");
 	r = json_object_new_object();
 	if (r) {
 		json_object_object_add(r, "removed", json_object_new_string(name));
@@ -509,6 +526,166 @@ json_object *arfd_volume_remove(struct arfd *d, const char *args)
 	}
 	arfd_log(tomb_err[0] ? ARFD_LOG_WARN : ARFD_LOG_INFO, "vol rm %s: removed (%s)%s%s", name,
 		 path, tomb_err[0] ? ": " : "", tomb_err);
+out:
+	pthread_mutex_unlock(&d->vol_lock);
+	return r;
+}
+
+/* ---- vol release ----------------------------------------------------------- */
+
+int arfd_volume_is_replica(const char *name)
+{
+	size_t n = strlen(name), k = strlen(".readonly");
+
+	return n > k && !strcmp(name + n - k, ".readonly");
+}
+
+/*
+ * "volume-release NAME" (`arfctl vol release`, AFS's `vos release`): a
+ * read-only snapshot of volume NAME, served as NAME.readonly by this
+ * server, which clients reach only by that name (`?volume=NAME.readonly`,
+ * a mount point "#NAME.readonly."), never in NAME's place.  The snapshot:
+ * NAME's requests wait while everything applied is made durable and its
+ * store copied (arfd_store_clone: a RocksDB checkpoint, its files linked,
+ * and the data log copied), so it is one state of NAME and the pause is
+ * the copy's.  It is made in DATA_DIR/volumes/+NAME.readonly.new (a
+ * tombstone's name: a crash leaves nothing the next start would serve),
+ * then the replica before it, if any, is removed -- refused while a client
+ * is connected to it -- and the new one renamed into place and served, its
+ * volume.conf saying what it is.  A replica is served read-only at every
+ * start (its name says so: arfd_volume_add).  Replicas on other servers
+ * need the snapshot sent there: not built (docs/volumes.md).
+ */
+json_object *arfd_volume_release(struct arfd *d, const char *args)
+{
+	char buf[128], roname[ARFD_VOLUME_NAME_MAX + 16], err[700], tmp[PATH_MAX];
+	char path[PATH_MAX], conf[PATH_MAX + 16], parent[PATH_MAX];
+	char *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", args);
+	const char *name = strtok_r(buf, " ", &save);
+	if (!name || strtok_r(NULL, " ", &save))
+		return fail("usage: volume-release NAME");
+	if (arfd_volume_is_replica(name))
+		return fail("%.80s is a replica: release the volume it was made from", name);
+
+	pthread_mutex_lock(&d->vol_lock);
+	json_object *r = NULL;
+	struct arfd *src = arfd_volume_find(d, name), *old;
+	if (!src) {
+		r = fail("no volume '%.63s' on this server", name);
+		goto out;
+	}
+	const char *base = src != d ? src->volume
+			   : d->cfg.cell_root_volume[0] ? d->cfg.cell_root_volume : "root";
+	if ((size_t)snprintf(roname, sizeof(roname), "%s.readonly", base) >= ARFD_VOLUME_NAME_MAX ||
+	    !arfd_volume_name_ok(roname)) {
+		r = fail("%.63s.readonly: too long for a volume's name (63 bytes)", base);
+		goto out;
+	}
+	if (in_config(d, roname)) {
+		r = fail("arfd.conf has a [volume %s] section: that name is the file's", roname);
+		goto out;
+	}
+	struct arf_cell_view *cv = __atomic_load_n(&d->cellview, __ATOMIC_ACQUIRE);
+	struct arf_cell_volume rec;
+	struct arf_cell_server srv;
+	if (cv && !arf_cell_view_locate(cv, roname, &rec, &srv) && strcmp(rec.server, d->cell_id)) {
+		r = fail("volume %s: the cell records it on server '%.63s'", roname, rec.server);
+		goto out;
+	}
+	if ((old = arfd_volume_find(d, roname))) {
+		/* as vol rm: marked before its clients are counted */
+		__atomic_store_n(&old->removed, 1, __ATOMIC_SEQ_CST);
+		uint64_t clients = __atomic_load_n(&old->clients, __ATOMIC_SEQ_CST);
+		if (clients) {
+			__atomic_store_n(&old->removed, 0, __ATOMIC_SEQ_CST);
+			r = fail("replica %s has %llu client%s connected: unmount %s first (a replica "
+				 "is not yet replaced under its clients)", roname,
+				 (unsigned long long)clients, clients == 1 ? "" : "s",
+				 clients == 1 ? "it" : "them");
+			goto out;
+		}
+	}
+	snprintf(parent, sizeof(parent), "%s/volumes", d->cfg.data_dir);
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/+%s.new", parent, roname) >= sizeof(tmp) ||
+	    vol_path(d, roname, 0, path, sizeof(path))) {
+		r = fail("volume %s: its data directory's path is too long", roname);
+		goto undo;
+	}
+	if (mkdir(parent, 0700) && errno != EEXIST) {
+		r = fail("%.300s: %s", parent, strerror(errno));
+		goto undo;
+	}
+	if (!access(tmp, F_OK) && remove_tree(tmp)) { /* a release that failed before */
+		r = fail("%s", tomb_err);
+		goto undo;
+	}
+
+	/* the snapshot: NAME's requests wait meanwhile */
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	arfd_lock_for_control(src);
+	arfd_quiesce(src);
+	int rc = arfd_failed(src) ? -EIO : 0;
+	if (rc)
+		snprintf(err, sizeof(err), "volume %s has failed: %s", name, src->failure);
+	if (!rc)
+		rc = arfd_store_flush(src->store, &src->fs, err, sizeof(err));
+	if (!rc)
+		rc = arfd_store_sync(src->store, err, sizeof(err));
+	if (!rc)
+		rc = arfd_store_clone(src->store, tmp, err, sizeof(err));
+	arfd_fs_unlock(src);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	struct arfd_volume_cfg v;
+	memset(&v, 0, sizeof(v));
+	memcpy(v.name, roname, strlen(roname) + 1); /* < ARFD_VOLUME_NAME_MAX: checked */
+	char how[160];
+	snprintf(how, sizeof(how), "a read-only replica of %.63s made by arfctl vol release", base);
+	if (!rc && (size_t)snprintf(conf, sizeof(conf), "%s/" VOLUME_CONF, tmp) < sizeof(conf) &&
+	    (rc = write_conf(conf, &v, how)))
+		snprintf(err, sizeof(err), "%.300s: %s", conf, strerror(-rc));
+	if (rc) {
+		remove_tree(tmp);
+		r = fail("vol release %s: %s", name, err);
+		goto undo;
+	}
+	sync_dir(tmp);
+	if (old)
+		discard(d, old, roname, "vol release");
+	if (rename(tmp, path)) {
+		snprintf(err, sizeof(err), "renaming %.300s: %s", tmp, strerror(errno));
+		remove_tree(tmp);
+		r = fail("vol release %s: %s", name, err);
+		goto out;
+	}
+	sync_dir(parent);
+	struct arfd_config vc;
+	arfd_lock_for_control(d); /* the server's settings, as a reload leaves them */
+	int bad = arfd_config_volume_of(&d->cfg, &v, &vc, err, sizeof(err));
+	arfd_fs_unlock(d);
+	if (bad || arfd_volume_add(d, roname, &vc, err, sizeof(err))) {
+		arfd_log(ARFD_LOG_ERROR, "vol release %s: %s (its directory %s is kept)", name, err,
+			 path);
+		r = fail("vol release %s: serving %s: %s", name, roname, err);
+		goto out;
+	}
+	if ((rc = arfd_cell_publish(d, d->cell)))
+		arfd_log(ARFD_LOG_WARN, "vol release %s: recording %s in the cell: %s", name, roname,
+			 strerror(-rc));
+	double pause = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	arfd_log(ARFD_LOG_INFO, "vol release %s: %s served from %s (the volume waited %.3f s)",
+		 name, roname, path, pause);
+	r = arfd_volumes_object(d, roname);
+	if (r) {
+		json_object_object_add(r, "released_from", json_object_new_string(base));
+		json_object_object_add(r, "pause_seconds", json_object_new_double(pause));
+	}
+	goto out;
+undo:
+	if (old)
+		__atomic_store_n(&old->removed, 0, __ATOMIC_SEQ_CST);
 out:
 	pthread_mutex_unlock(&d->vol_lock);
 	return r;

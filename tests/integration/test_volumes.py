@@ -21,7 +21,14 @@ after a restart with its files; a name in use, a bad name, a bad setting
 and a directory already there are refused with the reason, and nothing is
 left of a refused one.  `arfctl vol rm [--force] NAME` removes a made
 volume and its data, refused while a client is connected, while it holds
-a file (without --force), and for a section's volume or the root."""
+a file (without --force), and for a section's volume or the root.
+
+Release: `arfctl vol release NAME` serves a snapshot of NAME as
+NAME.readonly on the same server, read-only (EROFS) over tcp and shm, a
+state of NAME that NAME's later changes leave alone; released again it is
+a newer snapshot, refused while a client uses the replica; it is served
+again after a restart; the root volume and a section's volume have
+replicas too; a replica's name is refused to vol create and to release."""
 import json
 import os
 import signal
@@ -440,6 +447,158 @@ class BadConfigs(unittest.TestCase):
                 rc, _, err = text_of("config", "check", conf, check=False)
                 self.assertEqual(rc, 1, body)
                 self.assertIn(want, err, body)
+
+
+def arfd_has(case, vol):
+    """Whether case's arfd serves volume vol."""
+    return vol in [v["volume"] for v in json.loads(
+        text_of("--json", *case.ctl, "vol", "list")[1])["volumes"]]
+
+
+class Release(VolumeCase):
+    """Read-only replicas on the same server (arfctl vol release, AFS's vos
+    release; issue 18, point 5)."""
+
+    idle = Made.idle
+
+    def setUp(self):
+        super().setUp()
+        self.ctl = ["--control", self.arfd.control]
+
+    def release(self, name, check=True):
+        return text_of(*self.ctl, "vol", "release", name, check=check)
+
+    def test_a_snapshot_served_read_only_by_its_name(self):
+        text_of(*self.ctl, "vol", "create", "docs")
+        big = bytes(range(256)) * 4096 * 3  # 3 MiB: data log records, not inline
+        self.put("docs", "big", big)
+        self.put("docs", "note", b"version 1\n")
+        text_of("mkdir", vurl(self.arfd, "/sub", "docs"))
+        self.put("docs", "sub/deep", b"deep\n", "shm")
+        rc, out, err = self.release("docs")
+        self.assertEqual(rc, 0, err)
+        data = os.path.join(self.arfd.data_dir, "volumes", "docs.readonly")
+        self.assertRegex(out, r"^volume docs.readonly: released from docs \(its requests "
+                              r"waited \d+\.\d+ s\), read-only, in %s\n$" % data)
+        # the snapshot, over tcp and shm (shm reads the regions one-sided)
+        for tr in ("tcp", "shm"):
+            self.assertEqual(self.names("docs.readonly", tr), ["big", "note", "sub"])
+            self.assertEqual(self.cat("docs.readonly", "note", tr), "version 1\n")
+            self.assertEqual(self.cat("docs.readonly", "sub/deep", tr), "deep\n")
+        got = arfctl("cat", vurl(self.arfd, "/big", "docs.readonly", "shm")).stdout
+        self.assertEqual(got, big)
+        # read-only: every change refused, with EROFS
+        for args in (("mkdir", vurl(self.arfd, "/new", "docs.readonly")),
+                     ("rm", vurl(self.arfd, "/note", "docs.readonly")),
+                     ("chmod", "0600", vurl(self.arfd, "/note", "docs.readonly"))):
+            rc, _, err = text_of(*args, check=False)
+            self.assertNotEqual(rc, 0, args)
+            self.assertIn("read-only", err.lower(), args)
+        with self.assertRaises(Exception):
+            self.put("docs.readonly", "note", b"changed\n")
+        self.assertEqual(self.cat("docs.readonly", "note"), "version 1\n")
+        # the volume goes on; the replica keeps the state it was made of
+        self.put("docs", "note", b"version 2\n")
+        self.put("docs", "later", b"later\n")
+        self.assertEqual(self.cat("docs.readonly", "note"), "version 1\n")
+        self.assertNotIn("later", self.names("docs.readonly"))
+        # released again: replaced by a new snapshot (no client of it now)
+        self.idle("docs.readonly")
+        rc, _, err = self.release("docs")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(self.cat("docs.readonly", "note", "shm"), "version 2\n")
+        self.assertEqual(self.names("docs.readonly"), ["big", "later", "note", "sub"])
+        # after a restart: served again, read-only still
+        self.arfd.restart()
+        self.assertEqual(self.cat("docs.readonly", "later"), "later\n")
+        rc, _, err = text_of("mkdir", vurl(self.arfd, "/x", "docs.readonly"), check=False)
+        self.assertIn("read-only", err.lower())
+        self.assertEqual(self.cat("docs", "note"), "version 2\n")
+        show = json.loads(text_of(*self.ctl, "vol", "show", "docs.readonly")[1])
+        self.assertEqual(show["inodes"],
+                         json.loads(text_of(*self.ctl, "vol", "show", "docs")[1])["inodes"])
+        # a section's volume and the root volume have replicas too
+        self.put("proj", "p", b"proj\n")
+        self.put("root", "r", b"root\n")
+        self.assertEqual(self.release("proj")[0], 0)
+        self.assertEqual(self.release("root")[0], 0)
+        self.assertEqual(self.cat("proj.readonly", "p"), "proj\n")
+        self.assertEqual(self.cat("root.readonly", "r", "shm"), "root\n")
+        self.assertNotIn("volumes", self.names("root.readonly"))
+        print("vol release: docs.readonly served read-only (EROFS) over tcp and shm, a state "
+              "of docs; made again with docs's later state; served after a restart")
+
+    def test_released_while_written(self):
+        """Releases while a writer changes the volume: each replica is one
+        state of it (fsck finds its regions and store agree, and every file
+        it holds is whole)."""
+        import threading
+        text_of(*self.ctl, "vol", "create", "busy")
+        stop = threading.Event()
+        written = []
+
+        def writer():
+            i = 0
+            while not stop.is_set():
+                self.put("busy", "f%d" % (i % 20), (b"%06d\n" % i) * 5000)
+                written.append(i)
+                i += 1
+        t = threading.Thread(target=writer)
+        t.start()
+        try:
+            for _ in range(3):
+                time.sleep(0.3)
+                if arfd_has(self, "busy.readonly"):
+                    self.idle("busy.readonly")  # the last round's readers gone
+                rc, _, err = self.release("busy")
+                self.assertEqual(rc, 0, err)
+                rc, out, err = text_of(*self.ctl, "fsck", "--volume", "busy.readonly")
+                self.assertEqual(rc, 0, out + err)
+                self.assertIn("volume busy.readonly): 0 problems", out)
+                for name in self.names("busy.readonly"):
+                    body = self.cat("busy.readonly", name)
+                    self.assertEqual(len(body), 7 * 5000, name)
+                    self.assertEqual(len(set(body.split())), 1, name)  # no mix of two writes
+        finally:
+            stop.set()
+            t.join()
+        self.assertGreater(len(written), 3)
+
+    def test_refusals(self):
+        text_of(*self.ctl, "vol", "create", "docs")
+        self.assertEqual(self.release("docs")[0], 0)
+        cases = [(("nosuch",), 1, "no volume 'nosuch' on this server"),
+                 (("docs.readonly",), 1, "is a replica: release the volume it was made from"),
+                 (("a", "b"), 2, "usage"),
+                 (("-x",), 2, "not a volume's name")]
+        for args, want, says in cases:
+            rc, _, err = text_of(*self.ctl, "vol", "release", *args, check=False)
+            self.assertEqual(rc, want, (args, err))
+            self.assertIn(says, err, args)
+        rc, _, err = text_of(*self.ctl, "vol", "create", "x.readonly", check=False)
+        self.assertEqual(rc, 1)
+        self.assertIn("a replica's, which vol release makes", err)
+        # a client connected to the replica: not replaced under it
+        if not arfproc.fuse_skip_reason():
+            m = arfproc.Mount(self.arfd.url("/"), opts="volume=docs.readonly",
+                              workdir=self.tmp.name)
+            self.addCleanup(m.stop)
+            m.start()
+            self.assertEqual(os.listdir(m.path), [])
+            with self.assertRaises(OSError) as cm:
+                with open(m.p("f"), "w") as f:
+                    f.write("no")
+            self.assertEqual(cm.exception.errno, 30)  # EROFS
+            rc, _, err = self.release("docs", check=False)
+            self.assertEqual(rc, 1)
+            # (arf-fuse holds two connections)
+            self.assertRegex(err, r"replica docs.readonly has \d+ clients? connected: unmount")
+            self.assertEqual(m.stop(), 0)
+            self.idle("docs.readonly")
+            self.assertEqual(self.release("docs")[0], 0)
+        # nothing half made is left in volumes/
+        self.assertEqual(sorted(os.listdir(os.path.join(self.arfd.data_dir, "volumes"))),
+                         ["docs", "docs.readonly", "home", "proj"])
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
  * arfd.conf and each made by vol create, with their use and counters.
  * vol create NAME [KEY=VALUE ...]: a volume made and served at once
  * (arfd/volumes.c), KEY a [regions] key.  vol rm [--force] NAME: a made
- * volume removed, with its data.  The cell's volume records (etcd)
+ * volume removed, with its data.  vol release NAME: NAME's read-only
+ * replica NAME.readonly made (again) from a snapshot of it, on the same
+ * server (AFS's vos release).  The cell's volume records (etcd)
  * are `arfctl cell status`'s.  vol locate NAME URL: where the cell says a
  * volume lives, asked of the arfd at URL (LOCATE), as a client finds it.
  */
@@ -199,6 +201,38 @@ int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 		json_object_put(o);
 		return 0;
 	}
+	if (!strcmp(sub, "release") && argc == 2) {
+		const char *name = argv[1];
+		char cmd[160];
+		if (!name[0] || strpbrk(name, " \t\n") || name[0] == '-' ||
+		    (size_t)snprintf(cmd, sizeof(cmd), "volume-release %s", name) >= sizeof(cmd)) {
+			fprintf(stderr, "arfctl: vol release: '%s': not a volume's name\n", name);
+			return 2;
+		}
+		if (arfctl_control_call(a->control, cmd, &ans))
+			return 1;
+		json_object *o = arfctl_parse_answer("vol release", ans), *list;
+		free(ans);
+		if (!o)
+			return 1;
+		if (!json_object_object_get_ex(o, "volumes", &list) ||
+		    !json_object_is_type(list, json_type_array) || !json_object_array_length(list)) {
+			fprintf(stderr, "arfctl: vol release: malformed answer from arfd (no volumes)\n");
+			json_object_put(o);
+			return 1;
+		}
+		json_object *v = json_object_array_get_idx(list, 0), *p;
+		double pause = json_object_object_get_ex(o, "pause_seconds", &p)
+				       ? json_object_get_double(p) : 0;
+		if (a->json)
+			put_json(o);
+		else
+			printf("volume %s: released from %s (its requests waited %.3f s), read-only, "
+			       "in %s\n", text(v, "volume"), text(o, "released_from"), pause,
+			       text(v, "data_dir"));
+		json_object_put(o);
+		return 0;
+	}
 	if (!strcmp(sub, "list") && argc == 1) {
 		snprintf(line, sizeof(line), "volumes");
 	} else if (!strcmp(sub, "show") && argc == 2 && strlen(argv[1]) < 64 &&
@@ -206,8 +240,9 @@ int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 		snprintf(line, sizeof(line), "volumes %s", argv[1]);
 	} else {
 		fprintf(stderr, "arfctl: usage: vol list | vol show NAME | vol create NAME "
-			"[KEY=VALUE ...] | vol rm [--force] NAME | vol locate NAME URL | "
-			"vol mkmount URL VOLUME | vol lsmount URL | vol rmmount URL\n");
+			"[KEY=VALUE ...] | vol rm [--force] NAME | vol release NAME | "
+			"vol locate NAME URL | vol mkmount URL VOLUME | vol lsmount URL | "
+			"vol rmmount URL\n");
 		return 2;
 	}
 	if (arfctl_control_call(a->control, line, &ans))
