@@ -16,7 +16,8 @@
  * again on what arrives, so the walker only ever saves work, never decides.
  * A symbolic link of a mode other than 0777 may be a volume's mount point
  * (docs/volumes.md), which the client crosses: it is always sent, with its
- * attributes even under ARF_FIND_F_NOATTR.
+ * attributes even under ARF_FIND_F_NOATTR; so is a link without attributes
+ * (in a directory the caller may not search), which may be one too.
  *
  * Argument: struct arf_find_arg, then nitems struct arf_find_item, then
  * nnodes struct arf_find_node, then the strings the nodes name (str_len

@@ -380,9 +380,11 @@ long arf_prog_find(const struct arf_find_arg *a, uint64_t len)
 				isdir = attr ? (attr->mode & 0170000u) == 0040000u : d->type == DT_DIR_;
 				/* a symbolic link not of mode 0777 may be a volume's
 				 * mount point (arfclient/volumes.c): sent whole, always,
-				 * for the client to cross */
-				mp = attr && (attr->mode & S_IFMT_) == S_IFLNK_ &&
-				     (attr->mode & 0777u) != 0777u;
+				 * for the client to cross; so is a link whose mode is
+				 * withheld (a directory we may not search) */
+				mp = attr ? (attr->mode & S_IFMT_) == S_IFLNK_ &&
+					    (attr->mode & 0777u) != 0777u
+					  : d->type == DT_LNK_;
 				if (isdir && attr && (a->flags & ARF_FIND_F_EMPTY))
 					empty = dir_empty(d->ino, d->gen);
 				EX->d = d;

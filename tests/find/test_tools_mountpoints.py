@@ -171,8 +171,14 @@ class ToolsAtMountPoints(FuseTestCase):
         with open(self.mnt.p("t", "priv", "s.txt"), "w") as f:
             f.write("needle\n")
         os.chmod(self.mnt.p("t", "priv"), 0o700)
+        # a mount point in a directory uid 65534 may read but not search
+        harness.arfctl("mkdir", url("/t/ro"))
+        harness.arfctl("vol", "mkmount", url("/t/ro/mp"), "proj")
+        os.chmod(self.mnt.p("t", "ro"), 0o744)
         self.check("arf-find", "/usr/bin/find", [["t"], ["t/priv"], ["t", "-type", "d"],
-                                                 ["t/priv", "-printf", "%i %p\\n"]])
+                                                 ["t/priv", "-printf", "%i %p\\n"],
+                                                 ["t/ro"], ["t/ro", "-type", "l"],
+                                                 ["t/ro", "-printf", "%y %p\\n"]])
         self.check("arf-du", "/usr/bin/du", [["t"], ["-a", "t"], ["--inodes", "-s", "t"]])
         # (uid 65534 may not open it: du walks it through the mount)
         self.check("arf-du", "/usr/bin/du", [["t/priv"]], stats=False)

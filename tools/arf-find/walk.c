@@ -200,6 +200,9 @@ struct walk {
 	size_t head, tail, cap;
 	uint32_t max_ents, max_out;
 	uint8_t *arg, *out;
+	char *ld_path;             /* mount_lists_dir's directory, and the names the */
+	char **ld_names;           /* mount lists as directories there */
+	size_t ld_n;
 };
 
 #define ARG_MAX_BYTES 65536u
@@ -371,6 +374,53 @@ static int cross(const struct dir *parent, struct find_ent *e, const char *name,
 	return 1;
 }
 
+static void ld_free(struct walk *w)
+{
+	for (size_t i = 0; i < w->ld_n; i++)
+		free(w->ld_names[i]);
+	free(w->ld_names);
+	free(w->ld_path);
+	w->ld_names = NULL;
+	w->ld_path = NULL;
+	w->ld_n = 0;
+}
+
+/* Whether the mount lists name in directory path as a directory: a mount
+ * point does (in a directory we may read but not search, its entry comes
+ * from the server without attributes, as a link).  The directory's names
+ * are read once through the mount, for the entries of one directory. */
+static int mount_lists_dir(struct walk *w, const char *path, const char *name)
+{
+	if (!w->ld_path || strcmp(w->ld_path, path)) {
+		DIR *dd = opendir(path);
+		struct dirent *de;
+		size_t cap = 0;
+
+		ld_free(w);
+		if (!(w->ld_path = strdup(path)))
+			return 0;
+		while (dd && (de = readdir(dd)))
+			if (de->d_type == DT_DIR && strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+				if (w->ld_n == cap) {
+					char **nn = realloc(w->ld_names,
+							    (cap = cap ? 2 * cap : 16) * sizeof(*nn));
+					if (!nn)
+						break;
+					w->ld_names = nn;
+				}
+				if (!(w->ld_names[w->ld_n] = strdup(de->d_name)))
+					break;
+				w->ld_n++;
+			}
+		if (dd)
+			closedir(dd);
+	}
+	for (size_t i = 0; i < w->ld_n; i++)
+		if (!strcmp(w->ld_names[i], name))
+			return 1;
+	return 0;
+}
+
 /* One entry that came back: evaluated, and queued when it is a directory
  * to enter. */
 static int entry(struct walk *w, struct dir *parent, const struct arf_find_rec *rec,
@@ -446,7 +496,9 @@ static int entry(struct walk *w, struct dir *parent, const struct arf_find_rec *
 		 * gives, and every test that needs more fails (eval.c); a
 		 * directory, which fts must stat, has no type and is reported
 		 * at once, and is not entered */
-		int isdir = d.type == DT_DIR;
+		int isdir = d.type == DT_DIR ||
+			    (d.type == DT_LNK && parent->mount &&
+			     mount_lists_dir(w, parent->path, name)); /* a mount point */
 
 		run->nostat_said = 0;
 		if (isdir) {
@@ -802,6 +854,7 @@ out:
 	}
 	fflush(stdout);
 	conns_close(run);
+	ld_free(&w);
 	free(w.q);
 	free(w.arg);
 	free(w.out);
