@@ -51,6 +51,7 @@
 #include <json-c/json.h>
 
 #include "arf_meta.h"
+#include "arf_net.h"
 #include "arf_ops.h"
 #include "arfd.h"
 #include "arfd_cell.h"
@@ -540,6 +541,38 @@ int arfd_volume_is_replica(const char *name)
 	return n > k && !strcmp(name + n - k, ".readonly");
 }
 
+#define SWAP_WAIT_MS 10000 /* for a replaced replica's clients to be gone */
+
+/* The replica old, which the new one is to replace, made unreachable: no
+ * hello finds it (marked removed, as vol rm marks; on_hello counts itself
+ * among its clients before it looks), its connections are shut down, and
+ * their closing waited for.  Their clients dial again, and find the new
+ * replica once it is served: its files keep their handles (a snapshot
+ * keeps inode numbers and generations), so open files go on, and a file
+ * the volume no longer has is stale.  0, or -ETIMEDOUT with err (old is
+ * served again). */
+static int swap_out(struct arfd *d, struct arfd *old, const char *roname, char *err,
+		    size_t errlen)
+{
+	__atomic_store_n(&old->removed, 1, __ATOMIC_SEQ_CST);
+	int n = arf_net_server_drop_view(d->net, old->view);
+	for (int ms = 0; __atomic_load_n(&old->clients, __ATOMIC_SEQ_CST); ms++) {
+		if (ms == SWAP_WAIT_MS) {
+			__atomic_store_n(&old->removed, 0, __ATOMIC_SEQ_CST);
+			snprintf(err, errlen, "the %llu clients of %s did not let go within %d s",
+				 (unsigned long long)__atomic_load_n(&old->clients, __ATOMIC_SEQ_CST),
+				 roname, SWAP_WAIT_MS / 1000);
+			return -ETIMEDOUT;
+		}
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	if (n)
+		arfd_log(ARFD_LOG_INFO, "vol release: %d connection%s to the replica %s closed: "
+			 "they dial again", n, n == 1 ? "" : "s", roname);
+	return 0;
+}
+
 /*
  * "volume-release NAME" (`arfctl vol release`, AFS's `vos release`): a
  * read-only snapshot of volume NAME, served as NAME.readonly by this
@@ -550,9 +583,9 @@ int arfd_volume_is_replica(const char *name)
  * and the data log copied), so it is one state of NAME and the pause is
  * the copy's.  It is made in DATA_DIR/volumes/+NAME.readonly.new (a
  * tombstone's name: a crash leaves nothing the next start would serve),
- * then the replica before it, if any, is removed -- refused while a client
- * is connected to it -- and the new one renamed into place and served, its
- * volume.conf saying what it is.  A replica is served read-only at every
+ * then the replica before it, if any, is replaced: its clients are
+ * disconnected (swap_out) and dial again, finding the new one, which is
+ * renamed into place and served, its volume.conf saying what it is.  A replica is served read-only at every
  * start (its name says so: arfd_volume_add).  Replicas on other servers
  * need the snapshot sent there: not built (docs/volumes.md).
  */
@@ -594,32 +627,20 @@ json_object *arfd_volume_release(struct arfd *d, const char *args)
 		r = fail("volume %s: the cell records it on server '%.63s'", roname, rec.server);
 		goto out;
 	}
-	if ((old = arfd_volume_find(d, roname))) {
-		/* as vol rm: marked before its clients are counted */
-		__atomic_store_n(&old->removed, 1, __ATOMIC_SEQ_CST);
-		uint64_t clients = __atomic_load_n(&old->clients, __ATOMIC_SEQ_CST);
-		if (clients) {
-			__atomic_store_n(&old->removed, 0, __ATOMIC_SEQ_CST);
-			r = fail("replica %s has %llu client%s connected: unmount %s first (a replica "
-				 "is not yet replaced under its clients)", roname,
-				 (unsigned long long)clients, clients == 1 ? "" : "s",
-				 clients == 1 ? "it" : "them");
-			goto out;
-		}
-	}
+	old = arfd_volume_find(d, roname);
 	snprintf(parent, sizeof(parent), "%s/volumes", d->cfg.data_dir);
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/+%s.new", parent, roname) >= sizeof(tmp) ||
 	    vol_path(d, roname, 0, path, sizeof(path))) {
 		r = fail("volume %s: its data directory's path is too long", roname);
-		goto undo;
+		goto out;
 	}
 	if (mkdir(parent, 0700) && errno != EEXIST) {
 		r = fail("%.300s: %s", parent, strerror(errno));
-		goto undo;
+		goto out;
 	}
 	if (!access(tmp, F_OK) && remove_tree(tmp)) { /* a release that failed before */
 		r = fail("%s", tomb_err);
-		goto undo;
+		goto out;
 	}
 
 	/* the snapshot: NAME's requests wait meanwhile */
@@ -649,9 +670,14 @@ json_object *arfd_volume_release(struct arfd *d, const char *args)
 	if (rc) {
 		remove_tree(tmp);
 		r = fail("vol release %s: %s", name, err);
-		goto undo;
+		goto out;
 	}
 	sync_dir(tmp);
+	if (old && (rc = swap_out(d, old, roname, err, sizeof(err)))) {
+		remove_tree(tmp);
+		r = fail("vol release %s: %s", name, err);
+		goto out;
+	}
 	if (old)
 		discard(d, old, roname, "vol release");
 	if (rename(tmp, path)) {
@@ -683,9 +709,6 @@ json_object *arfd_volume_release(struct arfd *d, const char *args)
 		json_object_object_add(r, "pause_seconds", json_object_new_double(pause));
 	}
 	goto out;
-undo:
-	if (old)
-		__atomic_store_n(&old->removed, 0, __ATOMIC_SEQ_CST);
 out:
 	pthread_mutex_unlock(&d->vol_lock);
 	return r;

@@ -420,6 +420,11 @@ int arf_net_server_set_view_info(struct arf_net_server *s, uint32_t view, const 
  * has made sure no connection is in the view, and lets none in again; the
  * view's number is not used again. */
 void arf_net_server_retire_view(struct arf_net_server *s, uint32_t view);
+/* Shut down every connection in view (from any thread): each is closed as
+ * a client that hung up is (on_close), and its client dials again.  The
+ * embedder refuses new hellos for the view first, and waits for its
+ * connections' on_close before it retires the view.  Returns how many. */
+int arf_net_server_drop_view(struct arf_net_server *s, uint32_t view);
 /* One view's share of the soft-NIC's one-sided reads (the counters'
  * one_sided_reads and one_sided_bytes). */
 void arf_net_server_view_reads(struct arf_net_server *s, uint32_t view, uint64_t *reads,

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -169,6 +170,25 @@ void arf_net_server_retire_view(struct arf_net_server *s, uint32_t view)
 	s->info[view] = NULL;
 	s->info_len[view] = 0;
 	pthread_mutex_unlock(&s->info_lock);
+}
+
+int arf_net_server_drop_view(struct arf_net_server *s, uint32_t view)
+{
+	int n = 0;
+
+	if (!s || !view || view >= ARF_NET_MAX_VIEWS)
+		return 0;
+	/* in the list, a connection's descriptor is open (it is closed after
+	 * conn_close takes it out, under this lock); the soft-NIC sees the
+	 * shutdown as a hang-up and closes it there */
+	pthread_mutex_lock(&s->conns_lock);
+	for (struct arf_net_sconn *c = s->conns; c; c = c->next)
+		if (__atomic_load_n(&c->view, __ATOMIC_ACQUIRE) == view) {
+			shutdown(c->fd, SHUT_RDWR);
+			n++;
+		}
+	pthread_mutex_unlock(&s->conns_lock);
+	return n;
 }
 
 int arf_net_server_set_info(struct arf_net_server *s, const void *info, size_t len)
