@@ -648,7 +648,12 @@ int arfd_datalog_copy(struct arfd_datalog *l, const char *dir, char *err, size_t
 		const struct seg *sg = &l->segs[i];
 		seg_path(l, sg->id, from, sizeof(from));
 		snprintf(to, sizeof(to), "%s/%s", dir, strrchr(from, '/') + 1);
-		if ((rc = copy_file(from, to, sg->size)))
+		/* a closed segment is never written again (delete_seg does not
+		 * recycle a file with another link): the copy links it; the head
+		 * grows, and is copied */
+		if (sg == l->head || link(from, to) < 0)
+			rc = copy_file(from, to, sg->size);
+		if (rc)
 			rc = fail(err, errlen, rc, "copying %s: %s", from);
 	}
 	if (!rc && (rc = sync_dir(dir)))
@@ -1003,9 +1008,13 @@ static int delete_seg(struct arfd_datalog *l, struct seg *s, char *err, size_t e
 	char p[600];
 	size_t i = (size_t)(s - l->segs);
 
+	struct stat st;
+
 	seg_close_fd(s);
 	seg_path(l, s->id, p, sizeof(p));
-	if (l->nspares < SPARES) { /* kept for a later head (recycling, above) */
+	/* kept for a later head (recycling, above), which overwrites it: not
+	 * a file another data log links too (a replica's, arfd_datalog_copy) */
+	if (l->nspares < SPARES && stat(p, &st) == 0 && st.st_nlink == 1) {
 		char to[600];
 		spare_path(l, s->id, to, sizeof(to));
 		if (rename(p, to) == 0 && ids_push(&l->spares, &l->nspares, &l->sparecap, s->id))

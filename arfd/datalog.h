@@ -149,7 +149,9 @@ int arfd_datalog_compare(struct arfd_datalog *l, const uint8_t *data, uint64_t d
 void arfd_datalog_stats(struct arfd_datalog *l, struct arfd_datalog_stats *s);
 /* A copy of every segment, as long as it is now, in the new directory dir
  * (synced), under the log's locks: what a scan at this moment would read.
- * The caller has made everything appended durable (vol release). */
+ * Closed segments, never written again, are hard links (a segment with
+ * another link is not recycled); the head is copied.  The caller has made
+ * everything appended durable (vol release). */
 int arfd_datalog_copy(struct arfd_datalog *l, const char *dir, char *err, size_t errlen);
 /* Delete the spare files kept for recycling (arfctl checkpoint gives their
  * space back; later heads are created afresh until reclamation keeps more). */

@@ -577,6 +577,60 @@ class Release(VolumeCase):
             time.sleep(0.2)
         self.assertEqual(m.stop(), 0)
 
+    def test_source_reclaims_what_a_replica_links(self):
+        """A replica links the source's closed data log segments (no copy:
+        a pause of milliseconds) and copies only the head.  The source then
+        rewrites its files until reclamation deletes those segments: it
+        unlinks them rather than recycling (overwriting) a file the replica
+        links, and the replica keeps its contents, fsck-clean, also after a
+        restart."""
+        src = os.path.join(self.tmp.name, "data")
+        first = os.urandom(1 << 20) * 8
+        with open(src, "wb") as f:  # in the first segment, closed by what follows
+            f.write(first)
+        arfctl("put", src, self.arfd.url("/a"))
+        with open(src, "wb") as f:
+            f.write(os.urandom(1 << 20) * 70)
+        arfctl("put", src, self.arfd.url("/b"))
+        out = json.loads(text_of("--json", *self.ctl, "vol", "release", "root")[1])
+        self.assertLess(out["pause_seconds"], 5)
+        segs = lambda d: {n: os.stat(os.path.join(d, n)).st_ino  # noqa: E731
+                          for n in os.listdir(d) if n.endswith(".seg")}
+        mine = os.path.join(self.arfd.data_dir, "datalog")
+        theirs = os.path.join(self.arfd.data_dir, "volumes", "root.readonly", "datalog")
+        linked = {n: i for n, i in segs(theirs).items() if segs(mine).get(n) == i}
+        self.assertTrue(linked, (segs(mine), segs(theirs)))
+        text_of("rm", self.arfd.url("/b"))
+        stats = lambda: json.loads(text_of("--json", *self.ctl, "stats")[1])  # noqa: E731
+        with open(src, "wb") as f:
+            f.write(os.urandom(1 << 20) * 8)
+        for i in range(80):  # the source rewrites a until the linked segments die,
+            with open(src, "r+b") as f:  # and heads were made of deleted ones since
+                f.write(b"%08d" % i)
+            arfctl("put", src, self.arfd.url("/a"))
+            now = segs(mine)
+            if all(now.get(n) != ino for n, ino in linked.items()) and \
+                    stats()["store"]["log_recycled"] >= 3:
+                break
+        now = segs(mine)
+        self.assertTrue(all(now.get(n) != ino for n, ino in linked.items()),
+                        "the linked segments were never reclaimed")
+        st = stats()["store"]
+        self.assertGreater(st["log_reclaimed_bytes"], 0, st)
+        self.assertGreaterEqual(st["log_recycled"], 3, st)
+        self.assertEqual({n: i for n, i in segs(theirs).items() if n in linked}, linked)
+        rc, out_, err = text_of(*self.ctl, "fsck", "--volume", "root.readonly")
+        self.assertIn("volume root.readonly): 0 problems", out_ + err)
+        got = arfctl("cat", vurl(self.arfd, "/a", "root.readonly", "shm")).stdout
+        self.assertEqual(got, first)
+        self.arfd.restart()  # the replica recovered from its linked segments
+        got = arfctl("cat", vurl(self.arfd, "/a", "root.readonly")).stdout
+        self.assertEqual(got, first)
+        print("vol release of a 78 MiB root volume paused it %.3f s, linking %d segment(s); "
+              "the source reclaimed %d MiB after (recycled %d), the replica intact" % (
+                  out["pause_seconds"], len(linked), st["log_reclaimed_bytes"] >> 20,
+                  st["log_recycled"]))
+
     def test_released_while_written(self):
         """Releases while a writer changes the volume: each replica is one
         state of it (fsck finds its regions and store agree, and every file
