@@ -170,8 +170,10 @@ struct json_object *arfd_volume_remove(struct arfd *root, const char *args);
 /* "volume-release NAME": NAME's read-only replica NAME.readonly made (or
  * made again) from a snapshot of it, on this server (AFS's vos release). */
 struct json_object *arfd_volume_release(struct arfd *root, const char *args);
-/* Whether volume name is a replica (".readonly"): served read-only. */
-int arfd_volume_is_replica(const char *name);
+/* How many more volumes this run of arfd can serve (server.c: places and
+ * net views are not used again until a restart). */
+int arfd_volume_room(const struct arfd *root);
+
 
 /*
  * Request procedures (procs.c): one entry per request kind, as nfsd's

@@ -366,6 +366,13 @@ struct load_ctx {
 	int failed;
 };
 
+int arfd_volume_is_replica(const char *name)
+{
+	size_t n = strlen(name), k = strlen(".readonly");
+
+	return n > k && !strcmp(name + n - k, ".readonly");
+}
+
 int arfd_volume_name_ok(const char *name)
 {
 	/* a cell's names (cell/records.c): the same volume names in etcd */
@@ -601,6 +608,11 @@ static int arfd_config_check_cell(const struct arfd_config *cfg, char *err, size
 	    (cfg->cell_root_volume[0] && !arf_cell_name_ok(cfg->cell_root_volume))) {
 		snprintf(err, errlen, "[cell] name, server_id and root_volume are 1 to 63 of A-Z a-z "
 			 "0-9 . _ -");
+		return -1;
+	}
+	if (arfd_volume_is_replica(cfg->cell_root_volume)) {
+		snprintf(err, errlen, "[cell] root_volume = %s: a name ending in .readonly is a "
+			 "replica's (arfctl vol release)", cfg->cell_root_volume);
 		return -1;
 	}
 	for (int i = 0; i < cfg->nvolumes; i++)

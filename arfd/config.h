@@ -114,6 +114,9 @@ struct arfd_config {
 	int  nvolumes;
 };
 
+/* Whether volume name is a replica's (".readonly", made by arfctl vol
+ * release): served read-only, always. */
+int arfd_volume_is_replica(const char *name);
 /* Is name a volume's name: 1-63 of [A-Za-z0-9._-], not "." or "..", not
  * "root" (the root volume's)? */
 int arfd_volume_name_ok(const char *name);

@@ -602,7 +602,9 @@ static void fsck_report(void *ctx, const char *kind, const char *msg)
  * fs_lock; returns with it held). */
 void arfd_quiesce(struct arfd *d)
 {
-	while (d->durable_seq < d->applied_seq) {
+	/* a failed sync makes nothing durable any more (commit.c): the caller
+	 * finds the failure when it syncs itself */
+	while (d->durable_seq < d->applied_seq && !d->sync_failed && !arfd_failed(d)) {
 		if (d->sync_wanted < d->applied_seq)
 			d->sync_wanted = d->applied_seq;
 		pthread_cond_signal(&d->commit_cond);

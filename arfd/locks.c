@@ -726,7 +726,9 @@ int arfd_locks_start(struct arfd *d, char *err, size_t errlen)
 	if ((rc = arfd_store_scan(d->store, "L", 1, load_one, &lc, err, errlen)))
 		return rc;
 	uint64_t now = now_ms();
-	if (lc.n && d->cfg.lock_grace_s) {
+	/* a replica's records are its source's clients, which never reclaim
+	 * here (vol release): no grace period to wait out */
+	if (lc.n && d->cfg.lock_grace_s && !arfd_volume_is_replica(d->volume)) {
 		lm->grace_until = now + (uint64_t)d->cfg.lock_grace_s * 1000u;
 		lm->nlisted = (unsigned)lc.n;
 		for (size_t b = 0; b < NCLIB; b++)

@@ -598,6 +598,14 @@ int arfd_volume_add(struct arfd *d, const char *name, const struct arfd_config *
 	return 0;
 }
 
+int arfd_volume_room(const struct arfd *d)
+{
+	int by_slot = ARFD_MAX_VOLUMES - __atomic_load_n(&d->nvols, __ATOMIC_ACQUIRE);
+	int by_view = ARF_NET_MAX_VIEWS - (int)(d->next_view ? d->next_view : 1);
+
+	return by_slot < by_view ? by_slot : by_view;
+}
+
 /* The [volume NAME] sections, then the volumes made by arfctl vol create
  * (volumes.c), each one more struct arfd on d's server. */
 static int volumes_start(struct arfd *d, char *err, size_t errlen)

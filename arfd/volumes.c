@@ -166,17 +166,18 @@ int arfd_volumes_made_start(struct arfd *d, char *err, size_t errlen)
 	struct dirent *e;
 	while ((e = readdir(dh)) && n < sizeof(names) / sizeof(names[0])) {
 		char path[sizeof(dir) + 2 * ARFD_VOLUME_NAME_MAX];
-		if (e->d_name[0] == '+' && arfd_volume_name_ok(e->d_name + 1)) {
-			/* a vol rm that a crash cut short: finished now */
+		if (e->d_name[0] == '+' && e->d_name[1]) {
+			/* a vol rm (+NAME) or vol release (+NAME.new) that a crash
+			 * cut short: finished now (no volume's name starts with +) */
 			char tomb[PATH_MAX];
 			if ((size_t)snprintf(tomb, sizeof(tomb), "%s/%.200s", dir, e->d_name) >=
 			    sizeof(tomb))
 				continue;
 			if (remove_tree(tomb))
-				arfd_log(ARFD_LOG_WARN, "removed volume %s: %s", e->d_name + 1, tomb_err);
+				arfd_log(ARFD_LOG_WARN, "removing %s, left by vol rm or vol release: %s",
+					 tomb, tomb_err);
 			else
-				arfd_log(ARFD_LOG_INFO, "removed volume %s: its files deleted",
-					 e->d_name + 1);
+				arfd_log(ARFD_LOG_INFO, "removed %s, left by vol rm or vol release", tomb);
 			continue;
 		}
 		if (!arfd_volume_name_ok(e->d_name) || in_config(d, e->d_name) ||
@@ -482,6 +483,10 @@ json_object *arfd_volume_remove(struct arfd *d, const char *args)
 		r = fail("no volume '%.63s' on this server", name);
 		goto out;
 	}
+	if (v == d) { /* by its name in the cell ([cell] root_volume) */
+		r = fail("the root volume is the server's own: it is not removed");
+		goto out;
+	}
 	if (in_config(d, name)) {
 		r = fail("volume %s is arfd.conf's [volume %s] section: remove the section, restart "
 			 "arfd, then remove its directory", name, name);
@@ -534,14 +539,22 @@ out:
 
 /* ---- vol release ----------------------------------------------------------- */
 
-int arfd_volume_is_replica(const char *name)
-{
-	size_t n = strlen(name), k = strlen(".readonly");
-
-	return n > k && !strcmp(name + n - k, ".readonly");
-}
 
 #define SWAP_WAIT_MS 10000 /* for a replaced replica's clients to be gone */
+#define REPLICA_MARK "a read-only replica of " /* in volume.conf's first line */
+
+/* Whether DATA_DIR/volumes/NAME's volume.conf says vol release made it. */
+static int made_by_release(const struct arfd *d, const char *name)
+{
+	char path[PATH_MAX], line[256] = "";
+	FILE *f;
+
+	if (vol_path(d, name, 1, path, sizeof(path)) || !(f = fopen(path, "re")))
+		return 0;
+	int ok = fgets(line, sizeof(line), f) && strstr(line, REPLICA_MARK);
+	fclose(f);
+	return ok;
+}
 
 /* The replica old, which the new one is to replace, made unreachable: no
  * hello finds it (marked removed, as vol rm marks; on_hello counts itself
@@ -628,6 +641,17 @@ json_object *arfd_volume_release(struct arfd *d, const char *args)
 		goto out;
 	}
 	old = arfd_volume_find(d, roname);
+	if (old && (old == d || !made_by_release(d, roname))) {
+		r = fail("volume %s is no replica vol release made: it is not replaced", roname);
+		goto out;
+	}
+	/* room for the new one, before the old one goes: each volume served in
+	 * this run keeps its place until a restart (server.c) */
+	if (arfd_volume_room(d) < 1) {
+		r = fail("vol release %s: no volume place left in this run of arfd (15, removed "
+			 "and replaced ones included): restart it", name);
+		goto out;
+	}
 	snprintf(parent, sizeof(parent), "%s/volumes", d->cfg.data_dir);
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/+%s.new", parent, roname) >= sizeof(tmp) ||
 	    vol_path(d, roname, 0, path, sizeof(path))) {
@@ -639,6 +663,12 @@ json_object *arfd_volume_release(struct arfd *d, const char *args)
 		goto out;
 	}
 	if (!access(tmp, F_OK) && remove_tree(tmp)) { /* a release that failed before */
+		r = fail("%s", tomb_err);
+		goto out;
+	}
+	char tomb[PATH_MAX + 80];
+	snprintf(tomb, sizeof(tomb), "%s/+%.64s", parent, roname); /* where discard() puts it */
+	if (old && !access(tomb, F_OK) && remove_tree(tomb)) { /* a delete that failed before */
 		r = fail("%s", tomb_err);
 		goto out;
 	}
@@ -663,7 +693,7 @@ json_object *arfd_volume_release(struct arfd *d, const char *args)
 	memset(&v, 0, sizeof(v));
 	memcpy(v.name, roname, strlen(roname) + 1); /* < ARFD_VOLUME_NAME_MAX: checked */
 	char how[160];
-	snprintf(how, sizeof(how), "a read-only replica of %.63s made by arfctl vol release", base);
+	snprintf(how, sizeof(how), REPLICA_MARK "%.63s made by arfctl vol release", base);
 	if (!rc && (size_t)snprintf(conf, sizeof(conf), "%s/" VOLUME_CONF, tmp) < sizeof(conf) &&
 	    (rc = write_conf(conf, &v, how)))
 		snprintf(err, sizeof(err), "%.300s: %s", conf, strerror(-rc));
@@ -678,8 +708,14 @@ json_object *arfd_volume_release(struct arfd *d, const char *args)
 		r = fail("vol release %s: %s", name, err);
 		goto out;
 	}
-	if (old)
+	if (old) {
 		discard(d, old, roname, "vol release");
+		if (tomb_err[0] && !access(path, F_OK)) { /* still in the way */
+			r = fail("vol release %s: the old replica's files: %s (the new one is left in "
+				 "%.300s)", name, tomb_err, tmp);
+			goto out;
+		}
+	}
 	if (rename(tmp, path)) {
 		snprintf(err, sizeof(err), "renaming %.300s: %s", tmp, strerror(errno));
 		remove_tree(tmp);

@@ -339,8 +339,10 @@ class Made(VolumeCase):
         vols = os.path.join(self.arfd.data_dir, "volumes")
         # what a crash right after vol rm's rename leaves: its tombstone
         os.rename(os.path.join(vols, "cut"), os.path.join(vols, "+cut"))
+        # and a vol release's, of a long name (no volume's name: still removed)
+        os.makedirs(os.path.join(vols, "+" + "n" * 60 + ".readonly.new", "datalog"))
         self.arfd.start()
-        self.assertIn("removed volume cut: its files deleted", self.arfd.log())
+        self.assertIn("removed %s/+cut, left by vol rm or vol release" % vols, self.arfd.log())
         self.assertEqual(sorted(os.listdir(vols)), ["home", "proj"])
         rc, _, err = text_of("ls", vurl(self.arfd, "/", "cut"), check=False)
         self.assertIn("no volume 'cut' on this server", err)
@@ -631,6 +633,24 @@ class Release(VolumeCase):
                   out["pause_seconds"], len(linked), st["log_reclaimed_bytes"] >> 20,
                   st["log_recycled"]))
 
+    def test_release_of_a_failed_volume(self):
+        """A volume whose sync failed (nothing becomes durable any more) is
+        not released: the release answers at once with the reason, and
+        arfd goes on answering and stops on SIGTERM (it waited for ever)."""
+        self.arfd.stop()
+        bad = Arfd(workdir=os.path.join(self.tmp.name, "bad"),
+                   extra={"server.test_fail_sync": "1"})
+        self.addCleanup(bad.cleanup)
+        bad.start()
+        text_of("mkdir", bad.url("/d"), check=False)  # its sync fails
+        ctl = ["--control", bad.control]
+        p = arfctl(*ctl, "vol", "release", "root", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"vol release root", p.stderr)
+        self.assertEqual(arfctl(*ctl, "status", check=False).returncode, 0)
+        self.assertEqual(arfctl(*ctl, "checkpoint", check=False).returncode, 1)
+        bad.stop()
+
     def test_released_while_written(self):
         """Releases while a writer changes the volume: each replica is one
         state of it (fsck finds its regions and store agree, and every file
@@ -684,6 +704,38 @@ class Release(VolumeCase):
         # nothing half made is left in volumes/
         self.assertEqual(sorted(os.listdir(os.path.join(self.arfd.data_dir, "volumes"))),
                          ["docs", "docs.readonly", "home", "proj"])
+        # a volume named *.readonly that vol release did not make (from before
+        # names were kept for replicas) is never replaced
+        text_of(*self.ctl, "vol", "create", "legacy")
+        text_of(*self.ctl, "vol", "create", "other")
+        self.put("other", "work", b"years of it\n")
+        self.arfd.stop()
+        vols = os.path.join(self.arfd.data_dir, "volumes")
+        os.rename(os.path.join(vols, "other"), os.path.join(vols, "legacy.readonly"))
+        self.arfd.start()
+        rc, _, err = self.release("legacy", check=False)
+        self.assertEqual(rc, 1)
+        self.assertIn("volume legacy.readonly is no replica vol release made", err)
+        self.assertEqual(self.cat("legacy.readonly", "work"), "years of it\n")
+        # no place left for another volume in this run: refused before the
+        # replica it would replace goes
+        for _ in range(20):
+            rc, _, err = self.release("docs", check=False)
+            if rc:
+                break
+        self.assertEqual(rc, 1)
+        self.assertIn("no volume place left in this run of arfd", err)
+        self.assertIn("docs.readonly", self.names("root") + [
+            v["volume"] for v in json.loads(text_of("--json", *self.ctl, "vol", "list")[1])
+            ["volumes"]])
+        self.assertEqual(self.names("docs.readonly"), [])
+        # [cell] root_volume may not be a replica's name
+        conf = os.path.join(self.tmp.name, "cell.conf")
+        with open(conf, "w") as f:
+            f.write("[cell]\netcd = http://127.0.0.1:2379\nname = c\nroot_volume = x.readonly\n")
+        rc, _, err = text_of("config", "check", conf, check=False)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("a name ending in .readonly is a replica's", err)
 
 
 if __name__ == "__main__":

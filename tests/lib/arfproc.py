@@ -240,7 +240,7 @@ class Arfd:
         self.keep_port = False
         self._log = None
         if rdma is None:
-            rdma = bool(RDMA_DEVICES)
+            rdma = bool(RDMA_DEVICES) and not netns  # RDMA_ADDR is this namespace's
         self.rdma_port = free_port() if rdma else None
 
     @property
@@ -722,19 +722,37 @@ def netns_skip_reason():
     return _NETNS_WHY
 
 
+def _addrs_in_use():
+    """The IPv4 addresses of this namespace's interfaces (leaked test pairs
+    included) and the networks its routes lead to."""
+    out = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True,
+                         text=True).stdout
+    return {w.split("/")[0] for line in out.splitlines() for w in line.split()[3:4]}
+
+
 class Netns:
     """A network namespace of the test's own, joined to this one by a veth
-    pair: host_addr on this side, addr inside, a /30 of 10.0.0.0/8 picked
-    from the pid and k (a test's k-th namespace); lo is up inside.  Traffic
-    stays on the pair.  remove() deletes the namespace and the pair, and
-    goes on past what is already gone (after a failed create too)."""
+    pair: host_addr on this side, addr inside, a /30 of 198.18.0.0/15 (the
+    range RFC 2544 keeps for benchmark networks, on no real network)
+    picked from the pid and k (a test's k-th namespace), and past any /30
+    an interface here uses already (another run's, a leaked one); lo is up
+    inside.  Traffic stays on the pair.  remove() deletes the namespace and
+    the pair, and goes on past what is already gone (after a failed create
+    too)."""
 
     def __init__(self, k):
         tag = "%d_%d" % (os.getpid() % 100000, k)
         self.name = "arf" + tag
         self.host_if, self.ns_if = "arfh" + tag, "arfn" + tag
-        net = "10.%d.%d" % (200 + k, os.getpid() % 250)
-        self.host_addr, self.addr = net + ".1", net + ".2"
+        used = _addrs_in_use()
+        block = (os.getpid() * 8 + k * 977) % 32768
+        for _ in range(32768):
+            base = (198 << 24) | (18 << 16) | (block * 4)
+            quad = lambda n: ".".join(str((n >> s) & 255) for s in (24, 16, 8, 0))  # noqa: E731
+            self.host_addr, self.addr = quad(base + 1), quad(base + 2)
+            if self.host_addr not in used and self.addr not in used:
+                break
+            block = (block + 1) % 32768
 
     def create(self):
         ns = ["ip", "netns", "exec", self.name]

@@ -430,7 +430,9 @@ static int config_check(const char *file)
 	char err[512];
 
 	arfd_config_defaults(&cfg);
-	if (arfd_config_load(&cfg, file, err, sizeof(err))) {
+	/* what arfd checks at its start: each key, then how they go together */
+	if (arfd_config_load(&cfg, file, err, sizeof(err)) ||
+	    arfd_config_check(&cfg, err, sizeof(err))) {
 		fprintf(stderr, "arfctl: config check: %s\n", err);
 		return 1;
 	}
