@@ -410,6 +410,27 @@ class Cell(EtcdCase):
         self.assertIn(b"fio.dat", arfctl("ls", c.url("/?volume=proj")).stdout)
         self.assertEqual(m.stop(), 0)
 
+    def test_walk_past_a_server_without_programs(self):
+        """arf-find by URL across a mount point to a server that runs no
+        programs ([programs] enable = false): that volume is reported and
+        left out, and the rest of the tree is still walked (it was all
+        given up)."""
+        self.etcd.start()
+        a = self.arfd("a", extra={"cell.root_volume": "root"})
+        b = self.arfd("b", config="[volume proj]\n", extra={"programs.enable": "false"})
+        wait_until(lambda: arfctl("vol", "locate", "proj", a.url("/"),
+                                  check=False).returncode == 0, 15, "a's copy has proj")
+        arfctl("mkdir", a.url("/t"))
+        arfctl("vol", "mkmount", a.url("/t/a0"), "proj")
+        for d in ("t/m", "t/m/deep", "t/z"):
+            arfctl("mkdir", a.url("/" + d))
+        find = os.path.join(harness.BUILD, "tools", "arf-find", "arf-find")
+        p = subprocess.run([find, a.url("/t")], capture_output=True, timeout=60)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertIn(b"the server could not run the walk", p.stderr)
+        got = sorted(x[len(a.url("/t")):] for x in p.stdout.decode().split())
+        self.assertEqual(got, ["", "/a0", "/m", "/m/deep", "/z"])
+
     def test_dead_volume_blocks_only_itself(self):
         """A hard mount: with b killed, 64 processes wait on its volume
         behind a mount point, and the rest of the tree (a's root volume)

@@ -772,8 +772,24 @@ static int walk_start(struct walk *w, struct start *s)
 	d->nvols = 1;
 	while (w->head < w->tail) {
 		r = run_once(w);
-		if (r < 0)
+		if (r == -ENOMEM || r == -EPROTO)
 			break;
+		if (r < 0) {
+			/* that volume's server could not run the walk (said): its
+			 * directories are left, the other volumes' walked on */
+			arf_client *bad = w->q[w->head]->c;
+			size_t k = w->head;
+
+			for (size_t i = w->head; i < w->tail; i++)
+				if (w->q[i]->c == bad) {
+					free(w->q[i]->path);
+					free(w->q[i]);
+				} else {
+					w->q[k++] = w->q[i];
+				}
+			w->tail = k;
+			r = 0;
+		}
 	}
 	while (w->head < w->tail) { /* after an error: what was left */
 		free(w->q[w->head]->path);
