@@ -38,6 +38,9 @@
  * corrected).  At most MAX_MOVED times in one dial, against loops.
  */
 #define MAX_MOVED 4
+/* A server that is taking the volume over (EAGAIN: arfctl vol move) is
+ * asked again every DELAY_MS, for up to the call's timeout. */
+#define DELAY_MS 20
 
 static int redirect(arf_client *c, const char *msg)
 {
@@ -81,8 +84,18 @@ static int dial(arf_client *c, struct arf_net_conn **conn, struct arf_proto_info
 	no.resvport = c->opts.resvport;
 	no.hello = c->hello;
 	no.hello_len = c->hello_len;
+	uint32_t delayed_ms = 0, bound_ms = c->opts.timeout_ms ? c->opts.timeout_ms : 30000;
 	for (int hop = 0;; hop++) {
 		rc = arf_net_connect(&no, conn, err, errlen);
+		if (rc == -EAGAIN && delayed_ms < bound_ms) {
+			/* the volume is being moved to that server (NFSv4's
+			 * NFS4ERR_DELAY): it serves it in a moment */
+			struct timespec ts = { 0, DELAY_MS * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+			delayed_ms += DELAY_MS;
+			hop = -1;
+			continue;
+		}
 		/* a credential token is for the server that minted it: never
 		 * carried to another one on a server's word */
 		if (rc != -EREMOTE || hop == MAX_MOVED || c->has_token || redirect(c, err))

@@ -68,6 +68,9 @@ struct arfd_counters {
 };
 
 struct arf_cell_member;
+struct arfd_move_in;
+struct arfd_conn;
+struct arfd_req;
 
 struct arfd {
 	/* A volume (issue 18): the root one is this struct itself, which also
@@ -141,6 +144,20 @@ struct arfd {
 	struct arfd_replies *replies;        /* the reply cache (replies.c; under fs_lock) */
 	uint8_t auth_key[ARF_NET_AUTH_KEY_BYTES]; /* from secret_file */
 	int has_auth_key;
+	uint8_t move_key[ARF_NET_AUTH_KEY_BYTES]; /* in the root: [cell] move_secret_file's */
+	int has_move_key;
+	char moved_to[320];                  /* a volume vol move sent away: "volume 'X' is on
+					      * server 'Y': arf://HOST:PORT/", written before
+					      * moved is set */
+	int moved;                           /* (atomic, release/acquire) sent away: hellos
+					      * are sent on, requests refused */
+	char arriving[ARFD_VOLUME_NAME_MAX]; /* in the root: a volume received and served,
+					      * its record not yet flipped here (move_in.c):
+					      * its hellos are told to try again */
+	int arriving_set;                    /* (atomic) arriving is meant */
+	struct arfd_move_in *move_in;        /* in the root: the volume being received
+					      * (move_in.c; under move_lock) */
+	pthread_mutex_t move_lock;
 };
 
 /* Start everything from d->cfg: regions, store (format or load), transport,
@@ -170,6 +187,32 @@ struct json_object *arfd_volume_remove(struct arfd *root, const char *args);
 /* "volume-release NAME": NAME's read-only replica NAME.readonly made (or
  * made again) from a snapshot of it, on this server (AFS's vos release). */
 struct json_object *arfd_volume_release(struct arfd *root, const char *args);
+/* vol move's ends (volumes.c).  movable: 0 when v, named name, is one
+ * vol move may send (made by vol create: not the root, a replica or an
+ * arfd.conf section), else -EINVAL with err.  admit: a volume called name
+ * with settings (volume.conf's KEY=VALUE lines) could be taken here (v and
+ * vc filled): 0, or -errno with err.  install: the received directory dir
+ * made volume v (its volume.conf written, saying how; renamed into
+ * DATA_DIR/volumes; served; recorded): 0 or -errno with err.  let_go: v,
+ * sent away, found by no hello, its connections closed and waited for
+ * (10 s), then closed and its files deleted.  remove_dir: a staging
+ * directory deleted (0 when absent). */
+int arfd_volume_movable(struct arfd *root, struct arfd *v, const char *name, char *err,
+			size_t errlen);
+int arfd_volume_admit(struct arfd *root, const char *name, const char *settings,
+		      struct arfd_volume_cfg *v, struct arfd_config *vc, char *err, size_t errlen);
+int arfd_volume_install(struct arfd *root, const char *dir, const struct arfd_volume_cfg *v,
+			const struct arfd_config *vc, const char *how, char *err, size_t errlen);
+void arfd_volume_let_go(struct arfd *root, struct arfd *v, const char *what);
+int arfd_volume_remove_dir(const char *dir);
+/* A control command's refusal: {"error": the message}. */
+struct json_object *arfd_volume_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "volume-move NAME SERVER" (move_out.c, arfctl vol move). */
+struct json_object *arfd_volume_move(struct arfd *root, const char *args);
+/* ARF_OP_VOLUME_IN (move_in.c): a volume sent here; and the connection's
+ * session ended (on_close). */
+int arfd_proc_volume_in(struct arfd_req *q);
+void arfd_move_in_closed(struct arfd *root, struct arfd_conn *ac);
 /* How many more volumes this run of arfd can serve (server.c: places and
  * net views are not used again until a restart). */
 int arfd_volume_room(const struct arfd *root);
@@ -192,6 +235,8 @@ enum arfd_lane_id {
 #define ARFD_PROC_SHARED  16u   /* only reads: runs with the lock shared (arfd_fs_rdlock) */
 #define ARFD_PROC_BRIEF   32u   /* a read of constant cost and a short reply: may be
 				 * served by the transport's thread (lanes.c) */
+#define ARFD_PROC_UNLOCKED 64u  /* touches no filesystem state: runs without the lock and
+				 * without credentials (move_in.c, which takes its own) */
 #define ARFD_PROC_BASE    ARF_OP_GETATTR /* the lowest request kind */
 #define ARFD_PROC_LATER   1      /* a procedure's return: it kept the request and will
 				  * answer it itself (arf_net_reply), later */

@@ -201,6 +201,10 @@ static const struct centry table[] = {
 	  "--client-cert-auth (empty = none)" },
 	{ "cell", "key_file", C_STR, S(cell_key_file), 0, 0, "",
 	  "the client certificate's private key (PEM; empty = in cert_file)" },
+	{ "cell", "move_secret_file", C_STR, S(cell_move_secret_file), 0, 0, "",
+	  "file holding the secret the cell's servers share, and its clients do not, which "
+	  "authenticates a volume sent by arfctl vol move (both ends need it; mode 0600 or "
+	  "stricter); empty = this server neither sends nor takes volumes" },
 };
 
 #define NTABLE (sizeof(table) / sizeof(table[0]))

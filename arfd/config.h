@@ -108,6 +108,7 @@ struct arfd_config {
 	char cell_ca_file[256];  /* https: CA etcd's certificate chains to ("" = system's) */
 	char cell_cert_file[256]; /* https: client certificate ("" = none) */
 	char cell_key_file[256]; /* https: its key ("" = in cert_file) */
+	char cell_move_secret_file[256]; /* the servers' secret for vol move ("" = no moves) */
 	int  cell_lease_ttl_s;   /* its record outlives its last renewal this long */
 	/* [volume NAME] sections, in file order */
 	struct arfd_volume_cfg volumes[ARFD_MAX_VOLUMES];

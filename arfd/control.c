@@ -728,6 +728,9 @@ static char *answer(struct arfd *d, char *line, char *args)
 	} else if (!strcmp(line, "volume-release")) {
 		r = arfd_volume_release(d, args);
 		reply_oom |= !r;
+	} else if (!strcmp(line, "volume-move")) {
+		r = arfd_volume_move(d, args); /* move_out.c */
+		reply_oom |= !r;
 	} else if (!strcmp(line, "exports")) {
 		r = cmd_exports(d);
 	} else if (!strcmp(line, "progs")) {

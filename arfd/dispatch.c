@@ -28,6 +28,36 @@
 #include "arfd.h"
 #include "log.h"
 
+/* A procedure that touches no filesystem state (ARFD_PROC_UNLOCKED): no
+ * lock, no credentials (the body's are skipped), no reply cache. */
+static void serve_unlocked(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t op,
+			   const struct arfd_proc *proc, const uint8_t *body, size_t len)
+{
+	struct arf_proto_rd r;
+	struct arf_proto_cred pc;
+	struct arf_cred cr;
+	struct arf_proto_wr w;
+	struct arfd_req q = { .d = d, .r = &r, .cr = &cr, .w = &w, .c = c, .id = id, .op = op,
+			      .ac = arf_net_sconn_udata(c) };
+	int rc;
+
+	memset(&cr, 0, sizeof(cr));
+	arf_proto_wr_init(&w);
+	arf_proto_rd_init(&r, body, len);
+	arf_proto_get_cred(&r, &pc);
+	int idx = arf_proto_op_index(op);
+	__atomic_add_fetch(&d->ctr.requests[idx < 0 ? ARF_PROTO_NKINDS - 1 : idx], 1,
+			   __ATOMIC_RELAXED);
+	rc = r.err ? ARF_EPROTO : proc->run(&q);
+	if (rc == ARF_EPROTO)
+		__atomic_add_fetch(&d->ctr.bad_requests, 1, __ATOMIC_RELAXED);
+	if (rc)
+		__atomic_add_fetch(&d->ctr.errors, 1, __ATOMIC_RELAXED);
+	struct iovec iov = { w.buf, w.len };
+	arf_net_reply(c, id, op, arf_net_status_from_err(rc), &iov, rc || !w.len ? 0 : 1);
+	arf_proto_wr_free(&w);
+}
+
 /* Serve one request.  With `try`, only if the filesystem lock is free at
  * once: returns 0, having done nothing, when it is not (lanes.c's
  * serve_inline then queues the request; the soft-NIC thread must not wait
@@ -38,6 +68,13 @@ static int serve(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t 
 	const struct arfd_proc *proc = arfd_proc_find(op);
 	int guarded = (proc->flags & ARFD_PROC_HANDLE) != 0;
 	int shared = (proc->flags & ARFD_PROC_SHARED) != 0;
+
+	if (proc->flags & ARFD_PROC_UNLOCKED) {
+		if (try)
+			return 0; /* a worker's, never the soft-NIC thread's */
+		serve_unlocked(d, c, id, op, proc, body, len);
+		return 1;
+	}
 
 	if (try) {
 		if (__atomic_load_n(&d->ctl_waiting, __ATOMIC_ACQUIRE))
@@ -97,6 +134,9 @@ static int serve(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t 
 		rc = -EIO; /* the regions may hold a change RocksDB refused (commit.c) */
 		arfd_log_limited(ARFD_LOG_WARN, "%s from %s: EIO: export failed: %s",
 				 arf_proto_op_name(op), arf_net_sconn_peer(c)->addr, d->failure);
+	} else if (__atomic_load_n(&d->moved, __ATOMIC_ACQUIRE)) {
+		rc = -EREMOTE; /* sent away by vol move (move_out.c): its connections are
+				* closed, and this answer is for nobody */
 	} else if (guarded && arfd_identity_stale_check(d, ac)) {
 		rc = -ESTALE; /* too many stale handles: a guesser; not looked at */
 		guarded = 0;

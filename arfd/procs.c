@@ -489,6 +489,7 @@ static const struct arfd_proc procs[] = {
 	P(ARF_OP_STATUS, p_status, 0, REQ),
 	P(ARF_OP_CRED_MINT, p_cred_mint, 0, REQ),
 	P(ARF_OP_LOCATE, arfd_proc_locate, S, REQ), /* locate.c */
+	P(ARF_OP_VOLUME_IN, arfd_proc_volume_in, ARFD_PROC_UNLOCKED, REQ), /* move_in.c */
 	/* locks.c: a LOCK that must wait is kept there, not on a worker */
 	P(ARF_OP_LOCK, arfd_p_lock, H, REQ),
 	P(ARF_OP_UNLOCK, arfd_p_unlock, 0, REQ),

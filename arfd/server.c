@@ -129,9 +129,22 @@ static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_pee
 				 peer->addr, peer->transport);
 		return ARF_EAUTH;
 	}
+	const char *want = h.volume[0] ? h.volume : root->cfg.cell_root_volume;
+	if (__atomic_load_n(&root->arriving_set, __ATOMIC_ACQUIRE) && want[0] &&
+	    !strcmp(want, root->arriving)) {
+		/* vol move is handing it over (move_in.c): in a moment */
+		snprintf(msg, msglen, "volume '%s' is being moved to this server: try again", want);
+		return -EAGAIN;
+	}
 	if ((rc = moved(root, h.volume, msg, msglen)))
 		return rc;
 	d = arfd_volume_find(root, h.volume);
+	if (d && __atomic_load_n(&d->moved, __ATOMIC_ACQUIRE)) {
+		/* vol move sent it away (move_out.c): before the cell's copy
+		 * says so, this server knows where */
+		snprintf(msg, msglen, "%s", d->moved_to);
+		return -EREMOTE;
+	}
 	if (d && d->view && !strcmp(peer->transport, "rdma")) {
 		/* net refuses it after this hello (the rdma pump grants view 0's
 		 * regions alone), and a connection refused after its hello is
@@ -192,29 +205,33 @@ static void on_close(void *ctx, struct arf_net_sconn *c)
 	struct arfd_conn *ac = arf_net_sconn_udata(c);
 	struct arfd *d = ac ? ac->d : ctx; /* the volume it was connected to */
 	arfd_locks_conn_closed(d, c); /* its waiting lock requests go; its locks stay */
+	if (ac && !d->host)
+		arfd_move_in_closed(d, ac); /* a volume it was sending (move_in.c) */
 	if (ac) /* ac itself goes with c's last reference (set_udata) */
 		__atomic_sub_fetch(&d->clients, 1, __ATOMIC_SEQ_CST);
 }
 
-/* The shared secret: readable by root only, hashed to the 32-byte key the
- * challenge-response uses (libsodium BLAKE2b). */
-static int load_secret(struct arfd *d, char *err, size_t errlen)
+/* A secret file (the shared secret, the cell's move secret): readable by
+ * root only, hashed to the 32-byte key the challenge-response or the move
+ * stream's MACs use (libsodium BLAKE2b). */
+static int load_secret(const char *what, const char *path, uint8_t key[ARF_NET_AUTH_KEY_BYTES],
+		       int *has, char *err, size_t errlen)
 {
 	struct stat st;
 	uint8_t buf[4096];
-	int fd = open(d->cfg.secret_file, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		int e = errno;
-		snprintf(err, errlen, "secret_file %s: %s", d->cfg.secret_file, strerror(e));
+		snprintf(err, errlen, "%s %s: %s", what, path, strerror(e));
 		if (fd >= 0)
 			close(fd);
 		return -e;
 	}
 	if (st.st_mode & 077) {
 		close(fd);
-		snprintf(err, errlen, "secret_file %s is readable by others (mode %o): chmod 600 it",
-			 d->cfg.secret_file, st.st_mode & 0777);
+		snprintf(err, errlen, "%s %s is readable by others (mode %o): chmod 600 it",
+			 what, path, st.st_mode & 0777);
 		return -EPERM;
 	}
 	ssize_t n = read(fd, buf, sizeof(buf));
@@ -222,16 +239,16 @@ static int load_secret(struct arfd *d, char *err, size_t errlen)
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
 		n--;
 	if (n <= 0) {
-		snprintf(err, errlen, "secret_file %s is empty", d->cfg.secret_file);
+		snprintf(err, errlen, "%s %s is empty", what, path);
 		return -EINVAL;
 	}
 	if (sodium_init() < 0) {
 		snprintf(err, errlen, "libsodium failed to initialise");
 		return -EIO;
 	}
-	crypto_generichash(d->auth_key, sizeof(d->auth_key), buf, (size_t)n, NULL, 0);
+	crypto_generichash(key, ARF_NET_AUTH_KEY_BYTES, buf, (size_t)n, NULL, 0);
 	sodium_memzero(buf, sizeof(buf));
-	d->has_auth_key = 1;
+	*has = 1;
 	return 0;
 }
 
@@ -655,6 +672,7 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 	d->meta_fd = d->data_fd = d->scratch_fd = -1; /* for arfd_stop, whatever fails */
 	snprintf(d->volume, sizeof(d->volume), "root");
 	pthread_mutex_init(&d->vol_lock, NULL);
+	pthread_mutex_init(&d->move_lock, NULL);
 	if (d->cfg.listen[0] && split_listen(d->cfg.listen, addr, sizeof(addr), &port)) {
 		snprintf(err, errlen, "listen = '%s': expected ADDR:PORT", d->cfg.listen);
 		return -EINVAL;
@@ -709,7 +727,13 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 	}
 	if (d->cfg.pid_file[0] && (rc = pid_file_check(d->cfg.pid_file, err, errlen)))
 		return rc;
-	if (d->cfg.secret_file[0] && (rc = load_secret(d, err, errlen)))
+	if (d->cfg.secret_file[0] &&
+	    (rc = load_secret("secret_file", d->cfg.secret_file, d->auth_key, &d->has_auth_key,
+			      err, errlen)))
+		return rc;
+	if (d->cfg.cell_move_secret_file[0] &&
+	    (rc = load_secret("[cell] move_secret_file", d->cfg.cell_move_secret_file, d->move_key,
+			      &d->has_move_key, err, errlen)))
 		return rc;
 	if ((rc = volume_open(d, err, errlen)))
 		return rc;

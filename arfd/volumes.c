@@ -60,6 +60,7 @@
 
 #define VOLUME_CONF "volume.conf"
 #define SETTING_MAX 200 /* bytes of one KEY=VALUE: a line of volume.conf */
+#define fail arfd_volume_error
 
 static void sync_dir(const char *path);
 static int remove_tree(const char *tomb);
@@ -221,8 +222,7 @@ int arfd_volumes_made_start(struct arfd *d, char *err, size_t errlen)
 }
 
 /* {"error": the message}, printf's way. */
-static json_object *fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static json_object *fail(const char *fmt, ...)
+json_object *arfd_volume_error(const char *fmt, ...)
 {
 	char msg[1024];
 	json_object *r = json_object_new_object();
@@ -748,4 +748,156 @@ json_object *arfd_volume_release(struct arfd *d, const char *args)
 out:
 	pthread_mutex_unlock(&d->vol_lock);
 	return r;
+}
+
+/* ---- vol move's ends (move_out.c, move_in.c) -------------------------------- */
+
+int arfd_volume_movable(struct arfd *d, struct arfd *v, const char *name, char *err,
+			size_t errlen)
+{
+	char conf[PATH_MAX];
+
+	if (v == d) {
+		snprintf(err, errlen, "%s is this server's root volume: it stays with its server",
+			 name);
+		return -EINVAL;
+	}
+	if (arfd_volume_is_replica(name) || made_by_release(d, name)) {
+		snprintf(err, errlen, "%s is a replica: release the volume it was made from where "
+			 "that volume lives", name);
+		return -EINVAL;
+	}
+	if (in_config(d, name) || vol_path(d, name, 1, conf, sizeof(conf)) ||
+	    access(conf, F_OK)) {
+		snprintf(err, errlen, "volume %s is arfd.conf's ([volume %s]), not one vol create "
+			 "made: only those move", name, name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int arfd_volume_admit(struct arfd *d, const char *name, const char *settings,
+		      struct arfd_volume_cfg *v, struct arfd_config *vc, char *err, size_t errlen)
+{
+	char path[PATH_MAX], line[SETTING_MAX + 2];
+
+	if (!arfd_volume_name_ok(name) || arfd_volume_is_replica(name)) {
+		snprintf(err, errlen, "'%.80s': not the name of a volume vol move takes", name);
+		return -EINVAL;
+	}
+	memset(v, 0, sizeof(*v));
+	snprintf(v->name, sizeof(v->name), "%s", name);
+	for (const char *p = settings; *p;) { /* KEY=VALUE lines, as volume.conf's */
+		size_t n = strcspn(p, "\n");
+		if (n >= sizeof(line)) {
+			snprintf(err, errlen, "a setting of volume %s is too long", name);
+			return -EINVAL;
+		}
+		memcpy(line, p, n);
+		line[n] = 0;
+		p += n + (p[n] == '\n');
+		if (line[0] && line[0] != '#' && add_setting(v, line, err, errlen))
+			return -EINVAL;
+	}
+	arfd_lock_for_control(d); /* the server's settings, as a reload leaves them */
+	int bad = arfd_config_volume_of(&d->cfg, v, vc, err, errlen);
+	arfd_fs_unlock(d);
+	if (bad)
+		return -EINVAL;
+	if (arfd_volume_find(d, name) || in_config(d, name) ||
+	    !strcmp(name, d->cfg.cell_root_volume)) {
+		snprintf(err, errlen, "volume %s exists on this server", name);
+		return -EEXIST;
+	}
+	if (vol_path(d, name, 0, path, sizeof(path)) || !access(path, F_OK)) {
+		snprintf(err, errlen, "%.300s is in the way of volume %s", path, name);
+		return -EEXIST;
+	}
+	struct arf_meta_super sb;
+	arf_meta_super_layout(&sb, (uint32_t)vc->inodes, (uint32_t)vc->dir_buckets,
+			      (uint32_t)vc->dir_entries, (uint32_t)vc->pages,
+			      (uint32_t)vc->data_blocks, (uint32_t)vc->dir_hash_mask);
+	uint64_t avail = mem_available();
+	if (avail && sb.meta_size + sb.data_size > avail) {
+		snprintf(err, errlen, "volume %s: its regions would take %llu MiB, more than the "
+			 "%llu MiB of memory available", name,
+			 (unsigned long long)((sb.meta_size + sb.data_size) >> 20),
+			 (unsigned long long)(avail >> 20));
+		return -ENOMEM;
+	}
+	if (arfd_volume_room(d) < 1) {
+		snprintf(err, errlen, "no volume place left in this run of arfd (15, removed ones "
+			 "included): restart it");
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+int arfd_volume_install(struct arfd *d, const char *dir, const struct arfd_volume_cfg *v,
+			const struct arfd_config *vc, const char *how, char *err, size_t errlen)
+{
+	char path[PATH_MAX], conf[PATH_MAX + 16], parent[PATH_MAX];
+	int rc;
+
+	snprintf(parent, sizeof(parent), "%s/volumes", d->cfg.data_dir);
+	if ((size_t)snprintf(conf, sizeof(conf), "%s/" VOLUME_CONF, dir) >= sizeof(conf) ||
+	    vol_path(d, v->name, 0, path, sizeof(path))) {
+		snprintf(err, errlen, "volume %s: its data directory's path is too long", v->name);
+		return -ENAMETOOLONG;
+	}
+	if ((rc = write_conf(conf, v, how))) {
+		snprintf(err, errlen, "%.300s: %s", conf, strerror(-rc));
+		return rc;
+	}
+	sync_dir(dir);
+	if (rename(dir, path)) {
+		rc = -errno;
+		snprintf(err, errlen, "renaming %.300s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	sync_dir(parent);
+	if ((rc = arfd_volume_add(d, v->name, vc, err, errlen))) {
+		arfd_log(ARFD_LOG_ERROR, "volume %s: %s (its directory %s is kept)", v->name, err,
+			 path);
+		return rc;
+	}
+	if ((rc = arfd_cell_publish(d, d->cell)))
+		arfd_log(ARFD_LOG_WARN, "volume %s: recording it in the cell: %s", v->name,
+			 strerror(-rc));
+	return 0;
+}
+
+void arfd_volume_let_go(struct arfd *d, struct arfd *v, const char *what)
+{
+	char name[ARFD_VOLUME_NAME_MAX];
+
+	snprintf(name, sizeof(name), "%s", v->volume);
+	__atomic_store_n(&v->removed, 1, __ATOMIC_SEQ_CST);
+	arf_net_server_drop_view(d->net, v->view);
+	for (int ms = 0; __atomic_load_n(&v->clients, __ATOMIC_SEQ_CST) && ms < SWAP_WAIT_MS; ms++) {
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	if (__atomic_load_n(&v->clients, __ATOMIC_SEQ_CST)) {
+		/* found by no hello, served to nobody new: left open, its files
+		 * kept (the next start serves them, and sends clients on) */
+		arfd_log(ARFD_LOG_WARN, "%s %s: %llu clients still connected after %d s: its copy "
+			 "here is kept (remove it once arfd restarts)", what, name,
+			 (unsigned long long)__atomic_load_n(&v->clients, __ATOMIC_SEQ_CST),
+			 SWAP_WAIT_MS / 1000);
+		return;
+	}
+	discard(d, v, name, what);
+	if (tomb_err[0])
+		arfd_log(ARFD_LOG_WARN, "%s %s: %s", what, name, tomb_err);
+}
+
+int arfd_volume_remove_dir(const char *dir)
+{
+	if (access(dir, F_OK))
+		return 0;
+	int rc = remove_tree(dir);
+	if (rc)
+		arfd_log(ARFD_LOG_WARN, "%s", tomb_err);
+	return rc;
 }

@@ -135,6 +135,17 @@ int arf_cell_member_publish(struct arf_cell_member *m, const char *const *names,
  * from the names given to arf_cell_member_publish too.  0, -EINVAL (a bad
  * name), -ENOMEM. */
 int arf_cell_member_withdraw(struct arf_cell_member *m, const char *name);
+/* vol move's flip: the record of volume name, which must name this
+ * server, made to name server `to` (online), in one compare-and-swap on the
+ * revision read; *version (may be NULL) is the record's new version.  0,
+ * -EREMOTE (it names another server), -ESTALE (changed between the read
+ * and the swap), -ENOENT, or etcd's errors, with err. */
+int arf_cell_member_move(struct arf_cell_member *m, const char *name, const char *to,
+			 int64_t *version, char *err, size_t errlen);
+/* The record of name read again at the next round (a volume moved here:
+ * its record, another server's when it was published, names this one
+ * now).  m NULL: nothing. */
+void arf_cell_member_recheck(struct arf_cell_member *m, const char *name);
 /* 1 while registered (the lease renewed within its TTL), else 0. */
 int arf_cell_member_registered(struct arf_cell_member *m);
 /* Stop the thread; the lease is revoked (best effort, within about a
@@ -154,6 +165,9 @@ int arf_cell_view_start(const char *endpoints, const struct arf_etcd_security *s
 			struct arf_cell_view **out, char *err, size_t errlen);
 int arf_cell_view_locate(struct arf_cell_view *v, const char *name, struct arf_cell_volume *vol,
 			 struct arf_cell_server *srv);
+/* The live server id's record: 0, -ENOENT (not live), -EAGAIN (etcd has
+ * never answered yet). */
+int arf_cell_view_server(struct arf_cell_view *v, const char *id, struct arf_cell_server *srv);
 void arf_cell_view_stop(struct arf_cell_view *v); /* accepts NULL */
 
 #endif

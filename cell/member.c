@@ -428,3 +428,42 @@ int arf_cell_member_publish(struct arf_cell_member *m, const char *const *names,
 	pthread_mutex_unlock(&m->lock);
 	return 0;
 }
+
+int arf_cell_member_move(struct arf_cell_member *m, const char *name, const char *to,
+			 int64_t *version, char *err, size_t errlen)
+{
+	struct arf_cell_volume v;
+	int rc;
+
+	if (!arf_cell_name_ok(name) || !arf_cell_name_ok(to)) {
+		snprintf(err, errlen, "bad volume or server name");
+		return -EINVAL;
+	}
+	if ((rc = arf_cell_volume_read(m->e, m->cell, name, &v, err, errlen)))
+		return rc;
+	if (strcmp(v.server, m->self.id)) {
+		snprintf(err, errlen, "volume '%s' is recorded on server '%s', not on '%s'", name,
+			 v.server, m->self.id);
+		return -EREMOTE;
+	}
+	snprintf(v.server, sizeof(v.server), "%s", to);
+	snprintf(v.state, sizeof(v.state), "%s", ARF_CELL_VOL_ONLINE);
+	if ((rc = arf_cell_volume_update(m->e, m->cell, &v, err, errlen)))
+		return rc;
+	if (version)
+		*version = v.version;
+	say(m, 2, "cell '%s': volume '%s' moved to server '%s' (version %lld)", m->cell, name, to,
+	    (long long)v.version);
+	return 0;
+}
+
+void arf_cell_member_recheck(struct arf_cell_member *m, const char *name)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->lock);
+	for (size_t j = 0; j < m->nvols; j++)
+		if (!strcmp(m->vols[j], name))
+			m->vol_state[j] = VOL_TODO; /* read again at the next round */
+	pthread_mutex_unlock(&m->lock);
+}

@@ -191,6 +191,24 @@ int arf_cell_view_locate(struct arf_cell_view *v, const char *name, struct arf_c
 	return rc;
 }
 
+int arf_cell_view_server(struct arf_cell_view *v, const char *id, struct arf_cell_server *srv)
+{
+	int rc = -ENOENT;
+
+	memset(srv, 0, sizeof(*srv));
+	pthread_mutex_lock(&v->lock);
+	if (!v->known)
+		rc = -EAGAIN;
+	for (size_t j = 0; v->known && j < v->nsrvs; j++)
+		if (!strcmp(v->srvs[j].id, id)) {
+			*srv = v->srvs[j];
+			rc = 0;
+			break;
+		}
+	pthread_mutex_unlock(&v->lock);
+	return rc;
+}
+
 void arf_cell_view_stop(struct arf_cell_view *v)
 {
 	if (!v)

@@ -108,6 +108,11 @@ enum arf_proto_op {
 	ARF_OP_XATTR_SET = 0x129, /* fh, name, bytes(value), u32 flags -> attr */
 	ARF_OP_XATTR_LIST = 0x12a, /* fh, u32 size -> u32 len, [bytes(names) if size] */
 	ARF_OP_XATTR_REMOVE = 0x12b, /* fh, name -> attr */
+	/* A volume sent here by the server moving it (arfctl vol move,
+	 * arfd/move_in.c): u32 step, the step's fields, and a MAC of the cell's
+	 * move secret over the session's nonce, a counter and the body before
+	 * it.  Only between servers; counted as "other". */
+	ARF_OP_VOLUME_IN = 0x12c, /* u32 step, ... , mac[32] -> the step's answer */
 	/* Mobile code.  On failure the reply body is a prog_error (pc, insns,
 	 * message) whenever there is something to say. */
 	ARF_OP_PROG_LOAD = 0x130, /* bytes(program: raw bytecode or ELF) -> hash[32], u32 insns */

@@ -6,7 +6,9 @@ skipped with the reason where etcd is not installed; wait_until, which
 polls a condition; etcd_auth, which sets up users and roles; and JunkHttp, a peer
 that is not etcd for the hostile-input tests: an HTTP server on a free
 loopback port, in a thread of the test's own, that answers the Nth POST
-with the Nth of its replies (the last one again once they run out)."""
+with the Nth of its replies (the last one again once they run out);
+CellCase, an EtcdCase that starts arfd members of cell CELL (each in a
+network namespace of its own where the machine allows)."""
 import http.server
 import os
 import sys
@@ -16,7 +18,12 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 import arfproc  # noqa: E402
+from harness import Arfd  # noqa: E402
+
+CELL = "t1"
+TTL = 2
 
 
 def wait_until(cond, timeout, what):
@@ -39,6 +46,64 @@ class EtcdCase(unittest.TestCase):
         self.tmp = tmp.name
         self.etcd = arfproc.Etcd(self.tmp)
         self.addCleanup(self.etcd.stop)
+
+
+class CellCase(EtcdCase):
+    def spaces(self, n):
+        """n network namespaces, one per server, each with an address of its
+        own; or n Nones where the machine has none (loopback ports then).
+        Made before etcd starts, which then serves on their host sides too."""
+        why = arfproc.netns_skip_reason()
+        if why:
+            print("servers on loopback ports: " + why)
+            return [None] * n
+        out = []
+        for k in range(n):
+            ns = arfproc.Netns(k)
+            self.addCleanup(ns.remove)  # after the servers in it stop
+            try:
+                out.append(ns.create())
+            except AssertionError as e:  # a namespace, but no veth pair here (run())
+                for x in out + [ns]:
+                    x.remove()
+                print("servers on loopback ports: a veth pair could not be made: %s" % e)
+                return [None] * n
+        self.etcd.also_listen += [x.host_addr for x in out]
+        print("servers in network namespaces at " + ", ".join(x.addr for x in out))
+        return out
+
+    def arfd(self, sid, work=None, extra=None, config=None, space=None):
+        """A member of the cell; space: the Netns to run it in."""
+        etcd = self.etcd.url_at(space.host_addr) if space else self.etcd.url
+        conf = {"cell.etcd": etcd, "cell.name": CELL, "cell.server_id": sid,
+                "cell.lease_ttl_s": str(TTL)}
+        if space:  # clients come from the host side of its veth pair
+            conf["export.clients"] = "127.0.0.0/8 ::1 unix %s/32" % space.host_addr
+        conf.update(extra or {})
+        work = work or sid
+        if config:  # a configuration file of the test's own (its [volume] sections)
+            os.makedirs(os.path.join(self.tmp, work), exist_ok=True)
+            path = os.path.join(self.tmp, work + ".conf")
+            with open(path, "w") as f:
+                f.write(Arfd.CONFIG + config)
+            config = path
+        d = Arfd(workdir=os.path.join(self.tmp, work), extra=conf, name="arfd-" + work,
+                 config=config, netns=space)
+        self.addCleanup(self.stopped_clean, d)
+        return d.start()
+
+    def stopped_clean(self, d):
+        """Stop d (by pid) and check that it exited cleanly, unless the test
+        killed it: status 0, no sanitizer report, its lease revoked."""
+        rc = d.stop()
+        log = d.log()
+        d.cleanup()
+        self.assertIn(rc, (0, -9, None), log)
+        self.assertNotIn("Sanitizer", log)
+        self.assertNotIn("runtime error", log)
+        if rc == 0:
+            self.assertRegex(log, r"left the cell \(lease revoked\)|could not revoke|"
+                                  r"cannot register")
 
 
 def etcd_auth(etcd, workdir, cell):

@@ -32,10 +32,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from harness import ARFCTL, Arfd, arfctl  # noqa: E402
 import arfproc  # noqa: E402
-from cellcase import EtcdCase, JunkHttp, wait_until  # noqa: E402
+import cellcase  # noqa: E402
+from cellcase import CellCase, JunkHttp, wait_until  # noqa: E402
 
-CELL = "t1"
-TTL = 2
+CELL = cellcase.CELL
+TTL = cellcase.TTL
 
 
 def status(etcd, check=True):
@@ -53,63 +54,7 @@ def volumes(etcd):
     return {v["name"]: (v["server"], v["state"], v["version"]) for v in s["volumes"]} if s else {}
 
 
-class Cell(EtcdCase):
-    def spaces(self, n):
-        """n network namespaces, one per server, each with an address of its
-        own; or n Nones where the machine has none (loopback ports then).
-        Made before etcd starts, which then serves on their host sides too."""
-        why = arfproc.netns_skip_reason()
-        if why:
-            print("servers on loopback ports: " + why)
-            return [None] * n
-        out = []
-        for k in range(n):
-            ns = arfproc.Netns(k)
-            self.addCleanup(ns.remove)  # after the servers in it stop
-            try:
-                out.append(ns.create())
-            except AssertionError as e:  # a namespace, but no veth pair here (run())
-                for x in out + [ns]:
-                    x.remove()
-                print("servers on loopback ports: a veth pair could not be made: %s" % e)
-                return [None] * n
-        self.etcd.also_listen += [x.host_addr for x in out]
-        print("servers in network namespaces at " + ", ".join(x.addr for x in out))
-        return out
-
-    def arfd(self, sid, work=None, extra=None, config=None, space=None):
-        """A member of the cell; space: the Netns to run it in."""
-        etcd = self.etcd.url_at(space.host_addr) if space else self.etcd.url
-        conf = {"cell.etcd": etcd, "cell.name": CELL, "cell.server_id": sid,
-                "cell.lease_ttl_s": str(TTL)}
-        if space:  # clients come from the host side of its veth pair
-            conf["export.clients"] = "127.0.0.0/8 ::1 unix %s/32" % space.host_addr
-        conf.update(extra or {})
-        work = work or sid
-        if config:  # a configuration file of the test's own (its [volume] sections)
-            os.makedirs(os.path.join(self.tmp, work), exist_ok=True)
-            path = os.path.join(self.tmp, work + ".conf")
-            with open(path, "w") as f:
-                f.write(Arfd.CONFIG + config)
-            config = path
-        d = Arfd(workdir=os.path.join(self.tmp, work), extra=conf, name="arfd-" + work,
-                 config=config, netns=space)
-        self.addCleanup(self.stopped_clean, d)
-        return d.start()
-
-    def stopped_clean(self, d):
-        """Stop d (by pid) and check that it exited cleanly, unless the test
-        killed it: status 0, no sanitizer report, its lease revoked."""
-        rc = d.stop()
-        log = d.log()
-        d.cleanup()
-        self.assertIn(rc, (0, -9, None), log)
-        self.assertNotIn("Sanitizer", log)
-        self.assertNotIn("runtime error", log)
-        if rc == 0:
-            self.assertRegex(log, r"left the cell \(lease revoked\)|could not revoke|"
-                                  r"cannot register")
-
+class Cell(CellCase):
     def test_two_servers_lease_and_stop(self):
         self.etcd.start()
         a, b = self.arfd("a"), self.arfd("b")

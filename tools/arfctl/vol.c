@@ -7,7 +7,9 @@
  * (arfd/volumes.c), KEY a [regions] key.  vol rm [--force] NAME: a made
  * volume removed, with its data.  vol release NAME: NAME's read-only
  * replica NAME.readonly made (again) from a snapshot of it, on the same
- * server (AFS's vos release).  The cell's volume records (etcd)
+ * server (AFS's vos release).  vol move NAME SERVER: NAME sent to another
+ * server of the cell while in use (arfd/move_out.c, AFS's vos move).  The
+ * cell's volume records (etcd)
  * are `arfctl cell status`'s.  vol locate NAME URL: where the cell says a
  * volume lives, asked of the arfd at URL (LOCATE), as a client finds it.
  */
@@ -233,6 +235,36 @@ int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 		json_object_put(o);
 		return 0;
 	}
+	if (!strcmp(sub, "move") && argc == 3) {
+		const char *name = argv[1], *to = argv[2];
+		char cmd[200];
+		if (!name[0] || strpbrk(name, " \t\n") || name[0] == '-' || !to[0] ||
+		    strpbrk(to, " \t\n") || to[0] == '-' ||
+		    (size_t)snprintf(cmd, sizeof(cmd), "volume-move %s %s", name, to) >= sizeof(cmd)) {
+			fprintf(stderr, "arfctl: usage: vol move NAME SERVER\n");
+			return 2;
+		}
+		if (arfctl_control_call(a->control, cmd, &ans))
+			return 1;
+		json_object *o = arfctl_parse_answer("vol move", ans), *p;
+		free(ans);
+		if (!o)
+			return 1;
+		double pause = json_object_object_get_ex(o, "pause_seconds", &p)
+				       ? json_object_get_double(p) : 0;
+		double total = json_object_object_get_ex(o, "seconds", &p)
+				       ? json_object_get_double(p) : 0;
+		int64_t bytes = json_object_object_get_ex(o, "bytes_sent", &p)
+					? json_object_get_int64(p) : 0;
+		if (a->json)
+			put_json(o);
+		else
+			printf("volume %s: moved to server %s in %.3f s (%lld bytes sent; its requests "
+			       "waited %.3f s)\n", name, text(o, "server"), total, (long long)bytes,
+			       pause);
+		json_object_put(o);
+		return 0;
+	}
 	if (!strcmp(sub, "list") && argc == 1) {
 		snprintf(line, sizeof(line), "volumes");
 	} else if (!strcmp(sub, "show") && argc == 2 && strlen(argv[1]) < 64 &&
@@ -241,6 +273,7 @@ int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 	} else {
 		fprintf(stderr, "arfctl: usage: vol list | vol show NAME | vol create NAME "
 			"[KEY=VALUE ...] | vol rm [--force] NAME | vol release NAME | "
+			"vol move NAME SERVER | "
 			"vol locate NAME URL | vol mkmount URL VOLUME | vol lsmount URL | "
 			"vol rmmount URL\n");
 		return 2;

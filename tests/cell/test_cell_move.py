@@ -1,0 +1,324 @@
+# SPDX-License-Identifier: MIT
+"""arfctl vol move (issue 18 point 4) against a real etcd and real arfd
+(tests/lib/arfproc.py, stopped by pid even when a test fails), on loopback
+ports: a volume made on server a moves to server b while a FUSE mount
+crosses into it through a mount point with a verifying fio job running,
+and readers over tcp and shm (a's socket) read a file over and over; the
+fio job finishes with its data verified, every read gives the file's
+bytes, the record names b (one version more), a's copy is gone and its
+clients are sent on; b serves it after a restart, and it moves back.
+Refusals: a receiver without the cell's move secret, one with another
+secret (the MAC is wrong: nothing staged there), the root volume, an
+arfd.conf section's volume, a volume or server the cell does not have,
+the server itself, a sender without the secret, bad usage.  The stream as
+an attacker sends it (tests/security/rawwire.py): steps without a session,
+wrong and replayed MACs, a second session, paths out of the staging
+directory, truncated bodies; the server serves on with nothing staged."""
+import hashlib
+import hmac
+import json
+import os
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "security"))
+from cellcase import CELL, CellCase, wait_until  # noqa: E402
+from harness import arfctl  # noqa: E402
+import arfproc  # noqa: E402
+import rawwire  # noqa: E402
+
+OP_VOLUME_IN = 0x12c
+CHALLENGE, BEGIN, FILE, DATA, KEEP, END, DONE, ABORT = range(8)
+S_ACCES, S_INVAL, S_BUSY = 5, 10, 19
+
+
+def volumes(etcd):
+    p = arfctl("--json", "cell", "status", "--etcd", etcd.url, "--cell", CELL, check=False)
+    if p.returncode:
+        return {}
+    return {v["name"]: (v["server"], v["state"], v["version"])
+            for v in json.loads(p.stdout)["volumes"]}
+
+
+def live(etcd):
+    p = arfctl("--json", "cell", "status", "--etcd", etcd.url, "--cell", CELL, check=False)
+    return {x["id"] for x in json.loads(p.stdout)["servers"]} if p.returncode == 0 else set()
+
+
+class Move(CellCase):
+    def secret(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text + "\n")
+        os.chmod(path, 0o600)
+        return path
+
+    def made(self, a, name="proj"):
+        arfctl("--control", a.control, "vol", "create", name)
+        wait_until(lambda: volumes(self.etcd).get(name, ("",))[0] == "a", 15,
+                   name + " recorded on a")
+
+    def move(self, a, name, to, check=True):
+        return arfctl("--json", "--control", a.control, "vol", "move", name, to, check=check)
+
+    def test_move_in_use(self):
+        """proj moves from a to b under a fio job through a mount point
+        and under tcp and shm readers; then back."""
+        sec = self.secret("move.secret", "the servers' own")
+        self.etcd.start()
+        a = self.arfd("a", extra={"cell.move_secret_file": sec, "cell.root_volume": "root"})
+        b = self.arfd("b", extra={"cell.move_secret_file": sec})
+        self.made(a)
+        big = os.urandom(3 << 20)
+        src = os.path.join(self.tmp, "big")
+        with open(src, "wb") as f:
+            f.write(big)
+        arfctl("put", src, a.url("/big?volume=proj"))
+        arfctl("vol", "mkmount", a.url("/proj"), "proj")
+        why = arfproc.fuse_skip_reason()
+        m = fio = None
+        if why:
+            print("no mount, no fio job: " + why)
+        else:
+            m = arfproc.Mount(a.url("/"), workdir=self.tmp)
+            self.addCleanup(m.stop)
+            m.start()
+            with open(m.p("proj/before"), "w") as f:
+                f.write("written before the move\n")
+            fio = subprocess.Popen(
+                ["fio", "--name=move", "--filename=" + m.p("proj/fio.dat"), "--size=24m",
+                 "--bs=64k", "--rw=randwrite", "--ioengine=psync", "--verify=crc32c",
+                 "--do_verify=1", "--verify_fatal=1", "--output-format=terse", "--fsync=16",
+                 "--loops=2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                cwd=self.tmp)
+            self.addCleanup(lambda: fio.poll() is None and fio.kill())
+        # readers, each read a new client: over tcp to a, and over shm on a's socket
+        stop = threading.Event()
+        reads = {"tcp": [0, []], "shm": [0, []]}
+
+        def reader(kind, url):
+            while not stop.is_set():
+                p = arfctl("cat", url, check=False)
+                if p.returncode or p.stdout != big:
+                    reads[kind][1].append((p.returncode, len(p.stdout), p.stderr[-300:]))
+                else:
+                    reads[kind][0] += 1
+        # and a writer that appends line after line, each made durable (fsync)
+        # before the next: every line it was told is durable must be there
+        synced = [0]
+
+        def committer():
+            i = 0
+            while not stop.is_set():
+                i += 1
+                with open(m.p("proj/counter"), "a") as f:
+                    f.write("value %d\n" % i)
+                    f.flush()
+                    os.fsync(f.fileno())
+                synced[0] = i
+        ts = [threading.Thread(target=reader, args=("tcp", a.url("/big?volume=proj"))),
+              threading.Thread(target=reader, args=(
+                  "shm", "arf+shm:///big?socket=%s&volume=proj" % a.socket))]
+        if m:
+            ts.append(threading.Thread(target=committer))
+        for t in ts:
+            t.start()
+        try:
+            time.sleep(1.5)
+            before = volumes(self.etcd)["proj"]
+            out = json.loads(self.move(a, "proj", "b").stdout)
+            time.sleep(1.5)
+        finally:
+            stop.set()
+            for t in ts:
+                t.join(60)
+        print("vol move: %s" % out)
+        print("reads during the run: tcp %d, shm %d; values made durable: %s" % (
+            reads["tcp"][0], reads["shm"][0], synced[0]))
+        self.assertEqual(out["server"], "b")
+        self.assertGreater(out["bytes_sent"], len(big))
+        self.assertLess(out["pause_seconds"], out["seconds"])
+        self.assertEqual(reads["tcp"][1], [])
+        self.assertEqual(reads["shm"][1], [])
+        self.assertGreater(reads["tcp"][0], 0)
+        self.assertGreater(reads["shm"][0], 0)
+        after = volumes(self.etcd)["proj"]
+        self.assertEqual(after, ("b", "online", before[2] + 1))
+        # a's copy gone, b serves it, a's clients are sent on
+        self.assertFalse(os.path.exists(os.path.join(a.data_dir, "volumes", "proj")))
+        names = lambda d: [v["volume"] for v in json.loads(arfctl(  # noqa: E731
+            "--json", "--control", d.control, "vol", "list").stdout)["volumes"]]
+        self.assertNotIn("proj", names(a))
+        self.assertIn("proj", names(b))
+        self.assertEqual(arfctl("cat", b.url("/big?volume=proj")).stdout, big)
+        self.assertEqual(arfctl("cat", a.url("/big?volume=proj")).stdout, big)
+        if fio:
+            fout, _ = fio.communicate(timeout=300)
+            self.assertEqual(fio.returncode, 0, fout)
+            with open(m.p("proj/before")) as f:
+                self.assertEqual(f.read(), "written before the move\n")
+            self.assertEqual(arfctl("cat", b.url("/counter?volume=proj")).stdout,
+                             b"".join(b"value %d\n" % i for i in range(1, synced[0] + 1)))
+            with open(m.p("proj/after"), "w") as f:
+                f.write("written after the move\n")
+            self.assertEqual(arfctl("cat", b.url("/after?volume=proj")).stdout,
+                             b"written after the move\n")
+            self.assertIn(b"fio.dat", arfctl("ls", b.url("/?volume=proj")).stdout)
+        # b serves it after a restart, from its own data directory
+        b.restart()
+        self.assertEqual(arfctl("cat", b.url("/big?volume=proj")).stdout, big)
+        wait_until(lambda: volumes(self.etcd).get("proj", ("",))[0] == "b", 15,
+                   "proj still recorded on b")
+        # and back to a, where the name is free again
+        back = json.loads(self.move(b, "proj", "a").stdout)
+        self.assertEqual(back["server"], "a")
+        self.assertEqual(volumes(self.etcd)["proj"][0], "a")
+        self.assertEqual(arfctl("cat", a.url("/big?volume=proj")).stdout, big)
+        if m:
+            with open(m.p("proj/after")) as f:
+                self.assertEqual(f.read(), "written after the move\n")
+            self.assertEqual(m.stop(), 0)
+        for d in (a, b):
+            self.assertNotIn("Sanitizer", d.log())
+
+    def test_refusals(self):
+        """Each refusal says why, and leaves the volume served where it was
+        with nothing staged on the receiver."""
+        sec = self.secret("move.secret", "the servers' own")
+        other = self.secret("other.secret", "not the same")
+        self.etcd.start()
+        a = self.arfd("a", extra={"cell.move_secret_file": sec},
+                      config="[volume sect]\n")
+        self.arfd("b", extra={"cell.move_secret_file": other})
+        c = self.arfd("c")
+        d = self.arfd("d", extra={"cell.move_secret_file": sec})
+        self.made(a)
+        hostname = os.path.join(self.tmp, "h")
+        with open(hostname, "w") as f:
+            f.write("a small file\n")
+        arfctl("put", hostname, a.url("/h?volume=proj"))
+        wait_until(lambda: {"a", "b", "c", "d"} <= live(self.etcd), 15, "four servers live")
+        cases = [
+            (("proj", "b"), "permission denied (is its [cell] move_secret_file the same?)"),
+            (("proj", "c"), "permission denied (is its [cell] move_secret_file the same?)"),
+            (("proj", "a"), "'a' is not another server of the cell"),
+            (("proj", "nosuch"), "server 'nosuch' is not live in the cell"),
+            (("nosuch", "d"), "no volume 'nosuch' on this server"),
+            (("root", "d"), "root volume"),
+            (("sect", "d"), "arfd.conf's ([volume sect])"),
+        ]
+        for args, msg in cases:
+            p = self.move(a, *args, check=False)
+            self.assertEqual(p.returncode, 1, (args, p.stdout, p.stderr))
+            self.assertIn(msg, p.stderr.decode(), args)
+            self.assertEqual(volumes(self.etcd)["proj"][0], "a")
+            self.assertEqual(arfctl("cat", a.url("/h?volume=proj")).stdout,
+                             b"a small file\n")
+        for srv in ("b", "c"):  # nothing staged on a receiver that refused
+            vols = os.path.join(self.tmp, srv, "data", "volumes")
+            self.assertEqual([n for n in os.listdir(vols) if "proj" in n]
+                             if os.path.isdir(vols) else [], [], srv)
+        p = arfctl("--control", a.control, "vol", "move", "proj", check=False)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"vol move NAME SERVER", p.stderr)
+        # a sender without the secret
+        arfctl("--control", c.control, "vol", "create", "cvol")
+        p = self.move(c, "cvol", "d", check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"no [cell] move_secret_file", p.stderr)
+        # after all that, the move that may happen does
+        out = json.loads(self.move(a, "proj", "d").stdout)
+        self.assertEqual(out["server"], "d")
+        self.assertEqual(arfctl("cat", d.url("/h?volume=proj")).stdout,
+                         b"a small file\n")
+
+
+    def test_hostile_stream(self):
+        """ARF_OP_VOLUME_IN sent by hand: without a session, with a wrong
+        MAC, a replayed one, from a second connection, with paths that leave
+        the staging directory and with truncated bodies: each refused, the
+        session ended where the MAC is wrong, nothing left staged, and the
+        server serves on."""
+        text = "the servers' own"
+        sec = self.secret("move.secret", text)
+        self.etcd.start()
+        d = self.arfd("d", extra={"cell.move_secret_file": sec})
+        wait_until(lambda: "d" in live(self.etcd), 15, "d live")
+        key = hashlib.blake2b(text.encode(), digest_size=32).digest()
+
+        def req(step, fields=b""):
+            return rawwire.cred() + struct.pack("<I", step) + fields
+
+        def mac(nonce, counter, body):
+            msg = nonce + struct.pack("<Q", counter) + body[len(rawwire.cred()):]
+            return hmac.new(key, msg, hashlib.sha512).digest()[:32]
+
+        def conn():
+            w = rawwire.Wire("tcp", d.port)
+            st, _ = w.hello()
+            self.assertEqual(st, 0)
+            return w
+
+        def call(w, body):
+            w.send(OP_VOLUME_IN, body)
+            return w.recv()
+
+        begin = rawwire.name("evil") + rawwire.name("x") + rawwire.name("")
+        w = conn()
+        # no session yet
+        self.assertEqual(call(w, req(BEGIN, begin) + b"\0" * 32)[0], S_INVAL)
+        st, nonce = call(w, req(CHALLENGE))
+        self.assertEqual((st, len(nonce)), (0, 32))
+        # a second connection cannot start one meanwhile
+        w2 = conn()
+        self.assertEqual(call(w2, req(CHALLENGE))[0], S_BUSY)
+        w2.s.close()
+        # a wrong MAC ends the session; so does the shared secret's key
+        self.assertEqual(call(w, req(BEGIN, begin) + b"\0" * 32)[0], S_ACCES)
+        self.assertEqual(call(w, req(FILE, rawwire.name("x") + struct.pack("<Q", 1)) +
+                              b"\0" * 32)[0], S_INVAL)
+        # with the secret: BEGIN, then paths out of the staging directory
+        st, nonce = call(w, req(CHALLENGE))
+        body = req(BEGIN, begin)
+        self.assertEqual(call(w, body + mac(nonce, 1, body))[0], 0)
+        self.assertEqual(call(w, body + mac(nonce, 1, body))[0], S_ACCES)  # replayed
+        st, nonce = call(w, req(CHALLENGE))
+        self.assertEqual(call(w, body + mac(nonce, 1, body))[0], 0)
+        n = 2
+        for bad in ("../../evil", "datalog/../../x", "/etc/passwd", ".hidden", "volume.conf",
+                    "a/b", "datalog/", "x" * 200):
+            body = req(FILE, rawwire.name(bad) + struct.pack("<Q", 0))
+            st, _ = call(w, body + mac(nonce, n, body))
+            n += 1
+            self.assertNotEqual(st, 0, bad)
+        for cut in (req(DATA, struct.pack("<Q", 0)), req(KEEP, struct.pack("<I", 5)),
+                    req(FILE, b"\x05\0\0\0ab")):
+            st, _ = call(w, cut + mac(nonce, n, cut))
+            n += 1
+            self.assertNotEqual(st, 0, cut)
+        # DATA with no FILE, a KEEP naming what is not there
+        body = req(DATA, struct.pack("<Q", 0) + rawwire.name("abc"))
+        self.assertNotEqual(call(w, body + mac(nonce, n, body))[0], 0)
+        n += 1
+        body = req(KEEP, struct.pack("<I", 1) + rawwire.name("CURRENT") + struct.pack("<Q", 9))
+        self.assertNotEqual(call(w, body + mac(nonce, n, body))[0], 0)
+        n += 1
+        vols = os.path.join(d.data_dir, "volumes")
+        self.assertTrue(os.path.isdir(os.path.join(vols, "+evil.in")))
+        w.s.close()  # the sender gone: what it staged goes
+        wait_until(lambda: not os.path.exists(os.path.join(vols, "+evil.in")), 10,
+                   "the staging directory removed")
+        for bad in (os.path.join(d.data_dir, "evil"), os.path.join(vols, "x")):
+            self.assertFalse(os.path.exists(bad), bad)
+        self.assertEqual(arfctl("ls", d.url("/")).returncode, 0)
+        self.assertNotIn("evil", [v["volume"] for v in json.loads(arfctl(
+            "--json", "--control", d.control, "vol", "list").stdout)["volumes"]])
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main(verbosity=2)
