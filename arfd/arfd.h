@@ -70,6 +70,17 @@ struct arfd_counters {
 struct arf_cell_member;
 struct arfd_move_in;
 struct arfd_conn;
+/* A volume's data region filled before its opening (vol move, move_in.c):
+ * its memfd and mapping, and for each block the data log record its image
+ * came from (arfd_datalog_fill). */
+struct arfd_prefill {
+	char name[64];
+	int fd;
+	void *data;
+	uint64_t size;
+	uint32_t nblocks;
+	uint64_t *inc, *seq;
+};
 struct arfd_req;
 
 struct arfd {
@@ -149,12 +160,19 @@ struct arfd {
 	char moved_to[320];                  /* a volume vol move sent away: "volume 'X' is on
 					      * server 'Y': arf://HOST:PORT/", written before
 					      * moved is set */
+	int moving;                          /* vol move is sending it (under the root's
+					      * vol_lock): vol rm and release refuse it */
+	pthread_mutex_t out_lock;            /* in the root: held by the one vol move out, and
+					      * by arfd's stop */
 	int moved;                           /* (atomic, release/acquire) sent away: hellos
 					      * are sent on, requests refused */
 	char arriving[ARFD_VOLUME_NAME_MAX]; /* in the root: a volume received and served,
 					      * its record not yet flipped here (move_in.c):
 					      * its hellos are told to try again */
 	int arriving_set;                    /* (atomic) arriving is meant */
+	struct arfd_prefill *prefill;        /* in the root, while vol move's receiver serves
+					      * a volume: its data region, filled already
+					      * (move_in.c; server.c takes it over) */
 	struct arfd_move_in *move_in;        /* in the root: the volume being received
 					      * (move_in.c; under move_lock) */
 	pthread_mutex_t move_lock;
@@ -205,6 +223,9 @@ int arfd_volume_install(struct arfd *root, const char *dir, const struct arfd_vo
 			const struct arfd_config *vc, const char *how, char *err, size_t errlen);
 void arfd_volume_let_go(struct arfd *root, struct arfd *v, const char *what);
 int arfd_volume_remove_dir(const char *dir);
+/* A region's memory: a sealable memfd of size bytes, mapped shared (server.c). */
+int arfd_map_region(const char *name, uint64_t size, int *fd, void **base, char *err,
+		    size_t errlen);
 /* A control command's refusal: {"error": the message}. */
 struct json_object *arfd_volume_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "volume-move NAME SERVER" (move_out.c, arfctl vol move). */

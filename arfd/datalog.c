@@ -125,6 +125,11 @@ struct arfd_datalog {
 	size_t nspares, sparecap;
 	struct found *found;         /* scan's records, for replay */
 	size_t nfound, foundcap;
+	/* replay: per block, the record (incarnation, sequence) whose image
+	 * the data region holds already (0: none; arfd_datalog_prefill), and
+	 * where to say which record each block's image came from */
+	const uint64_t *pre_inc, *pre_seq;
+	uint64_t *won_inc, *won_seq;
 	struct arfd_datalog_stats st;
 };
 
@@ -515,10 +520,13 @@ int arfd_datalog_replay(struct arfd_datalog *l, uint8_t *data, uint64_t data_siz
 			uint64_t *loaded, char *err, size_t errlen)
 {
 	uint64_t *seqs = calloc(l->nblocks ? l->nblocks : 1, sizeof(*seqs));
+	uint64_t *incs = calloc(l->nblocks ? l->nblocks : 1, sizeof(*incs));
 	int rc = 0;
 
 	*loaded = 0;
-	if (!seqs) {
+	if (!seqs || !incs) {
+		free(seqs);
+		free(incs);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -531,6 +539,7 @@ int arfd_datalog_replay(struct arfd_datalog *l, uint8_t *data, uint64_t data_siz
 		if (l->where[f->block] && seqs[f->block] > f->seq)
 			continue;
 		seqs[f->block] = f->seq;
+		incs[f->block] = f->inc;
 		l->where[f->block] = pos_of(f->seg, f->off);
 	}
 	free(l->found);
@@ -538,31 +547,76 @@ int arfd_datalog_replay(struct arfd_datalog *l, uint8_t *data, uint64_t data_siz
 	l->nfound = l->foundcap = 0;
 	for (uint32_t b = 0; b < l->nblocks && !rc; b++) {
 		uint64_t pos = l->where[b];
-		if (!pos)
-			continue;
-		struct seg *s = seg_find(l, (uint32_t)(pos >> 32));
-		if (is_free && is_free(ctx, b)) {
+		/* a prefilled image no record here stands for goes */
+		int pre = l->pre_inc && l->pre_inc[b] && (uint64_t)(b + 1) * BS <= data_size;
+		if (!pos || (is_free && is_free(ctx, b))) {
 			l->where[b] = 0;
+			if (pre)
+				memset(data + (uint64_t)b * BS, 0, BS);
 			continue;
 		}
+		struct seg *s = seg_find(l, (uint32_t)(pos >> 32));
 		if ((uint64_t)(b + 1) * BS > data_size) {
 			snprintf(err, errlen, "data log: block %u lies outside the data region", b);
 			rc = -EIO;
 			break;
 		}
-		ssize_t r = pread(s->fd, data + (uint64_t)b * BS, BS,
-				  (off_t)((uint32_t)pos + sizeof(struct rec)));
-		if (r != (ssize_t)BS) {
-			char p[600];
-			seg_path(l, s->id, p, sizeof(p));
-			rc = fail(err, errlen, r < 0 ? -errno : -EIO, "data log %s: read: %s", p);
-			break;
+		/* the same write (incarnation and sequence) of the same block is
+		 * the same image, wherever reclamation copied its record */
+		if (!pre || l->pre_inc[b] != incs[b] || l->pre_seq[b] != seqs[b]) {
+			ssize_t r = pread(s->fd, data + (uint64_t)b * BS, BS,
+					  (off_t)((uint32_t)pos + sizeof(struct rec)));
+			if (r != (ssize_t)BS) {
+				char p[600];
+				seg_path(l, s->id, p, sizeof(p));
+				rc = fail(err, errlen, r < 0 ? -errno : -EIO, "data log %s: read: %s",
+					  p);
+				break;
+			}
+		}
+		if (l->won_inc) {
+			l->won_inc[b] = incs[b];
+			l->won_seq[b] = seqs[b];
 		}
 		s->live += RECSZ(BS);
 		l->st.live_bytes += RECSZ(BS);
 		(*loaded)++;
 	}
 	free(seqs);
+	free(incs);
+	return rc;
+}
+
+void arfd_datalog_prefill(struct arfd_datalog *l, const uint64_t *inc, const uint64_t *seq)
+{
+	l->pre_inc = inc;
+	l->pre_seq = seq;
+}
+
+static int any_record(void *ctx, uint64_t inc, uint64_t seq)
+{
+	(void)ctx;
+	(void)inc;
+	(void)seq;
+	return 1;
+}
+
+int arfd_datalog_fill(const char *dir, uint32_t nblocks, uint8_t *data, uint64_t data_size,
+		      uint64_t *inc, uint64_t *seq, char *err, size_t errlen)
+{
+	struct arfd_datalog *l;
+	uint64_t through, loaded;
+	int rc = arfd_datalog_open(dir, nblocks, 1u << 26, 0, &l, err, errlen);
+
+	if (rc)
+		return rc;
+	if (!(rc = arfd_datalog_scan(l, 0, 1, &through, err, errlen))) {
+		l->won_inc = inc;
+		l->won_seq = seq;
+		rc = arfd_datalog_replay(l, data, data_size, any_record, NULL, NULL, &loaded, err,
+					 errlen);
+	}
+	arfd_datalog_close(l);
 	return rc;
 }
 

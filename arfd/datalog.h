@@ -87,6 +87,20 @@ int arfd_datalog_scan(struct arfd_datalog *l, uint64_t inc, uint64_t start, uint
 int arfd_datalog_replay(struct arfd_datalog *l, uint8_t *data, uint64_t data_size,
 			arfd_datalog_valid_fn valid, arfd_datalog_free_fn is_free, void *ctx,
 			uint64_t *loaded, char *err, size_t errlen);
+/* Before replay: the data region holds already, for each block b with
+ * inc[b] != 0, the image of its record (inc[b], seq[b]) (arrays of the
+ * log's nblocks, kept by the caller through the replay): replay reads only
+ * the blocks whose record is another, and zeroes a prefilled block no
+ * record stands for.  NULL, NULL: none (the default). */
+void arfd_datalog_prefill(struct arfd_datalog *l, const uint64_t *inc, const uint64_t *seq);
+/* vol move's receiver (move_in.c), before the final round: the data
+ * region filled from the log in dir as it stands -- every intact record
+ * taken, the latest of each block -- and for each block the record its
+ * image came from in inc[] and seq[] (nblocks each, zeroed by the caller;
+ * 0 where none), for arfd_datalog_prefill at the volume's opening.  0 or
+ * -errno with err. */
+int arfd_datalog_fill(const char *dir, uint32_t nblocks, uint8_t *data, uint64_t data_size,
+		      uint64_t *inc, uint64_t *seq, char *err, size_t errlen);
 /*
  * Start appending as incarnation inc: cut damaged tails (what scan found
  * past the last whole record), sync them, open a new head segment.  Until

@@ -37,6 +37,7 @@ struct arfd_conn {
 	uint64_t suspect_until_ms; /* named a stale handle lately: watched until then (atomic) */
 	uint8_t client_id[ARF_PROTO_CLIENT_ID]; /* from the hello: the reply cache's key */
 	int has_client_id;
+	struct arfd_move_in *move; /* a vol move session on it (move_in.c; under move_lock) */
 };
 
 /* "root", "pinned", "claimed" or "anonymous" (arfctl clients). */

@@ -310,11 +310,13 @@ int main(int argc, char **argv)
 		sd_notify(0, "STOPPING=1");
 		break;
 	}
+	pthread_mutex_lock(&d.out_lock); /* a vol move out ends first (move_out.c) */
 	pthread_mutex_lock(&d.vol_lock);
 	d.cell = NULL;
 	pthread_mutex_unlock(&d.vol_lock);
 	arfd_cell_stop(cell); /* leave the cell first: no client is sent to a stopping server */
 	arfd_stop(&d);
+	pthread_mutex_unlock(&d.out_lock);
 	arfd_log(ARFD_LOG_INFO, "stopped");
 	return 0;
 }

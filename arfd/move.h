@@ -31,7 +31,9 @@
 enum arfd_move_step {
 	ARFD_MOVE_CHALLENGE = 0, /* -> nonce[32]; a new session (no MAC) */
 	ARFD_MOVE_BEGIN = 1,     /* name(volume), name(from server), bytes(settings) */
-	ARFD_MOVE_FILE = 2,      /* name(path: "F" or "datalog/F"), u64 size: made empty */
+	ARFD_MOVE_FILE = 2,      /* name(path: "F" or "datalog/F"), u64 size, u64 keep: made
+				  * of size bytes, the first keep of the file staged under
+				  * that name kept (0: a new file) */
 	ARFD_MOVE_DATA = 3,      /* u64 offset, bytes: into the last FILE's file */
 	ARFD_MOVE_KEEP = 4,      /* u32 n, n x (name(path), u64 size): the whole volume;
 				  * files staged and not named go */

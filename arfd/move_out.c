@@ -13,18 +13,20 @@
  * 2. A session with SERVER over tcp (the shared secret as any client's, if
  *    set; then CHALLENGE, and every step MAC'd with the move secret), and
  *    BEGIN with NAME's settings.
- * 3. Round 1, while NAME serves on: a snapshot (vol release's: a RocksDB
+ * 3. Rounds while NAME serves on: a snapshot (vol release's: a RocksDB
  *    checkpoint and the data log, their immutable files hard links; NAME
- *    waits only for that) in DATA_DIR/volumes/+NAME.out.1, every file of it
- *    sent.
- * 4. Round 2, the freeze: NAME's requests wait from here (one-sided reads
- *    go on: nothing changes).  Everything applied is made durable, a second
- *    snapshot taken, and only what differs from the first sent: a file of
- *    the same name and inode is the same immutable file (an SST, a closed
- *    data log segment), so the catch-up is what changed during round 1 --
- *    new SSTs, the data log's head, RocksDB's MANIFEST.  KEEP names the
- *    whole volume; END makes SERVER serve it (sending hellos here until the
- *    record says otherwise).
+ *    waits only for that) in DATA_DIR/volumes/+NAME.out.N; the first sent
+ *    whole, each later one only what differs from the one before: a file
+ *    of the same name and inode is the same immutable file (an SST, a
+ *    closed data log segment), and one that grew from the last round's (the
+ *    data log's head) is sent from where that ended, once its first bytes
+ *    compare equal.  Up to LIVE_ROUNDS, until one sends less than
+ *    LIVE_ENOUGH.
+ * 4. The last round, frozen: NAME's requests wait from here (one-sided
+ *    reads go on: nothing changes); everything applied is made durable, a
+ *    last snapshot taken and what changed sent; KEEP names the whole
+ *    volume; END makes SERVER serve it (telling hellos to try again until
+ *    the record says it is there).
  * 5. NAME is marked moved (a hello here is sent to SERVER), its
  *    connections are shut down (tcp's one-sided reads fail with them; an
  *    shm client's reads look at the socket every 5 ms, so 10 ms are waited
@@ -33,16 +35,20 @@
  *    answered on closed connections, and their clients send them again to
  *    SERVER.  Their unstable writes were made durable before the snapshot:
  *    on SERVER's new write verifier, COMMIT says so, and nothing is sent
- *    twice.  A failed flip gives NAME back to its clients here (ABORT).
+ *    twice.  A failed flip gives NAME back to its clients here (ABORT); a
+ *    flip that got no answer is settled by reading the record from etcd.
  * 6. DONE: SERVER's copy of the cell shows the volume there; then NAME's
  *    copy here is closed and deleted (arfd_volume_let_go) and the
  *    snapshots removed.
  *
+ * One move out at a time (out_lock; arfd's stop waits for it); vol_lock
+ * only to look NAME up and to let it go, NAME marked moving meanwhile.
+ *
  * Not built (docs/volumes.md): catching up from the stream of committed
- * transactions instead of files (so the freeze is the last round's files
- * and SERVER's opening of the volume, which rebuilds its regions), several
- * unfrozen rounds, and carrying a byte-range lock's lease (a moved volume's
- * locks are reclaimed as after a restart).
+ * transactions instead of files (the freeze still holds SERVER's opening
+ * of the volume, its data region filled ahead: move_in.c), and carrying a
+ * byte-range lock's lease (a moved volume's locks are reclaimed as after a
+ * restart).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -67,6 +73,8 @@
 #include "store.h"
 
 #define MAX_FILES 4096 /* files of one snapshot, at most */
+#define LIVE_ROUNDS 4  /* rounds while the volume serves on, at most */
+#define LIVE_ENOUGH (8u << 20) /* a live round that sent less is the last one */
 #define fail arfd_volume_error
 
 struct file {
@@ -210,7 +218,31 @@ static int snapshot(struct arfd *v, struct snap *s, char *err, size_t errlen)
 	return rc;
 }
 
-static int send_file(struct out *o, const struct snap *s, const struct file *f, uint8_t *buf)
+/* Does file a (of size alen) begin with the whole of file b (blen <= alen)? */
+static int starts_with(const char *a, const char *b, uint64_t blen, uint8_t *buf)
+{
+	int fa = open(a, O_RDONLY | O_CLOEXEC), fb = open(b, O_RDONLY | O_CLOEXEC), same = 1;
+	uint8_t *other = fa >= 0 && fb >= 0 ? malloc(ARFD_MOVE_CHUNK) : NULL;
+
+	for (uint64_t off = 0; other && same && off < blen;) {
+		size_t want = blen - off < ARFD_MOVE_CHUNK ? (size_t)(blen - off) : ARFD_MOVE_CHUNK;
+		same = pread(fa, buf, want, (off_t)off) == (ssize_t)want &&
+		       pread(fb, other, want, (off_t)off) == (ssize_t)want &&
+		       !memcmp(buf, other, want);
+		off += want;
+	}
+	free(other);
+	if (fa >= 0)
+		close(fa);
+	if (fb >= 0)
+		close(fb);
+	return other != NULL && same;
+}
+
+/* File f of s, from byte keep on (the receiver has the first keep bytes
+ * staged under its name already). */
+static int send_file(struct out *o, const struct snap *s, const struct file *f, uint64_t keep,
+		     uint8_t *buf)
 {
 	char path[PATH_MAX + ARFD_MOVE_PATH];
 	struct arf_proto_wr w;
@@ -225,8 +257,9 @@ static int send_file(struct out *o, const struct snap *s, const struct file *f, 
 	start_step(&w, ARFD_MOVE_FILE);
 	arf_proto_put_bytes(&w, f->path, (uint32_t)strlen(f->path));
 	arf_proto_put_u64(&w, f->size);
+	arf_proto_put_u64(&w, keep);
 	rc = call(o, &w, ARFD_MOVE_FILE, NULL);
-	for (uint64_t off = 0; !rc && off < f->size;) {
+	for (uint64_t off = keep; !rc && off < f->size;) {
 		size_t want = f->size - off < ARFD_MOVE_CHUNK ? (size_t)(f->size - off)
 							      : ARFD_MOVE_CHUNK;
 		ssize_t n = pread(fd, buf, want, (off_t)off);
@@ -248,21 +281,32 @@ static int send_file(struct out *o, const struct snap *s, const struct file *f, 
 	return rc;
 }
 
-/* Every file of s that prev (NULL: none) does not have as the same inode. */
+/* Every file of s that prev (NULL: none) does not have as the same inode;
+ * one that grew from prev's (the data log's head: appended to, and copied
+ * by each snapshot) from where prev's ended. */
 static int send_round(struct out *o, const struct snap *s, const struct snap *prev)
 {
+	char a[PATH_MAX + ARFD_MOVE_PATH], b[PATH_MAX + ARFD_MOVE_PATH];
 	uint8_t *buf = malloc(ARFD_MOVE_CHUNK);
 	int rc = 0;
 
 	if (!buf)
 		return -ENOMEM;
 	for (size_t i = 0; !rc && i < s->n; i++) {
-		int same = 0;
-		for (size_t j = 0; prev && j < prev->n && !same; j++)
-			same = !strcmp(prev->f[j].path, s->f[i].path) &&
-			       prev->f[j].ino == s->f[i].ino && prev->f[j].size == s->f[i].size;
-		if (!same)
-			rc = send_file(o, s, &s->f[i], buf);
+		const struct file *f = &s->f[i], *was = NULL;
+		for (size_t j = 0; prev && j < prev->n && !was; j++)
+			if (!strcmp(prev->f[j].path, f->path))
+				was = &prev->f[j];
+		if (was && was->ino == f->ino && was->size == f->size)
+			continue; /* the same immutable file, linked by both snapshots */
+		uint64_t keep = 0;
+		snprintf(a, sizeof(a), "%s/%s", s->dir, f->path);
+		if (was && prev) {
+			snprintf(b, sizeof(b), "%s/%s", prev->dir, was->path);
+			if (was->size && was->size <= f->size && starts_with(a, b, was->size, buf))
+				keep = was->size;
+		}
+		rc = send_file(o, s, f, keep, buf);
 	}
 	free(buf);
 	if (rc)
@@ -293,6 +337,24 @@ static int settings_of(struct arfd *d, const char *name, char *out, size_t len)
 			n += (size_t)snprintf(out + n, len - n, "%s", line);
 	fclose(f);
 	return 0;
+}
+
+static void snap_dir(struct snap *s, const char *parent, const char *name, int round)
+{
+	snprintf(s->dir, sizeof(s->dir), "%.3900s/+%s.out.%d", parent, name, round);
+}
+
+/* A snapshot's directory deleted and its list freed (NULL ok). */
+static void drop_snap(struct snap *s)
+{
+	if (!s)
+		return;
+	if (s->dir[0])
+		arfd_volume_remove_dir(s->dir);
+	free(s->f);
+	s->f = NULL;
+	s->n = 0;
+	s->dir[0] = 0;
 }
 
 static double secs(const struct timespec *a, const struct timespec *b)
@@ -329,7 +391,8 @@ json_object *arfd_volume_move(struct arfd *d, const char *args)
 	char buf[200], settings[4096], err[700], parent[PATH_MAX];
 	char *save = NULL;
 	struct out o = { .root = d };
-	struct snap s1 = { 0 }, s2 = { 0 };
+	struct snap snaps[2] = { { .f = NULL }, { .f = NULL } }, *prev = NULL, *cur = &snaps[0];
+	int round = 1, stuck = 0;
 	json_object *r = NULL;
 	int rc;
 
@@ -346,20 +409,29 @@ json_object *arfd_volume_move(struct arfd *d, const char *args)
 	if (!arf_cell_name_ok(to) || !strcmp(to, d->cell_id))
 		return fail("vol move %.63s: '%.63s' is not another server of the cell", name, to);
 
+	/* one move out at a time, and arfd's stop waits for it; vol_lock only
+	 * while volumes are looked up or let go (a receiver's END takes it:
+	 * two servers moving a volume each to the other must not wait on each
+	 * other), the volume marked moving meanwhile (vol rm and vol release
+	 * refuse it) */
+	pthread_mutex_lock(&d->out_lock);
 	pthread_mutex_lock(&d->vol_lock);
 	struct arfd *v = arfd_volume_find(d, name);
 	struct arf_cell_volume rec;
 	struct arf_cell_server srv;
 	struct timespec t0, t1, t2, t3;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (!v) {
-		r = fail("no volume '%.63s' on this server", name);
+	if (!v || arfd_volume_movable(d, v, name, err, sizeof(err))) {
+		pthread_mutex_unlock(&d->vol_lock);
+		if (!v)
+			r = fail("no volume '%.63s' on this server", name);
+		else
+			r = fail("vol move: %s", err);
+		v = NULL;
 		goto out;
 	}
-	if (arfd_volume_movable(d, v, name, err, sizeof(err))) {
-		r = fail("vol move: %s", err);
-		goto out;
-	}
+	v->moving = 1;
+	pthread_mutex_unlock(&d->vol_lock);
 	if ((rc = arf_cell_view_locate(cv, name, &rec, &srv)) || strcmp(rec.server, d->cell_id)) {
 		r = fail("vol move %s: the cell records it %s%.63s%s", name, rc ? "nowhere yet" :
 			 "on server '", rc ? "" : rec.server, rc ? "" : "'");
@@ -374,16 +446,17 @@ json_object *arfd_volume_move(struct arfd *d, const char *args)
 		goto out;
 	}
 	snprintf(parent, sizeof(parent), "%s/volumes", d->cfg.data_dir);
-	if ((size_t)snprintf(s1.dir, sizeof(s1.dir), "%.3900s/+%s.out.1", parent, name) >=
-	    sizeof(s1.dir) - 8) {
+	if (strlen(parent) + strlen(name) + 16 >= sizeof(snaps[0].dir)) {
 		r = fail("vol move %s: its data directory's path is too long", name);
 		goto out;
 	}
-	snprintf(s2.dir, sizeof(s2.dir), "%.3900s/+%s.out.2", parent, name);
-	if (arfd_volume_remove_dir(s1.dir) || arfd_volume_remove_dir(s2.dir)) {
-		r = fail("vol move %s: a snapshot of an earlier move is in the way (see the log)",
-			 name);
-		goto out;
+	for (int k = 1; k <= LIVE_ROUNDS + 1; k++) { /* an earlier move's, left by a crash */
+		snap_dir(&snaps[0], parent, name, k);
+		if (arfd_volume_remove_dir(snaps[0].dir)) {
+			r = fail("vol move %s: a snapshot of an earlier move is in the way (see the "
+				 "log)", name);
+			goto out;
+		}
 	}
 	if ((rc = dial(&o, &srv))) {
 		r = fail("vol move %s: connecting to server '%s' at %s:%u: %s", name, to,
@@ -411,24 +484,42 @@ json_object *arfd_volume_move(struct arfd *d, const char *args)
 	if ((rc = call(&o, &w, ARFD_MOVE_BEGIN, NULL)))
 		goto failed;
 
-	/* round 1: NAME serves on */
-	arfd_lock_for_control(v);
-	rc = snapshot(v, &s1, o.err, sizeof(o.err));
-	arfd_fs_unlock(v);
-	if (rc || (rc = send_round(&o, &s1, NULL)))
-		goto failed;
+	/* rounds while NAME serves on: a snapshot (NAME waits for it alone),
+	 * sent whole, then what changed since, until a round sends little */
+	uint64_t sent = 0;
+	for (;; round++) {
+		snap_dir(cur, parent, name, round);
+		arfd_lock_for_control(v);
+		rc = snapshot(v, cur, o.err, sizeof(o.err));
+		arfd_fs_unlock(v);
+		sent = o.bytes;
+		if (rc || (rc = send_round(&o, cur, prev)))
+			goto failed;
+		sent = o.bytes - sent;
+		drop_snap(prev);
+		prev = cur;
+		cur = cur == &snaps[0] ? &snaps[1] : &snaps[0];
+		if (round == LIVE_ROUNDS || sent < LIVE_ENOUGH)
+			break;
+	}
 	uint64_t bytes1 = o.bytes;
 
-	/* round 2: frozen */
+	/* the last round: frozen */
+	struct timespec f1, f2, f3;
+	round++;
+	snap_dir(cur, parent, name, round);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	arfd_lock_for_control(v);
-	rc = snapshot(v, &s2, o.err, sizeof(o.err));
+	rc = snapshot(v, cur, o.err, sizeof(o.err));
+	clock_gettime(CLOCK_MONOTONIC, &f1);
 	if (!rc)
-		rc = send_round(&o, &s2, &s1);
+		rc = send_round(&o, cur, prev);
+	clock_gettime(CLOCK_MONOTONIC, &f2);
 	if (!rc) {
 		start_step(&w, ARFD_MOVE_END);
 		rc = call(&o, &w, ARFD_MOVE_END, NULL);
 	}
+	clock_gettime(CLOCK_MONOTONIC, &f3);
 	if (rc) {
 		arfd_fs_unlock(v);
 		goto failed;
@@ -443,13 +534,37 @@ json_object *arfd_volume_move(struct arfd *d, const char *args)
 	int64_t version = 0;
 	rc = arf_cell_member_move(d->cell, name, to, &version, o.err, sizeof(o.err));
 	if (rc && rc != -EREMOTE && rc != -ESTALE && rc != -ENOENT) {
-		/* no answer: did the swap happen?  The record says */
+		/* no answer: did the swap happen?  etcd's record says (not the
+		 * watched copy, which may lag) */
 		struct arf_cell_volume now;
-		struct timespec ts = { 0, 200 * 1000 * 1000 };
-		for (int i = 0; i < 10 && rc; i++) {
-			nanosleep(&ts, NULL);
-			if (!arf_cell_view_locate(cv, name, &now, &srv) && !strcmp(now.server, to))
-				rc = 0;
+		char why[512];
+		int known = 0;
+		for (int i = 0; i < 10 && !known; i++) {
+			struct timespec ts = { 0, 300 * 1000 * 1000 };
+			if (i)
+				nanosleep(&ts, NULL);
+			if (!arf_cell_member_read(d->cell, name, &now, why, sizeof(why))) {
+				known = 1;
+				if (!strcmp(now.server, to)) {
+					rc = 0;
+					version = now.version;
+				}
+			}
+		}
+		if (!known) {
+			/* neither way is safe to take: the volume stays moved (its
+			 * clients are sent to SERVER, which serves it once etcd says
+			 * it is there), both copies kept, and no ABORT */
+			stuck = 1;
+			arfd_fs_unlock(v);
+			arfd_log(ARFD_LOG_ERROR, "vol move %s: etcd did not say whether the record "
+				 "names '%s' now (%s): both copies are kept; the cell's record decides "
+				 "which serves it (restart this arfd if it names this server)", name, to,
+				 o.err);
+			r = fail("vol move %s to '%s': the flip's outcome is unknown (%s): the volume "
+				 "is sent to '%s' until this arfd restarts; its record in etcd decides",
+				 name, to, o.err, to);
+			goto out;
 		}
 	}
 	if (rc) {
@@ -473,9 +588,12 @@ json_object *arfd_volume_move(struct arfd *d, const char *args)
 			 to);
 	arf_net_close(o.conn);
 	o.conn = NULL;
+	pthread_mutex_lock(&d->vol_lock);
 	arfd_volume_let_go(d, v, "vol move");
-	arfd_volume_remove_dir(s1.dir);
-	arfd_volume_remove_dir(s2.dir);
+	pthread_mutex_unlock(&d->vol_lock);
+	v = NULL; /* gone: still moving, for whoever looks */
+	drop_snap(prev);
+	drop_snap(cur);
 	clock_gettime(CLOCK_MONOTONIC, &t3);
 	r = json_object_new_object();
 	if (r) {
@@ -483,11 +601,19 @@ json_object *arfd_volume_move(struct arfd *d, const char *args)
 		json_object_object_add(r, "server", json_object_new_string(to));
 		json_object_object_add(r, "version", json_object_new_int64(version));
 		json_object_object_add(r, "pause_seconds", json_object_new_double(secs(&t1, &t2)));
+		/* the pause's parts: the second snapshot, sending what changed,
+		 * the receiver's opening of the volume, closing and flipping */
+		json_object_object_add(r, "freeze_snapshot_seconds",
+				       json_object_new_double(secs(&t1, &f1)));
+		json_object_object_add(r, "freeze_send_seconds", json_object_new_double(secs(&f1, &f2)));
+		json_object_object_add(r, "freeze_open_seconds", json_object_new_double(secs(&f2, &f3)));
+		json_object_object_add(r, "freeze_flip_seconds", json_object_new_double(secs(&f3, &t2)));
 		json_object_object_add(r, "seconds", json_object_new_double(secs(&t0, &t3)));
 		json_object_object_add(r, "bytes_sent", json_object_new_int64((int64_t)o.bytes));
 		json_object_object_add(r, "bytes_in_freeze",
 				       json_object_new_int64((int64_t)(o.bytes - bytes1)));
 		json_object_object_add(r, "files_sent", json_object_new_int64((int64_t)o.files));
+		json_object_object_add(r, "rounds", json_object_new_int(round));
 	}
 	goto out;
 failed:
@@ -501,13 +627,16 @@ failed:
 	arfd_log(ARFD_LOG_WARN, "vol move %s to '%s' failed: %s (it is served here as before)",
 		 name, to, o.err);
 	r = fail("vol move %s to '%s': %s (it is served here as before)", name, to, o.err);
-	arfd_volume_remove_dir(s1.dir);
-	arfd_volume_remove_dir(s2.dir);
 out:
 	if (o.conn)
 		arf_net_close(o.conn);
-	free(s1.f);
-	free(s2.f);
-	pthread_mutex_unlock(&d->vol_lock);
+	drop_snap(prev);
+	drop_snap(cur);
+	if (v && !stuck) {
+		pthread_mutex_lock(&d->vol_lock);
+		v->moving = 0;
+		pthread_mutex_unlock(&d->vol_lock);
+	}
+	pthread_mutex_unlock(&d->out_lock);
 	return r;
 }

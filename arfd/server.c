@@ -27,8 +27,8 @@
 #define SCRATCH_SIZE (64u << 10)
 #define NIC_SPIN_FACTOR 4u /* the soft-NIC polls this many times spin_us (arfd_start) */
 
-static int map_region(const char *name, uint64_t size, int *fd, void **base, char *err,
-		      size_t errlen)
+int arfd_map_region(const char *name, uint64_t size, int *fd, void **base, char *err,
+		    size_t errlen)
 {
 	/* sealable: net/ seals the read-only regions against writes before
 	 * handing them to shm clients (our own mapping, made here, stays) */
@@ -295,10 +295,27 @@ static int open_fs(struct arfd *d, char *err, size_t errlen)
 	d->meta_size = sb.meta_size;
 	d->data_size = sb.data_size;
 	d->scratch_size = SCRATCH_SIZE;
-	if ((rc = map_region("arf-meta", d->meta_size, &d->meta_fd, &d->meta, err, errlen)) ||
-	    (rc = map_region("arf-data", d->data_size, &d->data_fd, &d->data, err, errlen)) ||
-	    (rc = map_region("arf-scratch", d->scratch_size, &d->scratch_fd, &d->scratch, err, errlen)))
+	/* vol move's receiver may have filled the data region already from
+	 * the volume's first round (move_in.c): its memory is taken over */
+	struct arfd_prefill *pf = d->host ? d->host->prefill : NULL;
+	if (pf && found && pf->data && !strcmp(pf->name, d->volume) &&
+	    pf->size == sb.data_size && pf->nblocks == sb.n_blocks) {
+		d->data_fd = pf->fd;
+		d->data = pf->data;
+		pf->fd = -1;
+		pf->data = NULL;
+		arfd_store_prefill(d->store, pf->inc, pf->seq);
+	} else {
+		pf = NULL;
+	}
+	if ((rc = arfd_map_region("arf-meta", d->meta_size, &d->meta_fd, &d->meta, err, errlen)) ||
+	    (!pf && (rc = arfd_map_region("arf-data", d->data_size, &d->data_fd, &d->data, err,
+					  errlen))) ||
+	    (rc = arfd_map_region("arf-scratch", d->scratch_size, &d->scratch_fd, &d->scratch, err,
+				  errlen))) {
+		arfd_store_prefill(d->store, NULL, NULL);
 		return rc;
+	}
 
 	if (!found) {
 		const struct arf_meta_dirty *list;
@@ -325,6 +342,7 @@ static int open_fs(struct arfd *d, char *err, size_t errlen)
 		struct arfd_store_recovery rec;
 		rc = arfd_store_load(d->store, d->meta, d->meta_size, d->data, d->data_size, &nobj,
 				     err, errlen);
+		arfd_store_prefill(d->store, NULL, NULL);
 		if (rc)
 			return rc;
 		arfd_store_recovered(d->store, &rec);
@@ -673,6 +691,7 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 	snprintf(d->volume, sizeof(d->volume), "root");
 	pthread_mutex_init(&d->vol_lock, NULL);
 	pthread_mutex_init(&d->move_lock, NULL);
+	pthread_mutex_init(&d->out_lock, NULL);
 	if (d->cfg.listen[0] && split_listen(d->cfg.listen, addr, sizeof(addr), &port)) {
 		snprintf(err, errlen, "listen = '%s': expected ADDR:PORT", d->cfg.listen);
 		return -EINVAL;

@@ -165,6 +165,10 @@ int arfd_store_sync(struct arfd_store *st, char *err, size_t errlen);
  * filesystem lock with everything applied made durable (arfd_store_flush,
  * arfd_store_sync), so that the two agree (vol release, arfd/volumes.c). */
 int arfd_store_clone(struct arfd_store *st, const char *dir, char *err, size_t errlen);
+/* Before arfd_store_load: the data region it is given holds these blocks'
+ * images already (arfd_datalog_prefill: vol move's receiver); the arrays
+ * are kept by the caller through the load.  NULL, NULL: none. */
+void arfd_store_prefill(struct arfd_store *st, const uint64_t *inc, const uint64_t *seq);
 
 /*
  * Data log reclamation, from the committer after a sync that made

@@ -492,6 +492,10 @@ json_object *arfd_volume_remove(struct arfd *d, const char *args)
 			 "arfd, then remove its directory", name, name);
 		goto out;
 	}
+	if (v->moving) {
+		r = fail("volume %s is being moved (vol move): remove it where it goes", name);
+		goto out;
+	}
 	/* marked before the clients are counted (on_hello counts itself
 	 * before it looks at the mark), and only then looked at: a client
 	 * that came and went before the mark left its files to be seen.  A
@@ -620,6 +624,10 @@ json_object *arfd_volume_release(struct arfd *d, const char *args)
 	struct arfd *src = arfd_volume_find(d, name), *old;
 	if (!src) {
 		r = fail("no volume '%.63s' on this server", name);
+		goto out;
+	}
+	if (src->moving) {
+		r = fail("volume %s is being moved (vol move): release it where it goes", name);
 		goto out;
 	}
 	const char *base = src != d ? src->volume

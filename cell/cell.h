@@ -142,6 +142,11 @@ int arf_cell_member_withdraw(struct arf_cell_member *m, const char *name);
  * and the swap), -ENOENT, or etcd's errors, with err. */
 int arf_cell_member_move(struct arf_cell_member *m, const char *name, const char *to,
 			 int64_t *version, char *err, size_t errlen);
+/* Volume name's record as etcd has it now (not a watched copy): 0,
+ * -ENOENT, or etcd's errors with err.  And this member's server id. */
+int arf_cell_member_read(struct arf_cell_member *m, const char *name, struct arf_cell_volume *v,
+			 char *err, size_t errlen);
+const char *arf_cell_member_id(const struct arf_cell_member *m);
 /* The record of name read again at the next round (a volume moved here:
  * its record, another server's when it was published, names this one
  * now).  m NULL: nothing. */

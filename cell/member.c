@@ -467,3 +467,18 @@ void arf_cell_member_recheck(struct arf_cell_member *m, const char *name)
 			m->vol_state[j] = VOL_TODO; /* read again at the next round */
 	pthread_mutex_unlock(&m->lock);
 }
+
+int arf_cell_member_read(struct arf_cell_member *m, const char *name, struct arf_cell_volume *v,
+			 char *err, size_t errlen)
+{
+	if (!m) {
+		snprintf(err, errlen, "not in a cell");
+		return -ENOENT;
+	}
+	return arf_cell_volume_read(m->e, m->cell, name, v, err, errlen);
+}
+
+const char *arf_cell_member_id(const struct arf_cell_member *m)
+{
+	return m ? m->self.id : "";
+}

@@ -10,14 +10,17 @@ clients are sent on; b serves it after a restart, and it moves back.
 Refusals: a receiver without the cell's move secret, one with another
 secret (the MAC is wrong: nothing staged there), the root volume, an
 arfd.conf section's volume, a volume or server the cell does not have,
-the server itself, a sender without the secret, bad usage.  The stream as
+the server itself, a sender without the secret, bad usage; clients
+without the secret holding sessions open or resetting them hold no move
+up.  Two servers moving a volume each to the other at once: both land.  The stream as
 an attacker sends it (tests/security/rawwire.py): steps without a session,
-wrong and replayed MACs, a second session, paths out of the staging
+wrong and replayed MACs, a second sender, paths out of the staging
 directory, truncated bodies; the server serves on with nothing staged."""
 import hashlib
 import hmac
 import json
 import os
+import socket
 import struct
 import subprocess
 import sys
@@ -230,12 +233,65 @@ class Move(CellCase):
         p = self.move(c, "cvol", "d", check=False)
         self.assertEqual(p.returncode, 1)
         self.assertIn(b"no [cell] move_secret_file", p.stderr)
+        # clients without the secret asking d for nonces, one holding its
+        # session open and others gone at once (reset): none holds d up
+        held = rawwire.Wire("tcp", d.port)
+        self.assertEqual(held.hello()[0], 0)
+        held.send(OP_VOLUME_IN, rawwire.cred() + struct.pack("<I", CHALLENGE))
+        self.assertEqual(held.recv()[0], 0)
+        for _ in range(5):
+            w = rawwire.Wire("tcp", d.port)
+            self.assertEqual(w.hello()[0], 0)
+            w.send(OP_VOLUME_IN, rawwire.cred() + struct.pack("<I", CHALLENGE))
+            w.s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            w.s.close()
         # after all that, the move that may happen does
         out = json.loads(self.move(a, "proj", "d").stdout)
         self.assertEqual(out["server"], "d")
         self.assertEqual(arfctl("cat", d.url("/h?volume=proj")).stdout,
                          b"a small file\n")
+        held.s.close()
 
+
+    def test_crossing_moves(self):
+        """a sends pa to b while b sends pb to a: both land (each receiver's
+        END takes its volumes' lock, which a sender holds only to look its
+        volume up and to let it go), and each volume is served meanwhile."""
+        sec = self.secret("move.secret", "the servers' own")
+        self.etcd.start()
+        a = self.arfd("a", extra={"cell.move_secret_file": sec})
+        b = self.arfd("b", extra={"cell.move_secret_file": sec})
+        src = os.path.join(self.tmp, "big")
+        with open(src, "wb") as f:
+            f.write(os.urandom(16 << 20))
+        for d, vol in ((a, "pa"), (b, "pb")):
+            arfctl("--control", d.control, "vol", "create", vol)
+            arfctl("put", src, d.url("/big?volume=" + vol))
+        wait_until(lambda: {"pa", "pb"} <= set(volumes(self.etcd)) and
+                   {"a", "b"} <= live(self.etcd), 15, "both recorded")
+        res = {}
+
+        def go(d, vol, to):
+            t = time.monotonic()
+            res[vol] = (self.move(d, vol, to, check=False), time.monotonic() - t)
+        ts = [threading.Thread(target=go, args=(a, "pa", "b")),
+              threading.Thread(target=go, args=(b, "pb", "a"))]
+        for t in ts:
+            t.start()
+        for _ in range(5):
+            self.assertEqual(arfctl("ls", a.url("/?volume=pa")).returncode, 0)
+            self.assertEqual(arfctl("ls", b.url("/?volume=pb")).returncode, 0)
+        for t in ts:
+            t.join(120)
+        for vol, (p, took) in res.items():
+            self.assertEqual(p.returncode, 0, (vol, p.stderr))
+            print("%s moved in %.1f s" % (vol, took))
+        recs = volumes(self.etcd)
+        self.assertEqual((recs["pa"][0], recs["pb"][0]), ("b", "a"))
+        with open(src, "rb") as f:
+            want = f.read()
+        self.assertEqual(arfctl("cat", a.url("/big?volume=pa")).stdout, want)
+        self.assertEqual(arfctl("cat", b.url("/big?volume=pb")).stdout, want)
 
     def test_hostile_stream(self):
         """ARF_OP_VOLUME_IN sent by hand: without a session, with a wrong
@@ -273,13 +329,13 @@ class Move(CellCase):
         self.assertEqual(call(w, req(BEGIN, begin) + b"\0" * 32)[0], S_INVAL)
         st, nonce = call(w, req(CHALLENGE))
         self.assertEqual((st, len(nonce)), (0, 32))
-        # a second connection cannot start one meanwhile
+        # a second connection gets a session of its own (asking holds nothing up)
         w2 = conn()
-        self.assertEqual(call(w2, req(CHALLENGE))[0], S_BUSY)
-        w2.s.close()
+        st2, nonce2 = call(w2, req(CHALLENGE))
+        self.assertEqual((st2, len(nonce2)), (0, 32))
         # a wrong MAC ends the session; so does the shared secret's key
         self.assertEqual(call(w, req(BEGIN, begin) + b"\0" * 32)[0], S_ACCES)
-        self.assertEqual(call(w, req(FILE, rawwire.name("x") + struct.pack("<Q", 1)) +
+        self.assertEqual(call(w, req(FILE, rawwire.name("x") + struct.pack("<QQ", 1, 0)) +
                               b"\0" * 32)[0], S_INVAL)
         # with the secret: BEGIN, then paths out of the staging directory
         st, nonce = call(w, req(CHALLENGE))
@@ -288,10 +344,14 @@ class Move(CellCase):
         self.assertEqual(call(w, body + mac(nonce, 1, body))[0], S_ACCES)  # replayed
         st, nonce = call(w, req(CHALLENGE))
         self.assertEqual(call(w, body + mac(nonce, 1, body))[0], 0)
+        # one volume taken at a time: the second session, proven, waits its turn
+        other = req(BEGIN, rawwire.name("evil2") + rawwire.name("y") + rawwire.name(""))
+        self.assertEqual(call(w2, other + mac(nonce2, 1, other))[0], S_BUSY)
+        w2.s.close()
         n = 2
         for bad in ("../../evil", "datalog/../../x", "/etc/passwd", ".hidden", "volume.conf",
                     "a/b", "datalog/", "x" * 200):
-            body = req(FILE, rawwire.name(bad) + struct.pack("<Q", 0))
+            body = req(FILE, rawwire.name(bad) + struct.pack("<QQ", 0, 0))
             st, _ = call(w, body + mac(nonce, n, body))
             n += 1
             self.assertNotEqual(st, 0, bad)
@@ -300,6 +360,11 @@ class Move(CellCase):
             st, _ = call(w, cut + mac(nonce, n, cut))
             n += 1
             self.assertNotEqual(st, 0, cut)
+        # a file kept from a round before that there was not, or more kept than it has
+        for size, keep in ((8, 4), (4, 8), (1 << 41, 0)):
+            body = req(FILE, rawwire.name("CURRENT") + struct.pack("<QQ", size, keep))
+            self.assertNotEqual(call(w, body + mac(nonce, n, body))[0], 0, (size, keep))
+            n += 1
         # DATA with no FILE, a KEEP naming what is not there
         body = req(DATA, struct.pack("<Q", 0) + rawwire.name("abc"))
         self.assertNotEqual(call(w, body + mac(nonce, n, body))[0], 0)

@@ -193,11 +193,15 @@ REQUESTS = {
     # extended attributes: GET, SET, LIST, REMOVE
     0x128: ["fh", "name", "u32"], 0x129: ["fh", "name", "bytes", "u32"], 0x12a: ["fh", "u32"],
     0x12b: ["fh", "name"],
+    # VOLUME_IN (vol move's stream): a step, its fields, a MAC
+    0x12c: ["u32", "name", "bytes", "hash"],
 }
 # kinds whose body may end with one more field: CREATE, MKDIR and MKNOD's
 # umask (4 bytes), which "trailing" garbage must not be mistaken for
 OPTIONAL_TAIL = {0x110: 4, 0x111: 4, 0x112: 4}
 PROG_OPS = (0x130, 0x131)
+OP_VOLUME_IN = 0x12c
+S_ACCES = 5
 
 
 def header_ops():
@@ -582,7 +586,8 @@ class Frames(ArfdTestCase):
 
     def g_bodies(self, tr):
         """Every request kind with bodies cut short or garbled: ARF_EPROTO
-        (programs: ENOSYS too, where mobile code is off)."""
+        (programs: ENOSYS too, where mobile code is off; VOLUME_IN: EACCES
+        too, from a server that takes no volumes)."""
         p = self.peer(tr)
         hows = {}
         for op in sorted(REQUESTS):
@@ -591,7 +596,8 @@ class Frames(ArfdTestCase):
                 how, body = garbled_body(op, self.rng)
                 hows[how] = hows.get(how, 0) + 1
                 ident = self.next_id()
-                want[ident] = {S_EPROTO, S_NOSYS} if op in PROG_OPS else {S_EPROTO}
+                want[ident] = ({S_EPROTO, S_NOSYS} if op in PROG_OPS else
+                               {S_EPROTO, S_ACCES} if op == OP_VOLUME_IN else {S_EPROTO})
                 p.send(frame(op, ident, body))
             got = p.replies(want)
             self.eproto_replies += sum(h[4] == S_EPROTO for h, _ in got.values())
