@@ -441,6 +441,15 @@ json_object *arfd_volume_move(struct arfd *d, const char *args)
 		r = fail("vol move %s: server '%.63s' is not live in the cell", name, to);
 		goto out;
 	}
+	/* etcd itself, not the watched copy: a move is a change, and changes
+	 * wait while etcd is away (serving goes on from the copy) */
+	if ((rc = arf_cell_member_read(d->cell, name, &rec, err, sizeof(err))) ||
+	    strcmp(rec.server, d->cell_id)) {
+		r = rc ? fail("vol move %s: etcd cannot be asked (%s): a move waits until it can",
+			      name, err)
+		       : fail("vol move %s: etcd records it on server '%.63s'", name, rec.server);
+		goto out;
+	}
 	if ((rc = settings_of(d, name, settings, sizeof(settings)))) {
 		r = fail("vol move %s: its volume.conf: %s", name, strerror(-rc));
 		goto out;
@@ -532,8 +541,9 @@ json_object *arfd_volume_move(struct arfd *d, const char *args)
 	struct timespec shm_ts = { 0, 10 * 1000 * 1000 }; /* shm readers look every 5 ms */
 	nanosleep(&shm_ts, NULL);
 	int64_t version = 0;
-	rc = arf_cell_member_move(d->cell, name, to, &version, o.err, sizeof(o.err));
-	if (rc && rc != -EREMOTE && rc != -ESTALE && rc != -ENOENT) {
+	int swap_sent = 0;
+	rc = arf_cell_member_move(d->cell, name, to, &version, &swap_sent, o.err, sizeof(o.err));
+	if (rc && swap_sent && rc != -ESTALE && rc != -ENOENT) {
 		/* no answer: did the swap happen?  etcd's record says (not the
 		 * watched copy, which may lag) */
 		struct arf_cell_volume now;

@@ -139,9 +139,10 @@ int arf_cell_member_withdraw(struct arf_cell_member *m, const char *name);
  * server, made to name server `to` (online), in one compare-and-swap on the
  * revision read; *version (may be NULL) is the record's new version.  0,
  * -EREMOTE (it names another server), -ESTALE (changed between the read
- * and the swap), -ENOENT, or etcd's errors, with err. */
+ * and the swap), -ENOENT, or etcd's errors, with err.  *sent: whether the
+ * swap was sent (0: it certainly did not happen). */
 int arf_cell_member_move(struct arf_cell_member *m, const char *name, const char *to,
-			 int64_t *version, char *err, size_t errlen);
+			 int64_t *version, int *sent, char *err, size_t errlen);
 /* Volume name's record as etcd has it now (not a watched copy): 0,
  * -ENOENT, or etcd's errors with err.  And this member's server id. */
 int arf_cell_member_read(struct arf_cell_member *m, const char *name, struct arf_cell_volume *v,

@@ -430,11 +430,12 @@ int arf_cell_member_publish(struct arf_cell_member *m, const char *const *names,
 }
 
 int arf_cell_member_move(struct arf_cell_member *m, const char *name, const char *to,
-			 int64_t *version, char *err, size_t errlen)
+			 int64_t *version, int *sent, char *err, size_t errlen)
 {
 	struct arf_cell_volume v;
 	int rc;
 
+	*sent = 0;
 	if (!arf_cell_name_ok(name) || !arf_cell_name_ok(to)) {
 		snprintf(err, errlen, "bad volume or server name");
 		return -EINVAL;
@@ -448,6 +449,7 @@ int arf_cell_member_move(struct arf_cell_member *m, const char *name, const char
 	}
 	snprintf(v.server, sizeof(v.server), "%s", to);
 	snprintf(v.state, sizeof(v.state), "%s", ARF_CELL_VOL_ONLINE);
+	*sent = 1; /* from here on, a failure may hide a swap that happened */
 	if ((rc = arf_cell_volume_update(m->e, m->cell, &v, err, errlen)))
 		return rc;
 	if (version)

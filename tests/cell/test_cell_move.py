@@ -12,7 +12,9 @@ secret (the MAC is wrong: nothing staged there), the root volume, an
 arfd.conf section's volume, a volume or server the cell does not have,
 the server itself, a sender without the secret, bad usage; clients
 without the secret holding sessions open or resetting them hold no move
-up.  Two servers moving a volume each to the other at once: both land.  The stream as
+up.  Two servers moving a volume each to the other at once: both land.
+etcd away: a move is refused before anything is sent; etcd stopped during
+a move: the volume ends on the one server its record names.  The stream as
 an attacker sends it (tests/security/rawwire.py): steps without a session,
 wrong and replayed MACs, a second sender, paths out of the staging
 directory, truncated bodies; the server serves on with nothing staged."""
@@ -292,6 +294,61 @@ class Move(CellCase):
             want = f.read()
         self.assertEqual(arfctl("cat", a.url("/big?volume=pa")).stdout, want)
         self.assertEqual(arfctl("cat", b.url("/big?volume=pb")).stdout, want)
+
+    def test_etcd_away(self):
+        """A move is a change, and changes wait while etcd is away: with etcd
+        stopped, vol move is refused before anything is sent (the volume
+        serves on from the servers' copies of the cell); etcd stopped during
+        a move leaves the volume on one server only, the one its record
+        names once etcd is back; with etcd back, the move goes."""
+        sec = self.secret("move.secret", "the servers' own")
+        self.etcd.start()
+        a = self.arfd("a", extra={"cell.move_secret_file": sec})
+        b = self.arfd("b", extra={"cell.move_secret_file": sec})
+        self.made(a)
+        src = os.path.join(self.tmp, "big")
+        with open(src, "wb") as f:
+            f.write(os.urandom(64 << 20))
+        arfctl("put", src, a.url("/big?volume=proj"))
+        with open(src, "rb") as f:
+            want = f.read()
+        wait_until(lambda: {"a", "b"} <= live(self.etcd), 15, "both live")
+        served = lambda d: "proj" in [v["volume"] for v in json.loads(arfctl(  # noqa: E731
+            "--json", "--control", d.control, "vol", "list").stdout)["volumes"]]
+        self.etcd.stop()
+        p = self.move(a, "proj", "b", check=False)
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn(b"etcd cannot be asked", p.stderr)
+        self.assertEqual(arfctl("cat", a.url("/big?volume=proj")).stdout, want)
+        self.assertTrue(served(a))
+        self.assertFalse(served(b))
+        self.assertEqual([n for n in os.listdir(os.path.join(b.data_dir, "volumes"))
+                          if "proj" in n] if os.path.isdir(os.path.join(b.data_dir, "volumes"))
+                         else [], [])
+        # etcd gone in the middle of a move (after its first round began)
+        self.etcd.start()
+        wait_until(lambda: {"a", "b"} <= live(self.etcd), 15, "both live again")
+        res = {}
+        t = threading.Thread(target=lambda: res.setdefault("p", self.move(a, "proj", "b",
+                                                                          check=False)))
+        t.start()
+        time.sleep(0.3)
+        self.etcd.stop()
+        t.join(120)
+        print("vol move with etcd stopped 0.3 s in: rc %d, %s" % (
+            res["p"].returncode, res["p"].stderr.decode().strip()[-200:]))
+        self.etcd.start()
+        wait_until(lambda: "proj" in volumes(self.etcd), 15, "etcd back")
+        on = volumes(self.etcd)["proj"][0]
+        self.assertEqual(on, "b" if res["p"].returncode == 0 else "a")
+        holder = b if on == "b" else a
+        other = a if on == "b" else b
+        wait_until(lambda: served(holder) and not served(other), 15,
+                   "proj served by %s alone" % on)
+        self.assertEqual(arfctl("cat", a.url("/big?volume=proj")).stdout, want)
+        if on == "a":  # and now it goes
+            self.assertEqual(json.loads(self.move(a, "proj", "b").stdout)["server"], "b")
+            self.assertEqual(arfctl("cat", b.url("/big?volume=proj")).stdout, want)
 
     def test_hostile_stream(self):
         """ARF_OP_VOLUME_IN sent by hand: without a session, with a wrong
