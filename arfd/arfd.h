@@ -219,6 +219,17 @@ int arfd_volume_movable(struct arfd *root, struct arfd *v, const char *name, cha
 			size_t errlen);
 int arfd_volume_admit(struct arfd *root, const char *name, const char *settings,
 		      struct arfd_volume_cfg *v, struct arfd_config *vc, char *err, size_t errlen);
+/* A replica (NAME.readonly) sent here by vol release NAME SERVER: admit as
+ * above, an existing one vol release made allowed (*replace set); and
+ * replace_out: that one made unreachable, its clients let go (10 s),
+ * closed and deleted, before the new one is installed.  0 or -errno with
+ * err. */
+int arfd_volume_admit_replica(struct arfd *root, const char *name, const char *settings,
+			      struct arfd_volume_cfg *v, struct arfd_config *vc, int *replace,
+			      char *err, size_t errlen);
+int arfd_volume_replace_out(struct arfd *root, const char *name, char *err, size_t errlen);
+/* volume.conf's first line in a replica vol release made ("...NAME ..."). */
+#define ARFD_REPLICA_MARK "a read-only replica of "
 int arfd_volume_install(struct arfd *root, const char *dir, const struct arfd_volume_cfg *v,
 			const struct arfd_config *vc, const char *how, char *err, size_t errlen);
 void arfd_volume_let_go(struct arfd *root, struct arfd *v, const char *what);
@@ -228,6 +239,9 @@ int arfd_map_region(const char *name, uint64_t size, int *fd, void **base, char 
 		    size_t errlen);
 /* A control command's refusal: {"error": the message}. */
 struct json_object *arfd_volume_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "volume-release NAME SERVER" (move_out.c): NAME's replica made on
+ * another server of the cell. */
+struct json_object *arfd_volume_release_to(struct arfd *root, const char *name, const char *to);
 /* "volume-move NAME SERVER" (move_out.c, arfctl vol move). */
 struct json_object *arfd_volume_move(struct arfd *root, const char *args);
 /* ARF_OP_VOLUME_IN (move_in.c): a volume sent here; and the connection's

@@ -30,7 +30,8 @@
 
 enum arfd_move_step {
 	ARFD_MOVE_CHALLENGE = 0, /* -> nonce[32]; a new session (no MAC) */
-	ARFD_MOVE_BEGIN = 1,     /* name(volume), name(from server), bytes(settings) */
+	ARFD_MOVE_BEGIN = 1,     /* name(volume), name(from server), bytes(settings),
+				  * u32 flags (ARFD_MOVE_F_*) */
 	ARFD_MOVE_FILE = 2,      /* name(path: "F" or "datalog/F"), u64 size, u64 keep: made
 				  * of size bytes, the first keep of the file staged under
 				  * that name kept (0: a new file) */
@@ -43,6 +44,9 @@ enum arfd_move_step {
 				  * server's copy of the cell says so */
 	ARFD_MOVE_ABORT = 7,     /* staged or served copy removed */
 };
+
+#define ARFD_MOVE_F_REPLICA 1u /* BEGIN: a replica, NAME.readonly (vol release NAME SERVER):
+				* served read-only at END, replacing one vol release made */
 
 static inline void arfd_move_mac(uint8_t mac[ARFD_MOVE_MAC], const uint8_t key[32],
 				 const uint8_t nonce[ARFD_MOVE_NONCE], uint64_t counter,

@@ -65,6 +65,7 @@ struct arfd_move_in {
 	uint64_t bytes;             /* received */
 	struct arfd_prefill *pf;    /* the data region filled after the first KEEP */
 	int keeps;
+	int replica, replace;       /* a replica (vol release NAME SERVER); one is replaced */
 };
 
 static void prefill_free(struct arfd_prefill *pf)
@@ -239,14 +240,19 @@ static int step_begin(struct arfd *root, struct arfd_move_in *s, struct arf_prot
 	if (s->begun || get_str(r, s->name, sizeof(s->name)) || get_str(r, s->from, sizeof(s->from)))
 		return ARF_EPROTO;
 	const uint8_t *p = arf_proto_get_bytes(r, sizeof(settings) - 1, &n);
-	if (!p || !arf_proto_rd_done(r))
+	uint32_t flags = arf_proto_get_u32(r);
+	if (!p || !arf_proto_rd_done(r) || (flags & ~ARFD_MOVE_F_REPLICA))
 		return ARF_EPROTO;
 	memcpy(settings, p, n);
 	settings[n] = 0;
 	if (!s->vc && !(s->vc = malloc(sizeof(*s->vc))))
 		return -ENOMEM;
+	s->replica = (flags & ARFD_MOVE_F_REPLICA) != 0;
 	pthread_mutex_lock(&root->vol_lock); /* no vol create of the name meanwhile */
-	int rc = arfd_volume_admit(root, s->name, settings, &s->v, s->vc, err, sizeof(err));
+	int rc = s->replica ? arfd_volume_admit_replica(root, s->name, settings, &s->v, s->vc,
+							&s->replace, err, sizeof(err))
+			    : arfd_volume_admit(root, s->name, settings, &s->v, s->vc, err,
+						sizeof(err));
 	pthread_mutex_unlock(&root->vol_lock);
 	if (rc) {
 		arfd_log(ARFD_LOG_WARN, "vol move: volume %s from server '%s' refused: %s", s->name,
@@ -422,14 +428,24 @@ static int step_end(struct arfd *root, struct arfd_move_in *s, struct arf_proto_
 		if (rc)
 			return rc;
 	}
-	snprintf(how, sizeof(how), "moved here by arfctl vol move from server %.63s", s->from);
-	/* hellos wait (EAGAIN) from its serving until the record says it is
-	 * here (DONE), rather than being sent back to the sender */
+	if (s->replica)
+		/* a replica: served at once (its clients come by its record, or
+		 * are sent there); the one it replaces goes first */
+		snprintf(how, sizeof(how), ARFD_REPLICA_MARK "%.*s released from server %.63s",
+			 (int)(strlen(s->name) - strlen(".readonly")), s->name, s->from);
+	else
+		snprintf(how, sizeof(how), "moved here by arfctl vol move from server %.63s",
+			 s->from);
+	/* hellos wait (EAGAIN) while it is installed -- a replica replacing
+	 * another: until it serves; a moved volume: until the record says it
+	 * is here (DONE), rather than being sent back to the sender */
 	snprintf(root->arriving, sizeof(root->arriving), "%s", s->name);
 	__atomic_store_n(&root->arriving_set, 1, __ATOMIC_RELEASE);
 	pthread_mutex_lock(&root->vol_lock);
+	rc = s->replace ? arfd_volume_replace_out(root, s->name, err, sizeof(err)) : 0;
 	root->prefill = s->pf; /* server.c's open_fs takes its memory over */
-	rc = arfd_volume_install(root, s->dir, &s->v, s->vc, how, err, sizeof(err));
+	if (!rc)
+		rc = arfd_volume_install(root, s->dir, &s->v, s->vc, how, err, sizeof(err));
 	root->prefill = NULL;
 	struct arfd *v = rc ? NULL : arfd_volume_find(root, s->name);
 	pthread_mutex_unlock(&root->vol_lock);
@@ -441,6 +457,8 @@ static int step_end(struct arfd *root, struct arfd_move_in *s, struct arf_proto_
 			 err);
 		return rc;
 	}
+	if (s->replica)
+		__atomic_store_n(&root->arriving_set, 0, __ATOMIC_RELEASE);
 	s->ended = 1;
 	s->vol = v;
 	arfd_log(ARFD_LOG_INFO, "vol move: volume %s from server '%s' received (%llu bytes): "

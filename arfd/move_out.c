@@ -386,6 +386,42 @@ static int dial(struct out *o, const struct arf_cell_server *srv)
 	return rc;
 }
 
+/* The session with srv: dialled, CHALLENGE's nonce, and BEGIN for volume
+ * name with its settings and flags.  0, or -errno with o->err (o->conn
+ * set once dialled: the caller sends ABORT). */
+static int open_session(struct out *o, const struct arf_cell_server *srv, const char *name,
+			const char *settings, uint32_t flags)
+{
+	struct arf_proto_wr w;
+	struct arf_net_buf nb = { 0 };
+	int rc;
+
+	if ((rc = dial(o, srv))) {
+		char why[sizeof(o->err)];
+		snprintf(why, sizeof(why), "%s", o->err);
+		snprintf(o->err, sizeof(o->err), "connecting to server '%.63s' at %.255s:%u: %.300s",
+			 srv->id, srv->address, srv->port, why);
+		return rc;
+	}
+	start_step(&w, ARFD_MOVE_CHALLENGE);
+	if ((rc = call(o, &w, ARFD_MOVE_CHALLENGE, &nb)))
+		return rc;
+	if (nb.len != ARFD_MOVE_NONCE) {
+		arf_net_buf_free(&nb);
+		snprintf(o->err, sizeof(o->err), "the receiving server's nonce is malformed");
+		return -EPROTO;
+	}
+	memcpy(o->nonce, nb.data, ARFD_MOVE_NONCE);
+	arf_net_buf_free(&nb);
+	o->counter = 1;
+	start_step(&w, ARFD_MOVE_BEGIN);
+	arf_proto_put_bytes(&w, name, (uint32_t)strlen(name));
+	arf_proto_put_bytes(&w, o->root->cell_id, (uint32_t)strlen(o->root->cell_id));
+	arf_proto_put_bytes(&w, settings, (uint32_t)strlen(settings));
+	arf_proto_put_u32(&w, flags);
+	return call(o, &w, ARFD_MOVE_BEGIN, NULL);
+}
+
 json_object *arfd_volume_move(struct arfd *d, const char *args)
 {
 	char buf[200], settings[4096], err[700], parent[PATH_MAX];
@@ -467,30 +503,8 @@ json_object *arfd_volume_move(struct arfd *d, const char *args)
 			goto out;
 		}
 	}
-	if ((rc = dial(&o, &srv))) {
-		r = fail("vol move %s: connecting to server '%s' at %s:%u: %s", name, to,
-			 srv.address, srv.port, o.err);
-		goto out;
-	}
 	struct arf_proto_wr w;
-	struct arf_net_buf nb = { 0 };
-	start_step(&w, ARFD_MOVE_CHALLENGE);
-	if ((rc = call(&o, &w, ARFD_MOVE_CHALLENGE, &nb)))
-		goto failed;
-	if (nb.len != ARFD_MOVE_NONCE) {
-		arf_net_buf_free(&nb);
-		snprintf(o.err, sizeof(o.err), "the receiving server's nonce is malformed");
-		rc = -EPROTO;
-		goto failed;
-	}
-	memcpy(o.nonce, nb.data, ARFD_MOVE_NONCE);
-	arf_net_buf_free(&nb);
-	o.counter = 1;
-	start_step(&w, ARFD_MOVE_BEGIN);
-	arf_proto_put_bytes(&w, name, (uint32_t)strlen(name));
-	arf_proto_put_bytes(&w, d->cell_id, (uint32_t)strlen(d->cell_id));
-	arf_proto_put_bytes(&w, settings, (uint32_t)strlen(settings));
-	if ((rc = call(&o, &w, ARFD_MOVE_BEGIN, NULL)))
+	if ((rc = open_session(&o, &srv, name, settings, 0)))
 		goto failed;
 
 	/* rounds while NAME serves on: a snapshot (NAME waits for it alone),
@@ -643,6 +657,175 @@ out:
 	drop_snap(prev);
 	drop_snap(cur);
 	if (v && !stuck) {
+		pthread_mutex_lock(&d->vol_lock);
+		v->moving = 0;
+		pthread_mutex_unlock(&d->vol_lock);
+	}
+	pthread_mutex_unlock(&d->out_lock);
+	return r;
+}
+
+/*
+ * "volume-release NAME SERVER" (`arfctl vol release NAME SERVER`, AFS's
+ * vos release to a site on another file server): NAME's read-only replica
+ * NAME.readonly made from one snapshot of it on SERVER of the cell, sent
+ * as vol move sends a volume (the same receiver, BEGIN flagged replica:
+ * served read-only at END, replacing one vol release made there, its
+ * clients dialling again).  NAME serves on here, waiting only for the
+ * snapshot.  The cell's record of NAME.readonly is then made to name
+ * SERVER (created, or moved from this server in one compare-and-swap),
+ * and a replica this server held is let go (its clients are sent on).
+ * Refused when the cell records NAME.readonly on a third server (release
+ * it there, or vol rm it there, first).  One replica site per name: the
+ * cell's record names one server.
+ */
+json_object *arfd_volume_release_to(struct arfd *d, const char *name, const char *to)
+{
+	char settings[512], err[700], parent[PATH_MAX], roname[ARFD_VOLUME_NAME_MAX + 16];
+	struct out o = { .root = d };
+	struct snap snap = { .f = NULL };
+	struct arf_cell_volume rec;
+	struct arf_cell_server srv;
+	struct timespec t0, t1, t2;
+	json_object *r = NULL;
+	int rc;
+
+	struct arf_cell_view *cv = __atomic_load_n(&d->cellview, __ATOMIC_ACQUIRE);
+	if (!d->cell || !cv)
+		return fail("vol release %.63s %.63s: this server is in no cell", name, to);
+	if (!d->has_move_key)
+		return fail("vol release %.63s %.63s: no [cell] move_secret_file: this server sends "
+			    "no replicas", name, to);
+	if (!arf_cell_name_ok(to) || !strcmp(to, d->cell_id))
+		return fail("vol release %.63s: '%.63s' is not another server of the cell", name,
+			    to);
+	if (arfd_volume_is_replica(name))
+		return fail("%.80s is a replica: release the volume it was made from", name);
+	pthread_mutex_lock(&d->out_lock);
+	pthread_mutex_lock(&d->vol_lock);
+	struct arfd *v = arfd_volume_find(d, name);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (!v || v->moving) {
+		pthread_mutex_unlock(&d->vol_lock);
+		r = !v ? fail("no volume '%.63s' on this server", name)
+		       : fail("volume %.63s is being moved (vol move)", name);
+		v = NULL;
+		goto out;
+	}
+	v->moving = 1; /* no vol rm, move or release of it meanwhile */
+	pthread_mutex_unlock(&d->vol_lock);
+	const char *base = v != d ? v->volume
+		       : d->cfg.cell_root_volume[0] ? d->cfg.cell_root_volume : "root";
+	if ((size_t)snprintf(roname, sizeof(roname), "%s.readonly", base) >= ARFD_VOLUME_NAME_MAX ||
+	    !arfd_volume_name_ok(roname)) {
+		r = fail("%.63s.readonly: too long for a volume's name (63 bytes)", base);
+		goto out;
+	}
+	if (arf_cell_view_server(cv, to, &srv)) {
+		r = fail("vol release %s: server '%.63s' is not live in the cell", name, to);
+		goto out;
+	}
+	rc = arf_cell_member_read(d->cell, roname, &rec, err, sizeof(err));
+	if (rc && rc != -ENOENT) {
+		r = fail("vol release %s %s: etcd cannot be asked (%s): a release elsewhere waits "
+			 "until it can", name, to, err);
+		goto out;
+	}
+	if (!rc && strcmp(rec.server, to) && strcmp(rec.server, d->cell_id)) {
+		r = fail("vol release %s %s: the cell records %s on server '%.63s': release it there, "
+			 "or remove it there first", name, to, roname, rec.server);
+		goto out;
+	}
+	snprintf(settings, sizeof(settings), "inodes=%lld\ndir_buckets=%lld\ndir_entries=%lld\n"
+		 "pages=%lld\ndata_blocks=%lld\n", (long long)v->cfg.inodes,
+		 (long long)v->cfg.dir_buckets, (long long)v->cfg.dir_entries,
+		 (long long)v->cfg.pages, (long long)v->cfg.data_blocks);
+	snprintf(parent, sizeof(parent), "%s/volumes", d->cfg.data_dir);
+	if (strlen(parent) + strlen(roname) + 16 >= sizeof(snap.dir)) {
+		r = fail("vol release %s: its data directory's path is too long", name);
+		goto out;
+	}
+	snprintf(snap.dir, sizeof(snap.dir), "%.3900s/+%s.out", parent, roname);
+	if (arfd_volume_remove_dir(snap.dir)) {
+		r = fail("vol release %s: a snapshot of an earlier release is in the way (see the "
+			 "log)", name);
+		goto out;
+	}
+	struct arf_proto_wr w;
+	if ((rc = open_session(&o, &srv, roname, settings, ARFD_MOVE_F_REPLICA)))
+		goto failed;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	arfd_lock_for_control(v);
+	rc = snapshot(v, &snap, o.err, sizeof(o.err));
+	arfd_fs_unlock(v);
+	clock_gettime(CLOCK_MONOTONIC, &t2);
+	if (rc || (rc = send_round(&o, &snap, NULL)))
+		goto failed;
+	start_step(&w, ARFD_MOVE_END);
+	if ((rc = call(&o, &w, ARFD_MOVE_END, NULL)))
+		goto failed;
+	int64_t version = 0;
+	int sent = 0;
+	rc = arf_cell_member_place(d->cell, roname, to, &version, &sent, o.err, sizeof(o.err));
+	if (rc && !sent) {
+		char why[sizeof(o.err)];
+		snprintf(why, sizeof(why), "%s", o.err);
+		snprintf(o.err, sizeof(o.err), "recording %s in the cell: %.600s", roname, why);
+		goto failed;
+	}
+	if (rc) /* sent without an answer: the replica stays there; its record decides */
+		arfd_log(ARFD_LOG_WARN, "vol release %s %s: recording %s in the cell: %s (the "
+			 "replica is served there once the cell records it there)", name, to, roname,
+			 o.err);
+	start_step(&w, ARFD_MOVE_DONE);
+	if (!rc && call(&o, &w, ARFD_MOVE_DONE, NULL))
+		arfd_log(ARFD_LOG_WARN, "vol release %s %s: %s", name, to, o.err);
+	arf_net_close(o.conn);
+	o.conn = NULL;
+	/* a replica of it here goes: the cell sends its clients there now */
+	pthread_mutex_lock(&d->vol_lock);
+	struct arfd *old = rc ? NULL : arfd_volume_find(d, roname);
+	if (old && old != d)
+		arfd_volume_let_go(d, old, "vol release (now on another server)");
+	pthread_mutex_unlock(&d->vol_lock);
+	drop_snap(&snap);
+	struct timespec t3;
+	clock_gettime(CLOCK_MONOTONIC, &t3);
+	arfd_log(ARFD_LOG_INFO, "vol release %s: %s served by server '%s' (%llu bytes sent; the "
+		 "volume waited %.3f s)", name, roname, to, (unsigned long long)o.bytes,
+		 secs(&t1, &t2));
+	r = json_object_new_object();
+	if (r) {
+		json_object *list = json_object_new_array(), *one = json_object_new_object();
+		json_object_object_add(one, "volume", json_object_new_string(roname));
+		json_object_object_add(one, "server", json_object_new_string(to));
+		json_object_object_add(one, "data_dir", json_object_new_string("(on that server)"));
+		json_object_array_add(list, one);
+		json_object_object_add(r, "volumes", list);
+		json_object_object_add(r, "released_from", json_object_new_string(base));
+		json_object_object_add(r, "server", json_object_new_string(to));
+		json_object_object_add(r, "pause_seconds", json_object_new_double(secs(&t1, &t2)));
+		json_object_object_add(r, "seconds", json_object_new_double(secs(&t0, &t3)));
+		json_object_object_add(r, "bytes_sent", json_object_new_int64((int64_t)o.bytes));
+		if (rc)
+			json_object_object_add(r, "warning", json_object_new_string(o.err));
+	}
+	goto out;
+failed:
+	if (o.conn) {
+		char keep[700];
+		snprintf(keep, sizeof(keep), "%s", o.err);
+		start_step(&w, ARFD_MOVE_ABORT);
+		call(&o, &w, ARFD_MOVE_ABORT, NULL);
+		snprintf(o.err, sizeof(o.err), "%s", keep);
+	}
+	arfd_log(ARFD_LOG_WARN, "vol release %s to '%s' failed: %s", name, to, o.err);
+	r = fail("vol release %s to '%s': %s", name, to, o.err);
+out:
+	if (o.conn)
+		arf_net_close(o.conn);
+	drop_snap(&snap);
+	if (v) {
 		pthread_mutex_lock(&d->vol_lock);
 		v->moving = 0;
 		pthread_mutex_unlock(&d->vol_lock);

@@ -132,8 +132,9 @@ static int on_hello(void *ctx, struct arf_net_sconn *c, const struct arf_net_pee
 	const char *want = h.volume[0] ? h.volume : root->cfg.cell_root_volume;
 	if (__atomic_load_n(&root->arriving_set, __ATOMIC_ACQUIRE) && want[0] &&
 	    !strcmp(want, root->arriving)) {
-		/* vol move is handing it over (move_in.c): in a moment */
-		snprintf(msg, msglen, "volume '%s' is being moved to this server: try again", want);
+		/* vol move or release is handing it over (move_in.c): in a moment */
+		snprintf(msg, msglen, "volume '%s' is being moved or released to this server: try "
+			 "again", want);
 		return -EAGAIN;
 	}
 	if ((rc = moved(root, h.volume, msg, msglen)))

@@ -545,7 +545,7 @@ out:
 
 
 #define SWAP_WAIT_MS 10000 /* for a replaced replica's clients to be gone */
-#define REPLICA_MARK "a read-only replica of " /* in volume.conf's first line */
+#define REPLICA_MARK ARFD_REPLICA_MARK
 
 /* Whether DATA_DIR/volumes/NAME's volume.conf says vol release made it. */
 static int made_by_release(const struct arfd *d, const char *name)
@@ -614,8 +614,11 @@ json_object *arfd_volume_release(struct arfd *d, const char *args)
 
 	snprintf(buf, sizeof(buf), "%s", args);
 	const char *name = strtok_r(buf, " ", &save);
-	if (!name || strtok_r(NULL, " ", &save))
-		return fail("usage: volume-release NAME");
+	const char *to = name ? strtok_r(NULL, " ", &save) : NULL;
+	if (!name || (to && strtok_r(NULL, " ", &save)))
+		return fail("usage: volume-release NAME [SERVER]");
+	if (to && strcmp(to, d->cell_id))
+		return arfd_volume_release_to(d, name, to); /* move_out.c */
 	if (arfd_volume_is_replica(name))
 		return fail("%.80s is a replica: release the volume it was made from", name);
 
@@ -760,6 +763,10 @@ out:
 
 /* ---- vol move's ends (move_out.c, move_in.c) -------------------------------- */
 
+static int arfd_volume_admit_as(struct arfd *d, const char *name, const char *settings,
+				struct arfd_volume_cfg *v, struct arfd_config *vc, int mode,
+				char *err, size_t errlen);
+
 int arfd_volume_movable(struct arfd *d, struct arfd *v, const char *name, char *err,
 			size_t errlen)
 {
@@ -787,9 +794,18 @@ int arfd_volume_movable(struct arfd *d, struct arfd *v, const char *name, char *
 int arfd_volume_admit(struct arfd *d, const char *name, const char *settings,
 		      struct arfd_volume_cfg *v, struct arfd_config *vc, char *err, size_t errlen)
 {
+	return arfd_volume_admit_as(d, name, settings, v, vc, 0, err, errlen);
+}
+
+/* mode 0: a volume moved here; 1: a new replica (its name ends in
+ * .readonly); 2: a replica that replaces the one here (which exists). */
+static int arfd_volume_admit_as(struct arfd *d, const char *name, const char *settings,
+				struct arfd_volume_cfg *v, struct arfd_config *vc, int mode,
+				char *err, size_t errlen)
+{
 	char path[PATH_MAX], line[SETTING_MAX + 2];
 
-	if (!arfd_volume_name_ok(name) || arfd_volume_is_replica(name)) {
+	if (!arfd_volume_name_ok(name) || arfd_volume_is_replica(name) != (mode != 0)) {
 		snprintf(err, errlen, "'%.80s': not the name of a volume vol move takes", name);
 		return -EINVAL;
 	}
@@ -812,12 +828,12 @@ int arfd_volume_admit(struct arfd *d, const char *name, const char *settings,
 	arfd_fs_unlock(d);
 	if (bad)
 		return -EINVAL;
-	if (arfd_volume_find(d, name) || in_config(d, name) ||
+	if ((mode != 2 && arfd_volume_find(d, name)) || in_config(d, name) ||
 	    !strcmp(name, d->cfg.cell_root_volume)) {
 		snprintf(err, errlen, "volume %s exists on this server", name);
 		return -EEXIST;
 	}
-	if (vol_path(d, name, 0, path, sizeof(path)) || !access(path, F_OK)) {
+	if (vol_path(d, name, 0, path, sizeof(path)) || (mode != 2 && !access(path, F_OK))) {
 		snprintf(err, errlen, "%.300s is in the way of volume %s", path, name);
 		return -EEXIST;
 	}
@@ -908,4 +924,45 @@ int arfd_volume_remove_dir(const char *dir)
 	if (rc)
 		arfd_log(ARFD_LOG_WARN, "%s", tomb_err);
 	return rc;
+}
+
+int arfd_volume_admit_replica(struct arfd *d, const char *name, const char *settings,
+			      struct arfd_volume_cfg *v, struct arfd_config *vc, int *replace,
+			      char *err, size_t errlen)
+{
+	struct arfd *old = arfd_volume_find(d, name);
+
+	*replace = 0;
+	if (!arfd_volume_is_replica(name) || in_config(d, name)) {
+		snprintf(err, errlen, "'%.80s': not the name of a replica vol release may make here",
+			 name);
+		return -EINVAL;
+	}
+	if (old && (old == d || !made_by_release(d, name))) {
+		snprintf(err, errlen, "volume %s is no replica vol release made: it is not replaced",
+			 name);
+		return -EEXIST;
+	}
+	if (!old) /* a new one: as any volume taken */
+		return arfd_volume_admit_as(d, name, settings, v, vc, 1, err, errlen);
+	*replace = 1;
+	return arfd_volume_admit_as(d, name, settings, v, vc, 2, err, errlen);
+}
+
+int arfd_volume_replace_out(struct arfd *d, const char *name, char *err, size_t errlen)
+{
+	struct arfd *old = arfd_volume_find(d, name);
+	char path[PATH_MAX];
+	int rc;
+
+	if (!old)
+		return 0;
+	if ((rc = swap_out(d, old, name, err, errlen)))
+		return rc;
+	discard(d, old, name, "vol release");
+	if (tomb_err[0] && !vol_path(d, name, 0, path, sizeof(path)) && !access(path, F_OK)) {
+		snprintf(err, errlen, "the old replica's files: %s", tomb_err);
+		return -EEXIST;
+	}
+	return 0;
 }

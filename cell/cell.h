@@ -143,6 +143,11 @@ int arf_cell_member_withdraw(struct arf_cell_member *m, const char *name);
  * swap was sent (0: it certainly did not happen). */
 int arf_cell_member_move(struct arf_cell_member *m, const char *name, const char *to,
 			 int64_t *version, int *sent, char *err, size_t errlen);
+/* vol release NAME SERVER's record of its replica: created naming `to`
+ * when there is none, left when it names `to` already, else moved as
+ * arf_cell_member_move moves it (it must name this server). */
+int arf_cell_member_place(struct arf_cell_member *m, const char *name, const char *to,
+			  int64_t *version, int *sent, char *err, size_t errlen);
 /* Volume name's record as etcd has it now (not a watched copy): 0,
  * -ENOENT, or etcd's errors with err.  And this member's server id. */
 int arf_cell_member_read(struct arf_cell_member *m, const char *name, struct arf_cell_volume *v,

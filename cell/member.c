@@ -429,6 +429,14 @@ int arf_cell_member_publish(struct arf_cell_member *m, const char *const *names,
 	return 0;
 }
 
+static int names_ok(const char *name, const char *to, char *err, size_t errlen)
+{
+	if (arf_cell_name_ok(name) && arf_cell_name_ok(to))
+		return 0;
+	snprintf(err, errlen, "bad volume or server name");
+	return -EINVAL;
+}
+
 int arf_cell_member_move(struct arf_cell_member *m, const char *name, const char *to,
 			 int64_t *version, int *sent, char *err, size_t errlen)
 {
@@ -436,11 +444,8 @@ int arf_cell_member_move(struct arf_cell_member *m, const char *name, const char
 	int rc;
 
 	*sent = 0;
-	if (!arf_cell_name_ok(name) || !arf_cell_name_ok(to)) {
-		snprintf(err, errlen, "bad volume or server name");
-		return -EINVAL;
-	}
-	if ((rc = arf_cell_volume_read(m->e, m->cell, name, &v, err, errlen)))
+	if ((rc = names_ok(name, to, err, errlen)) ||
+	    (rc = arf_cell_volume_read(m->e, m->cell, name, &v, err, errlen)))
 		return rc;
 	if (strcmp(v.server, m->self.id)) {
 		snprintf(err, errlen, "volume '%s' is recorded on server '%s', not on '%s'", name,
@@ -483,4 +488,37 @@ int arf_cell_member_read(struct arf_cell_member *m, const char *name, struct arf
 const char *arf_cell_member_id(const struct arf_cell_member *m)
 {
 	return m ? m->self.id : "";
+}
+
+int arf_cell_member_place(struct arf_cell_member *m, const char *name, const char *to,
+			  int64_t *version, int *sent, char *err, size_t errlen)
+{
+	struct arf_cell_volume v;
+	int rc;
+
+	*sent = 0;
+	if ((rc = names_ok(name, to, err, errlen)))
+		return rc;
+	rc = arf_cell_volume_read(m->e, m->cell, name, &v, err, errlen);
+	if (rc == -ENOENT) {
+		memset(&v, 0, sizeof(v));
+		snprintf(v.name, sizeof(v.name), "%s", name);
+		snprintf(v.server, sizeof(v.server), "%s", to);
+		snprintf(v.state, sizeof(v.state), "%s", ARF_CELL_VOL_ONLINE);
+		*sent = 1;
+		if ((rc = arf_cell_volume_create(m->e, m->cell, &v, err, errlen)))
+			return rc;
+		if (version)
+			*version = v.version;
+		say(m, 2, "cell '%s': volume '%s' recorded on server '%s'", m->cell, name, to);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	if (!strcmp(v.server, to)) {
+		if (version)
+			*version = v.version;
+		return 0; /* there already */
+	}
+	return arf_cell_member_move(m, name, to, version, sent, err, errlen);
 }

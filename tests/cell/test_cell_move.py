@@ -350,6 +350,95 @@ class Move(CellCase):
             self.assertEqual(json.loads(self.move(a, "proj", "b").stdout)["server"], "b")
             self.assertEqual(arfctl("cat", b.url("/big?volume=proj")).stdout, want)
 
+    def test_release_elsewhere(self):
+        """vol release NAME SERVER: NAME.readonly made on another server from
+        a snapshot (NAME serves on here), read-only there, its record naming
+        that server; released again, replaced there under a reader; a
+        replica this server held first is let go and its clients sent on;
+        served again after the receiver's restart; refused without the
+        secret, for a replica's name and where the record names a third
+        server."""
+        sec = self.secret("move.secret", "the servers' own")
+        self.etcd.start()
+        a = self.arfd("a", extra={"cell.move_secret_file": sec})
+        b = self.arfd("b", extra={"cell.move_secret_file": sec})
+        c = self.arfd("c")
+        self.made(a)
+        src = os.path.join(self.tmp, "f")
+        for v in (1, 2, 3):
+            with open(src + str(v), "wb") as f:
+                f.write(b"version %d\n" % v + os.urandom(1 << 20))
+        arfctl("put", src + "1", a.url("/f?volume=proj"))
+        wait_until(lambda: {"a", "b", "c"} <= live(self.etcd), 15, "three live")
+        # a local replica first: clients reach it on a
+        arfctl("--control", a.control, "vol", "release", "proj")
+        wait_until(lambda: volumes(self.etcd).get("proj.readonly", ("",))[0] == "a", 15,
+                   "the local replica recorded")
+        ro_a = a.url("/f?volume=proj.readonly")
+        with open(src + "1", "rb") as f:
+            v1 = f.read()
+        self.assertEqual(arfctl("cat", ro_a).stdout, v1)
+        # now to b: the record goes to b, a's replica goes, a's clients are sent on
+        arfctl("put", src + "2", a.url("/f?volume=proj"))
+        out = json.loads(arfctl("--json", "--control", a.control, "vol", "release", "proj",
+                                "b").stdout)
+        self.assertEqual((out["server"], out["released_from"]), ("b", "proj"))
+        self.assertEqual(volumes(self.etcd)["proj.readonly"][0], "b")
+        with open(src + "2", "rb") as f:
+            v2 = f.read()
+        self.assertEqual(arfctl("cat", b.url("/f?volume=proj.readonly")).stdout, v2)
+        self.assertEqual(arfctl("cat", ro_a).stdout, v2)  # sent on to b
+        names = lambda d: [v["volume"] for v in json.loads(arfctl(  # noqa: E731
+            "--json", "--control", d.control, "vol", "list").stdout)["volumes"]]
+        self.assertNotIn("proj.readonly", names(a))
+        self.assertIn("proj.readonly", names(b))
+        p = arfctl("put", src + "3", b.url("/g?volume=proj.readonly"), check=False)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn(b"Read-only file system", p.stderr)
+        # released again: replaced on b under a reader holding it open
+        arfctl("put", src + "3", a.url("/f?volume=proj"))
+        with open(src + "3", "rb") as f:
+            v3 = f.read()
+        stop = threading.Event()
+        bad = []
+
+        def reader():
+            while not stop.is_set():
+                p = arfctl("cat", b.url("/f?volume=proj.readonly"), check=False)
+                if p.returncode or p.stdout not in (v2, v3):
+                    bad.append((p.returncode, p.stderr[-200:]))
+        t = threading.Thread(target=reader)
+        t.start()
+        try:
+            time.sleep(0.3)
+            arfctl("--control", a.control, "vol", "release", "proj", "b")
+            time.sleep(0.3)
+        finally:
+            stop.set()
+            t.join(60)
+        self.assertEqual(bad, [])
+        self.assertEqual(arfctl("cat", b.url("/f?volume=proj.readonly")).stdout, v3)
+        self.assertEqual(arfctl("cat", a.url("/f?volume=proj")).stdout, v3)
+        b.restart()
+        self.assertEqual(arfctl("cat", b.url("/f?volume=proj.readonly")).stdout, v3)
+        p = arfctl("put", src + "3", b.url("/g?volume=proj.readonly"), check=False)
+        self.assertIn(b"Read-only file system", p.stderr)
+        # refusals
+        self.made(a, "other")
+        for args, msg in ((("proj", "c"), b"the cell records proj.readonly on server 'b'"),
+                          (("other", "c"), b"move_secret_file the same?"),
+                          (("proj.readonly", "b"), b"is a replica"),
+                          (("proj", "nosuch"), b"not live in the cell")):
+            p = arfctl("--control", a.control, "vol", "release", *args, check=False)
+            self.assertEqual(p.returncode, 1, args)
+            self.assertIn(msg, p.stderr, args)
+        arfctl("--control", c.control, "vol", "create", "cv")
+        p = arfctl("--control", c.control, "vol", "release", "cv", "b", check=False)
+        self.assertIn(b"no [cell] move_secret_file", p.stderr)
+        self.assertEqual(volumes(self.etcd)["proj.readonly"][0], "b")
+        self.assertNotIn("other.readonly", names(c))
+        self.assertNotIn("other.readonly", volumes(self.etcd))
+
     def test_hostile_stream(self):
         """ARF_OP_VOLUME_IN sent by hand: without a session, with a wrong
         MAC, a replayed one, from a second connection, with paths that leave
@@ -380,7 +469,7 @@ class Move(CellCase):
             w.send(OP_VOLUME_IN, body)
             return w.recv()
 
-        begin = rawwire.name("evil") + rawwire.name("x") + rawwire.name("")
+        begin = rawwire.name("evil") + rawwire.name("x") + rawwire.name("") + struct.pack("<I", 0)
         w = conn()
         # no session yet
         self.assertEqual(call(w, req(BEGIN, begin) + b"\0" * 32)[0], S_INVAL)
@@ -402,7 +491,8 @@ class Move(CellCase):
         st, nonce = call(w, req(CHALLENGE))
         self.assertEqual(call(w, body + mac(nonce, 1, body))[0], 0)
         # one volume taken at a time: the second session, proven, waits its turn
-        other = req(BEGIN, rawwire.name("evil2") + rawwire.name("y") + rawwire.name(""))
+        other = req(BEGIN, rawwire.name("evil2") + rawwire.name("y") + rawwire.name("") +
+                    struct.pack("<I", 0))
         self.assertEqual(call(w2, other + mac(nonce2, 1, other))[0], S_BUSY)
         w2.s.close()
         n = 2

@@ -692,7 +692,8 @@ class Release(VolumeCase):
         self.assertEqual(self.release("docs")[0], 0)
         cases = [(("nosuch",), 1, "no volume 'nosuch' on this server"),
                  (("docs.readonly",), 1, "is a replica: release the volume it was made from"),
-                 (("a", "b"), 2, "usage"),
+                 (("a", "b", "c"), 2, "usage"),
+                 (("docs", "b"), 1, "vol release docs b: this server is in no cell"),
                  (("-x",), 2, "not a volume's name")]
         for args, want, says in cases:
             rc, _, err = text_of(*self.ctl, "vol", "release", *args, check=False)

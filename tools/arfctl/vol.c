@@ -5,9 +5,9 @@
  * arfd.conf and each made by vol create, with their use and counters.
  * vol create NAME [KEY=VALUE ...]: a volume made and served at once
  * (arfd/volumes.c), KEY a [regions] key.  vol rm [--force] NAME: a made
- * volume removed, with its data.  vol release NAME: NAME's read-only
- * replica NAME.readonly made (again) from a snapshot of it, on the same
- * server (AFS's vos release).  vol move NAME SERVER: NAME sent to another
+ * volume removed, with its data.  vol release NAME [SERVER]: NAME's
+ * read-only replica NAME.readonly made (again) from a snapshot of it, on
+ * the same server or on SERVER of the cell (AFS's vos release).  vol move NAME SERVER: NAME sent to another
  * server of the cell while in use (arfd/move_out.c, AFS's vos move).  The
  * cell's volume records (etcd)
  * are `arfctl cell status`'s.  vol locate NAME URL: where the cell says a
@@ -203,12 +203,16 @@ int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 		json_object_put(o);
 		return 0;
 	}
-	if (!strcmp(sub, "release") && argc == 2) {
-		const char *name = argv[1];
-		char cmd[160];
-		if (!name[0] || strpbrk(name, " \t\n") || name[0] == '-' ||
-		    (size_t)snprintf(cmd, sizeof(cmd), "volume-release %s", name) >= sizeof(cmd)) {
-			fprintf(stderr, "arfctl: vol release: '%s': not a volume's name\n", name);
+	if (!strcmp(sub, "release") && (argc == 2 || argc == 3)) {
+		const char *name = argv[1], *to = argc == 3 ? argv[2] : NULL;
+		char cmd[200];
+		const char *bad = !name[0] || strpbrk(name, " \t\n") || name[0] == '-' ? name
+				  : to && (!to[0] || strpbrk(to, " \t\n") || to[0] == '-') ? to
+				  : NULL;
+		if (bad || (size_t)snprintf(cmd, sizeof(cmd), "volume-release %s%s%s", name,
+					    to ? " " : "", to ? to : "") >= sizeof(cmd)) {
+			fprintf(stderr, "arfctl: vol release: '%s': not a %s name\n", bad ? bad : name,
+				bad == to ? "server's" : "volume's");
 			return 2;
 		}
 		if (arfctl_control_call(a->control, cmd, &ans))
@@ -230,8 +234,8 @@ int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 			put_json(o);
 		else
 			printf("volume %s: released from %s (its requests waited %.3f s), read-only, "
-			       "in %s\n", text(v, "volume"), text(o, "released_from"), pause,
-			       text(v, "data_dir"));
+			       "%s%s\n", text(v, "volume"), text(o, "released_from"), pause,
+			       to ? "on server " : "in ", to ? to : text(v, "data_dir"));
 		json_object_put(o);
 		return 0;
 	}
@@ -272,7 +276,7 @@ int arfctl_vol(const struct arfctl_admin *a, int argc, char **argv)
 		snprintf(line, sizeof(line), "volumes %s", argv[1]);
 	} else {
 		fprintf(stderr, "arfctl: usage: vol list | vol show NAME | vol create NAME "
-			"[KEY=VALUE ...] | vol rm [--force] NAME | vol release NAME | "
+			"[KEY=VALUE ...] | vol rm [--force] NAME | vol release NAME [SERVER] | "
 			"vol move NAME SERVER | "
 			"vol locate NAME URL | vol mkmount URL VOLUME | vol lsmount URL | "
 			"vol rmmount URL\n");
