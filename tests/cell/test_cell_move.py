@@ -3,9 +3,10 @@
 (tests/lib/arfproc.py, stopped by pid even when a test fails), on loopback
 ports: a volume made on server a moves to server b while a FUSE mount
 crosses into it through a mount point with a verifying fio job running,
-and readers over tcp and shm (a's socket) read a file over and over; the
-fio job finishes with its data verified, every read gives the file's
-bytes, the record names b (one version more), a's copy is gone and its
+readers over tcp and shm (a's socket) read a file over and over (a new
+client each time), and two mounts, over tcp and over shm, read a file they
+hold open through the move; the fio job finishes with its data verified,
+every fsync'd append is there, every read gives the file's bytes, the record names b (one version more), a's copy is gone and its
 clients are sent on; b serves it after a restart, and it moves back.
 Refusals: a receiver without the cell's move secret, one with another
 secret (the MAC is wrong: nothing staged there), the root volume, an
@@ -71,8 +72,10 @@ class Move(CellCase):
         return arfctl("--json", "--control", a.control, "vol", "move", name, to, check=check)
 
     def test_move_in_use(self):
-        """proj moves from a to b under a fio job through a mount point
-        and under tcp and shm readers; then back."""
+        """proj moves from a to b under a fio job through a mount point,
+        fsync'd appends, readers over tcp and shm (a new client each read),
+        and two mounts (tcp and shm to a) reading a file they hold open
+        through the move; then back."""
         sec = self.secret("move.secret", "the servers' own")
         self.etcd.start()
         a = self.arfd("a", extra={"cell.move_secret_file": sec, "cell.root_volume": "root"})
@@ -101,9 +104,33 @@ class Move(CellCase):
                  "--loops=2"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 cwd=self.tmp)
             self.addCleanup(lambda: fio.poll() is None and fio.kill())
+            # a second mount, over shm on a's socket
+            m2 = arfproc.Mount(a.url("/", "shm"), workdir=self.tmp,
+                               mountpoint=os.path.join(self.tmp, "mnt-shm"))
+            self.addCleanup(m2.stop)
+            m2.start()
         # readers, each read a new client: over tcp to a, and over shm on a's socket
         stop = threading.Event()
-        reads = {"tcp": [0, []], "shm": [0, []]}
+        reads = {"tcp": [0, []], "shm": [0, []], "mount tcp": [0, []], "mount shm": [0, []]}
+
+        def open_reader(kind, path):
+            # one client through the move (the mount's): the file opened once,
+            # the kernel's cached pages dropped before each read
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                while not stop.is_set():
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                    try:
+                        got = os.pread(fd, len(big) + 1, 0)
+                    except OSError as e:
+                        reads[kind][1].append(str(e))
+                        continue
+                    if got != big:
+                        reads[kind][1].append("%d bytes, not the file's" % len(got))
+                    else:
+                        reads[kind][0] += 1
+            finally:
+                os.close(fd)
 
         def reader(kind, url):
             while not stop.is_set():
@@ -129,7 +156,9 @@ class Move(CellCase):
               threading.Thread(target=reader, args=(
                   "shm", "arf+shm:///big?socket=%s&volume=proj" % a.socket))]
         if m:
-            ts.append(threading.Thread(target=committer))
+            ts += [threading.Thread(target=committer),
+                   threading.Thread(target=open_reader, args=("mount tcp", m.p("proj/big"))),
+                   threading.Thread(target=open_reader, args=("mount shm", m2.p("proj/big")))]
         for t in ts:
             t.start()
         try:
@@ -142,15 +171,14 @@ class Move(CellCase):
             for t in ts:
                 t.join(60)
         print("vol move: %s" % out)
-        print("reads during the run: tcp %d, shm %d; values made durable: %s" % (
-            reads["tcp"][0], reads["shm"][0], synced[0]))
+        print("reads during the run: %s; values made durable: %s" % (
+            ", ".join("%s %d" % (k, v[0]) for k, v in reads.items()), synced[0]))
         self.assertEqual(out["server"], "b")
         self.assertGreater(out["bytes_sent"], len(big))
         self.assertLess(out["pause_seconds"], out["seconds"])
-        self.assertEqual(reads["tcp"][1], [])
-        self.assertEqual(reads["shm"][1], [])
-        self.assertGreater(reads["tcp"][0], 0)
-        self.assertGreater(reads["shm"][0], 0)
+        for kind in ("tcp", "shm") + (("mount tcp", "mount shm") if m else ()):
+            self.assertEqual(reads[kind][1], [], kind)
+            self.assertGreater(reads[kind][0], 0, kind)
         after = volumes(self.etcd)["proj"]
         self.assertEqual(after, ("b", "online", before[2] + 1))
         # a's copy gone, b serves it, a's clients are sent on
@@ -186,7 +214,10 @@ class Move(CellCase):
         if m:
             with open(m.p("proj/after")) as f:
                 self.assertEqual(f.read(), "written after the move\n")
+            with open(m2.p("proj/after")) as f:
+                self.assertEqual(f.read(), "written after the move\n")
             self.assertEqual(m.stop(), 0)
+            self.assertEqual(m2.stop(), 0)
         for d in (a, b):
             self.assertNotIn("Sanitizer", d.log())
 
