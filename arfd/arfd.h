@@ -173,6 +173,8 @@ struct arfd {
 	struct arfd_prefill *prefill;        /* in the root, while vol move's receiver serves
 					      * a volume: its data region, filled already
 					      * (move_in.c; server.c takes it over) */
+	int move_threads, move_stopping;     /* in the root (atomic): sessions being ended on
+					      * threads of their own; arfd_stop began */
 	struct arfd_move_in *move_in;        /* in the root: the volume being received
 					      * (move_in.c; under move_lock) */
 	pthread_mutex_t move_lock;
@@ -248,6 +250,9 @@ struct json_object *arfd_volume_move(struct arfd *root, const char *args);
  * session ended (on_close). */
 int arfd_proc_volume_in(struct arfd_req *q);
 void arfd_move_in_closed(struct arfd *root, struct arfd_conn *ac);
+/* arfd_stop's first step: later sessions end where their connection
+ * closes, and those being ended elsewhere are waited for. */
+void arfd_move_in_stop(struct arfd *root);
 /* How many more volumes this run of arfd can serve (server.c: places and
  * net views are not used again until a restart). */
 int arfd_volume_room(const struct arfd *root);

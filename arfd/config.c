@@ -74,6 +74,9 @@ static const struct centry table[] = {
 	{ "server", "test_exit_after", C_INT, S(test_exit_after), 0, 1LL << 40, "0",
 	  "test only: exit at once, as if killed, once the Nth mutation after start is written to "
 	  "RocksDB and before it is answered (0 = never)" },
+	{ "server", "test_move_drop", C_BOOL, S(test_move_drop), 0, 1, "false",
+	  "test only: vol move closes its connection to the receiving server right after END, "
+	  "before it flips the record (as a network failure would)" },
 	{ "server", "max_conns", C_INT, S(max_conns), 1, 65536, "1024",
 	  "client connections open at once, all transports together" },
 	{ "server", "max_conns_per_client", C_INT, S(max_conns_per_client), 0, 65536, "256",

@@ -19,7 +19,9 @@
  * records it on the sender, so hellos are sent there; after the sender's
  * flip of the record, DONE waits until this server's copy of the cell says
  * the volume is here.  ABORT, or the connection's end before END, deletes
- * what was staged; an ABORT after END takes the volume away again.
+ * what was staged; an ABORT after END takes the volume away again, and
+ * nothing else does (the sender may flip the record after the connection
+ * failed: this copy may be the only one).
  *
  * The procedure runs without the filesystem lock (ARFD_PROC_UNLOCKED): it
  * touches no filesystem state, and END takes the locks that serving a
@@ -123,26 +125,6 @@ static void prefill(struct arfd_move_in *s)
 	s->pf = pf;
 }
 
-/* A volume served by END whose session ended without DONE or ABORT (the
- * sender gone, or DONE's wait over): kept if the cell records it here (the
- * flip happened), or if etcd cannot say (its record decides later who
- * serves it: hellos follow it); else let go (the flip never happened: the
- * sender serves it). */
-static int keep_received(struct arfd *root, const struct arfd_move_in *s)
-{
-	struct arf_cell_volume rec;
-	char err[512];
-	int rc = arf_cell_member_read(root->cell, s->name, &rec, err, sizeof(err));
-
-	if (rc == 0 && !strcmp(rec.server, arf_cell_member_id(root->cell)))
-		return 1;
-	if (rc == 0 || rc == -ENOENT)
-		return 0;
-	arfd_log(ARFD_LOG_WARN, "vol move: volume %s from server '%s': the cell's record cannot be "
-		 "read (%s): kept, served once the cell records it here", s->name, s->from, err);
-	return 1;
-}
-
 /* The session ended (under move_lock, by whoever took it off its
  * connection: finish(), or on_close's thread): what was staged deleted; a volume
  * served by END taken away again on ABORT, kept after DONE, and otherwise
@@ -161,17 +143,22 @@ static void end_session(struct arfd *root, struct arfd_move_in *s, int abort, co
 		arfd_volume_remove_dir(s->dir);
 		arfd_log(ARFD_LOG_WARN, "vol move: volume %s from server '%s' not taken: %s",
 			 s->name, s->from, why);
-	} else if (s->ended && s->vol && !done && (abort || !keep_received(root, s))) {
+	} else if (s->ended && s->vol && abort) {
 		arfd_log(ARFD_LOG_WARN, "vol move: volume %s from server '%s' let go: %s", s->name,
 			 s->from, why);
 		pthread_mutex_lock(&root->vol_lock);
 		arfd_volume_let_go(root, s->vol, "vol move (not taken)");
 		pthread_mutex_unlock(&root->vol_lock);
 	} else if (s->ended && s->vol) {
+		/* received, and no ABORT: kept, whatever happened after END --
+		 * the sender may flip the record yet (a copy let go now could be
+		 * the only one), and the record says who serves it */
 		arf_cell_member_recheck(root->cell, s->name); /* ours, or once it is */
 		if (!done)
 			arfd_log(ARFD_LOG_WARN, "vol move: volume %s from server '%s': %s after it "
-				 "was received: kept", s->name, s->from, why);
+				 "was received: kept (served here once the cell records it here; if "
+				 "the cell records it on '%s', vol rm it here)", s->name, s->from, why,
+				 s->from);
 	}
 	free(s->vc);
 	sodium_memzero(s, sizeof(*s));
@@ -197,6 +184,7 @@ static void *closed_main(void *arg)
 	pthread_mutex_lock(&root->move_lock);
 	end_session(root, s, 0, "the sender's connection ended");
 	pthread_mutex_unlock(&root->move_lock);
+	__atomic_sub_fetch(&root->move_threads, 1, __ATOMIC_SEQ_CST);
 	return NULL;
 }
 
@@ -213,11 +201,28 @@ void arfd_move_in_closed(struct arfd *root, struct arfd_conn *ac)
 		return;
 	__atomic_store_n(&s->ac, NULL, __ATOMIC_RELEASE);
 	s->root = root;
+	/* counted before arfd_stop's flag is looked at, which it sets before
+	 * it waits for the count: a thread is either waited for, or not made
+	 * (the stop's own on_close calls end sessions here) */
+	__atomic_add_fetch(&root->move_threads, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&root->move_stopping, __ATOMIC_SEQ_CST)) {
+		closed_main(s);
+		return;
+	}
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&t, &a, closed_main, s))
 		closed_main(s); /* no thread to be had: here, then */
 	pthread_attr_destroy(&a);
+}
+
+void arfd_move_in_stop(struct arfd *root)
+{
+	__atomic_store_n(&root->move_stopping, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&root->move_threads, __ATOMIC_SEQ_CST)) {
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
 }
 
 /* A name of at most max - 1 bytes into buf: 0, or -1 (malformed). */

@@ -547,6 +547,12 @@ json_object *arfd_volume_move(struct arfd *d, const char *args)
 		arfd_fs_unlock(v);
 		goto failed;
 	}
+	if (d->cfg.test_move_drop) { /* test only: the network fails here */
+		arfd_log(ARFD_LOG_WARN, "server.test_move_drop: closing the connection to '%s' "
+			 "after END", to);
+		arf_net_close(o.conn);
+		o.conn = NULL;
+	}
 	int v6 = strchr(srv.address, ':') != NULL;
 	snprintf(v->moved_to, sizeof(v->moved_to), "volume '%s' is on server '%s': arf://%s%s%s:%u/",
 		 name, to, v6 ? "[" : "", srv.address, v6 ? "]" : "", srv.port);
@@ -605,11 +611,14 @@ json_object *arfd_volume_move(struct arfd *d, const char *args)
 		 "freeze; %d connections closed; record version %lld); its requests waited %.3f s",
 		 name, to, (unsigned long long)o.bytes, (unsigned long long)(o.bytes - bytes1),
 		 dropped, (long long)version, secs(&t1, &t2));
-	start_step(&w, ARFD_MOVE_DONE);
-	if ((rc = call(&o, &w, ARFD_MOVE_DONE, NULL)))
+	/* the receiver holds the volume durably since END, and lets it go
+	 * only on ABORT (move_in.c): after the flip, it is the volume's */
+	if (o.conn)
+		start_step(&w, ARFD_MOVE_DONE);
+	if (!o.conn || (rc = call(&o, &w, ARFD_MOVE_DONE, NULL)))
 		arfd_log(ARFD_LOG_WARN, "vol move %s: %s (the cell records it on '%s': it is "
-			 "served there once that server's copy of the cell says so)", name, o.err,
-			 to);
+			 "served there once that server's copy of the cell says so)", name,
+			 o.conn ? o.err : "no connection for DONE", to);
 	arf_net_close(o.conn);
 	o.conn = NULL;
 	pthread_mutex_lock(&d->vol_lock);
@@ -777,9 +786,11 @@ json_object *arfd_volume_release_to(struct arfd *d, const char *name, const char
 		arfd_log(ARFD_LOG_WARN, "vol release %s %s: recording %s in the cell: %s (the "
 			 "replica is served there once the cell records it there)", name, to, roname,
 			 o.err);
-	start_step(&w, ARFD_MOVE_DONE);
-	if (!rc && call(&o, &w, ARFD_MOVE_DONE, NULL))
-		arfd_log(ARFD_LOG_WARN, "vol release %s %s: %s", name, to, o.err);
+	if (!rc) {
+		start_step(&w, ARFD_MOVE_DONE);
+		if (call(&o, &w, ARFD_MOVE_DONE, NULL))
+			arfd_log(ARFD_LOG_WARN, "vol release %s %s: %s", name, to, o.err);
+	}
 	arf_net_close(o.conn);
 	o.conn = NULL;
 	/* a replica of it here goes: the cell sends its clients there now */

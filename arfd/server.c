@@ -886,6 +886,7 @@ static void volume_close(struct arfd *d)
 void arfd_stop(struct arfd *d)
 {
 	/* Stop taking requests first, then drain every volume. */
+	arfd_move_in_stop(d); /* no vol move session ends beside what follows */
 	__atomic_store_n(&d->prog_abort, 1, __ATOMIC_RELEASE); /* runs stop at their next clock check */
 	for (int i = 0; i < d->nvols; i++)
 		__atomic_store_n(&d->vols[i]->prog_abort, 1, __ATOMIC_RELEASE);

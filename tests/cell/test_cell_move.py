@@ -470,6 +470,32 @@ class Move(CellCase):
         self.assertNotIn("other.readonly", names(c))
         self.assertNotIn("other.readonly", volumes(self.etcd))
 
+    def test_dropped_after_end(self):
+        """The connection between the servers fails once the receiver has
+        the volume, before the record is flipped (server.test_move_drop):
+        the receiver keeps it and serves it once the flip lands; nothing is
+        lost (it used to let its copy go while the sender flipped the
+        record and deleted its own: the volume was gone from both)."""
+        sec = self.secret("move.secret", "the servers' own")
+        self.etcd.start()
+        a = self.arfd("a", extra={"cell.move_secret_file": sec, "server.test_move_drop": "true"})
+        b = self.arfd("b", extra={"cell.move_secret_file": sec})
+        self.made(a)
+        src = os.path.join(self.tmp, "f")
+        with open(src, "wb") as f:
+            f.write(os.urandom(2 << 20))
+        with open(src, "rb") as f:
+            want = f.read()
+        arfctl("put", src, a.url("/f?volume=proj"))
+        wait_until(lambda: {"a", "b"} <= live(self.etcd), 15, "both live")
+        out = json.loads(self.move(a, "proj", "b").stdout)
+        self.assertEqual(out["server"], "b")
+        self.assertEqual(volumes(self.etcd)["proj"][0], "b")
+        wait_until(lambda: arfctl("cat", b.url("/f?volume=proj"), check=False).stdout == want,
+                   15, "b serves proj")
+        self.assertEqual(arfctl("cat", a.url("/f?volume=proj")).stdout, want)
+        self.assertIn("test_move_drop", a.log())
+
     def test_hostile_stream(self):
         """ARF_OP_VOLUME_IN sent by hand: without a session, with a wrong
         MAC, a replayed one, from a second connection, with paths that leave
