@@ -821,6 +821,16 @@ int arf_reap(arf_queue *q, struct arf_aio **done, unsigned min, unsigned max, in
 /** Operations submitted and not yet reaped. */
 unsigned arf_queue_pending(arf_queue *q);
 
+/** arf_queue_set_flags: fail fast.  An operation whose connection breaks
+ * (or is broken when it is posted) finishes at once with res = -ENOTCONN,
+ * instead of dialling again for opts.reconnect_ms inside arf_submit or
+ * arf_reap; the caller then does it again with the synchronous call, which
+ * dials (so a thread that only reaps never waits on a dead server).  A
+ * WRITE that finished so may or may not have been applied. */
+#define ARF_QUEUE_F_FAIL_FAST 1u
+/** Set the queue's ARF_QUEUE_F_* flags (0 by default).  Errors: -EINVAL. */
+int arf_queue_set_flags(arf_queue *q, unsigned flags);
+
 #ifdef __cplusplus
 }
 #endif

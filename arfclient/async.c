@@ -111,6 +111,7 @@ struct batch {
 struct arf_queue {
 	arf_client *c;
 	unsigned depth;
+	unsigned flags;              /* ARF_QUEUE_F_* */
 	pthread_mutex_t drive;       /* one thread advances the slots at a time */
 	pthread_mutex_t lock;        /* the lists and counts below */
 	struct slot *slots;          /* depth of them */
@@ -167,6 +168,16 @@ static void finish(struct arf_queue *q, struct slot *s, ssize_t res)
 static void finish_read(struct arf_queue *q, struct slot *s, int rc)
 {
 	finish(q, s, s->done ? (ssize_t)s->done : rc);
+}
+
+/* A connection's failure: what was done counts only when the caller will
+ * not do it all again (-ENOTCONN of a queue that fails fast). */
+static void fail(struct arf_queue *q, struct slot *s, int rc)
+{
+	if (rc == -ENOTCONN)
+		finish(q, s, rc);
+	else
+		finish_read(q, s, rc);
 }
 
 /* ------------------------------------------------------------- rounds */
@@ -286,6 +297,16 @@ nomem:
 	pthread_mutex_unlock(&q->lock);
 }
 
+/* The connection s's round or request went on broke: dial again as the
+ * synchronous calls do (0: go on), or -EIO when no new one could be had;
+ * -ENOTCONN at once for a queue that fails fast (ARF_QUEUE_F_FAIL_FAST). */
+static int recover(struct arf_queue *q, struct slot *s)
+{
+	if (q->flags & ARF_QUEUE_F_FAIL_FAST)
+		return -ENOTCONN;
+	return arf_cl_recover(q->c, s->conn_gen, &s->deadline) ? -EIO : 0;
+}
+
 /* How the round s waited for ended.  0: its reads are in place; 1: it was
  * set going again (posted alone after a shared refusal, or started over
  * after a reconnection): leave the slot; else the round's error, which is
@@ -294,10 +315,11 @@ nomem:
 static int round_end(struct arf_queue *q, struct slot *s)
 {
 	if (s->rc) {
-		if (arf_cl_recover(q->c, s->conn_gen, &s->deadline)) {
+		int rc = recover(q, s);
+		if (rc) {
 			if (s->state == S_DATA)
 				arf_os_rd_fail(&s->rd);
-			finish_read(q, s, -EIO);
+			fail(q, s, rc);
 			return 1;
 		}
 		s->state = S_START; /* over again on the new connection */
@@ -453,8 +475,9 @@ static void req_end(struct arf_queue *q, struct slot *s)
 		arf_net_buf_free(&s->body);
 		arf_wlog_discard(c, s->keep); /* copied again when sent again */
 		s->keep = NULL;
-		if (arf_cl_recover(c, s->conn_gen, &s->deadline)) {
-			finish_read(q, s, -EIO);
+		int rc = recover(q, s);
+		if (rc) {
+			fail(q, s, rc);
 			return;
 		}
 		s->state = S_REQ_SEND; /* sent again, as arf_cl_call does */
@@ -807,6 +830,16 @@ int arf_queue_create(arf_client *c, unsigned depth, arf_queue **out)
 		q->free = &q->slots[i];
 	}
 	*out = q;
+	return 0;
+}
+
+int arf_queue_set_flags(arf_queue *q, unsigned flags)
+{
+	if (!q || (flags & ~ARF_QUEUE_F_FAIL_FAST))
+		return -EINVAL;
+	pthread_mutex_lock(&q->drive);
+	q->flags = flags;
+	pthread_mutex_unlock(&q->drive);
 	return 0;
 }
 

@@ -132,6 +132,9 @@ struct arf_fuse {
 	int acl;                 /* the kernel enforces POSIX ACLs (FUSE_CAP_POSIX_ACL) */
 	struct arf_fuse_names *names; /* names.c: directories' names known (NULL: none kept) */
 	struct arf_fuse_node root;
+	struct arf_fuse_aio *aio;/* aio.c: asynchronous replies to reads (NULL: none) */
+	unsigned reads_busy;     /* reads being served (atomic) */
+	int c_leaked;            /* aio.c: reads were still in c's queue at the end */
 };
 
 /* nodes.c */
@@ -237,6 +240,16 @@ void arf_fuse_cred_lean(fuse_req_t req, struct arf_cred *cred);
 int arf_fuse_cred_again(fuse_req_t req, struct arf_cred *cred, int rc);
 void arf_fuse_cred_fill(fuse_req_t req, struct arf_cred *cred);
 
+/* aio.c: asynchronous replies to reads.  start: after the session is
+ * made, before its loop (0, or -errno: reads are then all synchronous);
+ * stop: after the loop, before the session is destroyed. */
+int arf_fuse_aio_start(struct arf_fuse *fs);
+void arf_fuse_aio_stop(struct arf_fuse *fs);
+/** Submit a read of h to be answered later: 0, or -1 when it is not one
+ * served so (the caller serves it synchronously). */
+int arf_fuse_aio_read(struct arf_fuse *fs, fuse_req_t req, struct arf_fuse_file *h, size_t size,
+		      off_t off);
+
 /* hardmount.c: hard and soft mounts.  Note req as the request this thread
  * serves: a wait of its libarf calls for the server ends only when its
  * caller has a fatal signal pending (or is gone), or when the session
@@ -244,6 +257,8 @@ void arf_fuse_cred_fill(fuse_req_t req, struct arf_cred *cred);
  * request (unmount), which ends when the session has. */
 void arf_fuse_wait_for(fuse_req_t req);
 void arf_fuse_wait_session(struct arf_fuse *fs);
+/** Does pid (a thread id) have a fatal signal pending, or is it gone? */
+int arf_fuse_caller_killed(pid_t pid);
 /* The libarf options of a mount's timeo, retrans and hard/soft. */
 void arf_fuse_wait_opts(const struct arf_fuse_opts *o, struct arf_client_opts *co);
 

@@ -42,8 +42,7 @@ struct current {
 };
 static __thread struct current cur;
 
-/* Does pid (a thread id) have a fatal signal pending, or is it gone? */
-static int caller_killed(pid_t pid)
+int arf_fuse_caller_killed(pid_t pid)
 {
 	char path[64], line[256];
 	int killed = 0;
@@ -73,7 +72,7 @@ static int should_cancel(void *arg)
 		return 0;
 	if (!__atomic_load_n(&cur.interrupted, __ATOMIC_RELAXED) && ++cur.ticks % 3)
 		return 0;
-	return caller_killed(cur.pid);
+	return arf_fuse_caller_killed(cur.pid);
 }
 
 /* libfuse read a FUSE_INTERRUPT for the request (any signal): look now. */

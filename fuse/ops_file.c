@@ -255,13 +255,19 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, EIO);
 		return;
 	}
+	/* a read beside others is answered later, holding no thread (aio.c) */
+	if (__atomic_fetch_add(&fs->reads_busy, 1, __ATOMIC_RELAXED) &&
+	    !arf_fuse_aio_read(fs, req, h, size, off))
+		return;
 	void *buf = read_buf(size, &owned);
 	if (!buf) {
+		__atomic_sub_fetch(&fs->reads_busy, 1, __ATOMIC_RELAXED);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	arf_fuse_cred_file(req, &h->cred);
 	ssize_t r = arf_read(arf_fuse_reader(fs, n), n->ino, n->gen, (uint64_t)off, buf, size);
+	__atomic_sub_fetch(&fs->reads_busy, 1, __ATOMIC_RELAXED);
 	if (r < 0)
 		fuse_reply_err(req, arf_fuse_errno_fh((int)r));
 	else

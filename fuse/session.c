@@ -277,7 +277,11 @@ int arf_fuse_run(struct arf_fuse_opts *o, int ready_fd)
 	ready_fd = -1;
 	if (!o->foreground)
 		arf_fuse_detach(o->debug);
+	rc = arf_fuse_aio_start(fs);
+	if (rc)
+		arf_fuse_log(FUSE_LOG_WARNING, "arf-fuse: no asynchronous reads: %s", strerror(-rc));
 	rc = fuse_session_loop_mt(fs->se, cfg) ? -EIO : 0;
+	arf_fuse_aio_stop(fs);
 	goto out;
 
 fail:
@@ -304,7 +308,10 @@ out:
 		arf_fuse_nodes_fini(fs);
 		if (fs->cf != fs->c)
 			arf_close(fs->cf);
-		arf_close(fs->c);
+		if (!fs->c_leaked) /* else reads still in its queue may write their buffers */
+			arf_close(fs->c);
+		else
+			free(fs->aio);
 		free(fs);
 	}
 	arf_set_log_func(NULL, NULL);
