@@ -299,6 +299,14 @@ static int cmd_ops(const char *url, long nops, int one_sided)
 
 	if ((rc = arf_queue_create(c, DEPTH, &q)))
 		FAIL("queue: %s", arf_strerror(rc));
+	/* flags: only ARF_QUEUE_F_FAIL_FAST is known, and it is left off here,
+	 * where reads ride through a restart (tests/fuse/test_fuse_aio.py
+	 * tests what it does) */
+	if ((rc = arf_queue_set_flags(q, ARF_QUEUE_F_FAIL_FAST << 1)) != -EINVAL)
+		FAIL("queue flags 2: %d, not -EINVAL", rc);
+	if ((rc = arf_queue_set_flags(q, ARF_QUEUE_F_FAIL_FAST)) ||
+	    (rc = arf_queue_set_flags(q, 0)))
+		FAIL("queue flags: %s", arf_strerror(rc));
 	struct arf_aio *sub[DEPTH], *done[DEPTH];
 	for (int i = 0; i < DEPTH; i++) {
 		ops[i].cap = i < 8 ? (1u << 20) + 4096 : 128u << 10;
