@@ -135,7 +135,13 @@ struct arf_fuse {
 	struct arf_fuse_aio *aio;/* aio.c: asynchronous replies to reads (NULL: none) */
 	unsigned reads_busy;     /* reads being served (atomic) */
 	int c_leaked;            /* aio.c: reads were still in c's queue at the end */
+	int killpriv_v2;         /* kernelio.c: the kernel was told FUSE_HANDLE_KILLPRIV_V2 */
 };
+
+/* kernelio.c: after fuse_session_mount, before the loop: the session's
+ * reads and writes of /dev/fuse go through arf-fuse (to add
+ * FUSE_HANDLE_KILLPRIV_V2 to the INIT reply).  0 or -errno. */
+int arf_fuse_kernel_io(struct arf_fuse *fs);
 
 /* nodes.c */
 int arf_fuse_nodes_init(struct arf_fuse *fs, const struct arf_stat *root);

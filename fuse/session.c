@@ -50,10 +50,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * their attributes (bench/README, "Listings through the mount") */
 	want |= FUSE_CAP_READDIRPLUS_AUTO;
 	/* HANDLE_KILLPRIV: the server clears set-id bits on write, truncate and
-	 * chown (ops/), as local filesystems do.  Where libfuse does not pass
-	 * it on (3.14 does not), the kernel sends its own "remove privileges"
-	 * as a chmod from the writer, which ops/setattr.c accepts from anyone
-	 * who may write the file (NFS clients drop that chmod instead) */
+	 * chown (ops/), as local filesystems do.  libfuse 3.14 cannot say
+	 * HANDLE_KILLPRIV_V2, which also spares every write the kernel's
+	 * GETXATTR of security.capability: kernelio.c adds it to the INIT
+	 * reply.  A kernel without it sends its own "remove privileges" as a
+	 * chmod from the writer, which ops/setattr.c accepts from anyone who
+	 * may write the file (NFS clients drop that chmod instead) */
 	if (fs->opts.writeback)
 		want |= FUSE_CAP_WRITEBACK_CACHE;
 	conn->want |= want & conn->capable;
@@ -258,6 +260,11 @@ int arf_fuse_run(struct arf_fuse_opts *o, int ready_fd)
 		goto fail;
 	}
 	mounted = 1;
+	rc = arf_fuse_kernel_io(fs);
+	if (rc) {
+		snprintf(err, sizeof(err), "cannot take the session's I/O: %s", strerror(-rc));
+		goto fail;
+	}
 	set_readahead(mnt);
 	cfg = fuse_loop_cfg_create();
 	if (!cfg) {

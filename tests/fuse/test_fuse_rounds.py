@@ -16,6 +16,7 @@ another client's change that a reply reveals."""
 import json
 import mmap
 import os
+import re
 import socket
 import sys
 import time
@@ -280,6 +281,36 @@ class ServerCopy(FuseTestCase):
         self.assertLess(moved, 1 * mib, "the client moved %d bytes for a 256 MiB copy" % moved)
         print("copy_file_range 256 MiB: %d COPY requests, %d bytes on the client's connections; "
               "the bytes match" % (copies, moved))
+
+
+class KernelRequests(FuseTestCase):
+    """What the kernel asks arf-fuse for a write (fuse/kernelio.c): the
+    WRITE alone.  Without FUSE_HANDLE_KILLPRIV_V2 every write came after a
+    GETXATTR of security.capability (answered ENODATA by arf-fuse, a
+    crossing each); now the kernel looks once, and again only after the
+    file's attributes were refreshed."""
+    mount_opts = "debug"  # libfuse logs every request it reads
+
+    def test_writes_without_a_getxattr_each(self):
+        path = self.mnt.p("w")
+        with open(path, "wb") as f:
+            f.write(b"x" * 4096)
+        log_at = os.path.getsize(self.mnt.log_path)
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            for i in range(200):
+                os.pwrite(fd, b"%08d" % i, (i * 4096) % (1 << 20))
+        finally:
+            os.close(fd)
+        self.mnt.stop()
+        with open(self.mnt.log_path, errors="replace") as f:
+            f.seek(log_at)
+            ops = re.findall(r"opcode: (\w+)", f.read())
+        writes, getxattrs = ops.count("WRITE"), ops.count("GETXATTR")
+        self.assertEqual(writes, 200)
+        self.assertLessEqual(getxattrs, 2, "a GETXATTR before each write: %d" % getxattrs)
+        print("200 writes through the mount: %d WRITE and %d GETXATTR requests" % (
+            writes, getxattrs))
 
 
 if __name__ == "__main__":
