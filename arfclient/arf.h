@@ -436,6 +436,10 @@ int arf_last_dir_change(arf_client *c, struct arf_dir_change *out);
  * re-send failure to report), else nothing (no round trip): what close()
  * does on a mount. */
 int arf_flush(arf_client *c, uint64_t ino, uint32_t gen);
+/** 1 when the bytes of unstable writes c keeps until a COMMIT have reached
+ * opts.unstable_max_mib (arf_write then commits by itself; a queue that
+ * fails fast leaves that to its caller), else 0. */
+int arf_unstable_full(arf_client *c);
 /** access(2) check on the server: mask of R_OK|W_OK|X_OK. */
 int arf_access(arf_client *c, uint64_t ino, uint32_t gen, int mask);
 
@@ -821,12 +825,18 @@ int arf_reap(arf_queue *q, struct arf_aio **done, unsigned min, unsigned max, in
 /** Operations submitted and not yet reaped. */
 unsigned arf_queue_pending(arf_queue *q);
 
-/** arf_queue_set_flags: fail fast.  An operation whose connection breaks
- * (or is broken when it is posted) finishes at once with res = -ENOTCONN,
- * instead of dialling again for opts.reconnect_ms inside arf_submit or
- * arf_reap; the caller then does it again with the synchronous call, which
- * dials (so a thread that only reaps never waits on a dead server).  A
- * WRITE that finished so may or may not have been applied. */
+/** arf_queue_set_flags: fail fast.  Nothing inside arf_submit or arf_reap
+ * waits on the server beyond the rounds and requests in flight:
+ *  - an operation whose connection breaks (or is broken when it is posted)
+ *    finishes at once with res = -ENOTCONN, instead of dialling again for
+ *    opts.reconnect_ms; the caller then does it again with the synchronous
+ *    call, which dials (so a thread that only reaps never waits on a dead
+ *    server).  A WRITE that finished so may or may not have been applied;
+ *    one whose copy could not be kept for re-sending (out of memory)
+ *    finishes so too;
+ *  - a WRITE that brings the unstable bytes kept to opts.unstable_max_mib
+ *    sends no COMMIT: the caller commits (arf_unstable_full, arf_fsync);
+ *  - READs read no further ahead (opts.readahead): their own rounds only. */
 #define ARF_QUEUE_F_FAIL_FAST 1u
 /** Set the queue's ARF_QUEUE_F_* flags (0 by default).  Errors: -EINVAL. */
 int arf_queue_set_flags(arf_queue *q, unsigned flags);

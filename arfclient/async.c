@@ -141,7 +141,8 @@ static void push_ready_locked(struct arf_queue *q, struct slot *s)
 
 static void finish(struct arf_queue *q, struct slot *s, ssize_t res)
 {
-	if (s->io->op == ARF_AIO_READ && s->os_bytes && q->c->ra) {
+	if (s->io->op == ARF_AIO_READ && s->os_bytes && q->c->ra &&
+	    !(q->flags & ARF_QUEUE_F_FAIL_FAST)) {
 		/* a sequential reader may get the next bytes posted ahead; a
 		 * queue with other reads in flight is its own readahead */
 		pthread_mutex_lock(&q->lock);
@@ -538,6 +539,17 @@ static void req_end(struct arf_queue *q, struct slot *s)
 			arf_wlog_discard(c, s->keep);
 			s->keep = NULL;
 		}
+		if (full && (q->flags & ARF_QUEUE_F_FAIL_FAST)) {
+			/* no COMMIT waits in here: at the bound the caller
+			 * commits (arf_unstable_full); a copy that could not be
+			 * kept is the caller's to write again, synchronously */
+			if (full < 0) {
+				arf_net_buf_free(&s->body);
+				finish(q, s, -ENOTCONN);
+				return;
+			}
+			full = 0;
+		}
 		if (full && (rc = arf_v_fsync(c, 0, 0))) {
 			arf_net_buf_free(&s->body);
 			finish_read(q, s, rc);
@@ -667,7 +679,7 @@ static void step(struct arf_queue *q, struct slot *s)
 				finish_read(q, s, -EISDIR);
 				return;
 			}
-			if (!s->ra_tried && c->ra) {
+			if (!s->ra_tried && c->ra && !(q->flags & ARF_QUEUE_F_FAIL_FAST)) {
 				/* a sequential reader's bytes may be read ahead already */
 				pthread_mutex_lock(&q->lock);
 				q->inflight++; /* counted while a wake may come */

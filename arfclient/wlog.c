@@ -524,3 +524,15 @@ out:
 	pthread_mutex_unlock(&l->lock);
 	return rc;
 }
+
+int arf_unstable_full(arf_client *c)
+{
+	struct arf_wlog *l = c ? c->wlog : NULL;
+
+	if (!l)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	int full = l->bytes >= (uint64_t)c->opts.unstable_max_mib << 20;
+	pthread_mutex_unlock(&l->lock);
+	return full;
+}

@@ -1,42 +1,58 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Asynchronous replies to reads: a read that arrives while another is
- * being served does not hold a worker thread while it waits for arfd.
+ * Asynchronous replies to reads and writes: a read or write that arrives
+ * while another is being served does not hold a worker thread while it
+ * waits for arfd.
  *
  * Why.  Each FUSE request is served by one of libfuse's worker threads.
- * A read served synchronously holds its thread for the round trip, and
+ * A request served synchronously holds its thread for the round trip, and
  * every reply wakes the thread that waits for it: at queue depth 16 every
  * read paid two thread switches in arf-fuse, and on two cores the
  * switches, not the bytes, were most of arf-fuse's time (4 KiB random
  * reads at depth 16 through the mount: 17-20k/s, 76 us of arf-fuse CPU a
- * read).  Here the worker submits the read to one libarf queue
+ * read).  Here the worker submits the operation to one libarf queue
  * (arf_submit: the one-sided rounds of reads submitted together go in
  * one frame) and goes back for the next request; a reaper thread files
  * the replies (arf_reap reads the connection itself) and answers the
- * kernel (23-25k/s, 57 us; bench/README.md).
+ * kernel (reads 23-25k/s, 57 us; writes 13k -> 17k/s, 90 -> 60 us;
+ * bench/README.md).
  *
- * Which reads.  Only when another read is being served already (busy):
- * a lone read is served synchronously, where libarf's short poll for the
- * reply keeps it on one thread with no switch at all (depth 1 keeps its
- * latency).  And only reads of the volume mounted (the queue serves the
- * connected volume), through the main client (not within the window in
- * which the uncached client must be read), on a hard mount, of at most
- * AIO_MAX bytes: larger reads are sequential ones, which the synchronous
- * path reads ahead.
+ * Which.  Only when another read or write is being served already
+ * (io_busy): a lone one is served synchronously, where libarf's short
+ * poll for the reply keeps it on one thread with no switch at all (depth
+ * 1 keeps its latency).  And only I/O of the volume mounted (the queue
+ * serves the connected volume), on a hard mount, of at most AIO_MAX bytes
+ * (larger reads are sequential ones, which the synchronous path reads
+ * ahead; larger writes are sent in pieces in flight together by
+ * arf_write); reads only through the main client (not within the window
+ * in which the uncached client must be read), writes not O_APPEND (the
+ * server's end of file decides where those go).  A write's bytes are
+ * copied (libfuse's buffer is the worker's next request's), and kept by
+ * libarf until a COMMIT, as arf_write's are: the queue is the main
+ * client's, so close() and fsync() commit them.
  *
- * Failure.  The queue fails fast (ARF_QUEUE_F_FAIL_FAST): a read whose
- * connection breaks is not dialled again by the reaper or a submitting
- * worker, which would then wait on a dead server; it is done again
- * synchronously on a thread of its own, with everything a synchronous
- * read has (the hard mount's wait, reconnection, the end of the wait by
- * SIGKILL: hardmount.c).  A read waiting on a server that is there but
- * silent: every 100 ms the reaper looks at the callers of reads older
- * than a second, and answers EINTR to one whose caller was killed (as
- * hardmount.c's should_cancel does for a synchronous wait), and hands a
- * read older than timeo to a synchronous read (which waits timeo for its
- * reply, then leaves the silent connection and dials again, so the
- * queue's reads on it end too); either way its buffer stays with the
- * queue until libarf hands it back.
+ * Failure.  The queue fails fast (ARF_QUEUE_F_FAIL_FAST): an operation
+ * whose connection breaks is not dialled again by the reaper or a
+ * submitting worker, which would then wait on a dead server; it is done
+ * again synchronously on a thread of its own, with everything a
+ * synchronous call has (the hard mount's wait, reconnection, the end of
+ * the wait by SIGKILL: hardmount.c).  A write done so again writes the
+ * same bytes at the same place, and its writer has had no reply, so
+ * nothing it wrote since can be overwritten.  An operation waiting on a
+ * server that is there but silent: every 100 ms the reaper looks at the
+ * callers of operations older than a second, and answers EINTR to one
+ * whose caller was killed (as hardmount.c's should_cancel does for a
+ * synchronous wait), and hands a read older than timeo to a synchronous
+ * read (which waits timeo for its reply, then leaves the silent
+ * connection and dials again, so the queue's operations on it end too; a
+ * write is not handed on, since it may yet be applied); either way its
+ * buffer stays with the queue until libarf hands it back.  So writes
+ * alone on a connection that went silent without breaking wait until TCP
+ * gives it up, not timeo (a hard mount's wait all the same).
+ *
+ * Nothing else in the queue waits on the server: it sends no COMMIT at
+ * the bound of unstable bytes kept (a write past it goes the synchronous
+ * way, which commits: arf_unstable_full) and reads nothing ahead.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -45,14 +61,14 @@
 
 #include "arf_fuse.h"
 
-#define AIO_DEPTH 256u          /* reads in flight at most; beyond: synchronous */
-#define AIO_MAX (128u << 10)    /* largest read served here */
+#define AIO_DEPTH 256u          /* operations in flight at most; beyond: synchronous */
+#define AIO_MAX (128u << 10)    /* largest read or write served here */
 #define REAP_BATCH 64
 #define LOOK_MS 100             /* how often callers of old reads are looked at */
 #define OLD_MS 1000             /* a read older than this may have a killed caller */
 #define DRAIN_MS 5000           /* at the end: how long reads in flight are waited for */
 
-struct aread {
+struct aop {
 	struct arf_aio io;        /* io.user = this */
 	fuse_req_t req;
 	struct arf_fuse_node *n;
@@ -60,7 +76,8 @@ struct aread {
 	pid_t pid;                /* the caller (0: unknown) */
 	uint64_t since_ms;
 	int answered;             /* answered already (look_at_old): free it when reaped */
-	struct aread *prev, *next;/* a->list: submitted, not reaped */
+	uint64_t seq;             /* names it to look_at_old (a request's address is reused) */
+	struct aop *prev, *next;/* a->list: submitted, not reaped */
 	char data[];
 };
 
@@ -70,13 +87,14 @@ struct arf_fuse_aio {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;        /* reaper: something submitted, or stop */
 	pthread_cond_t rerun_cv;  /* the end: a re-run thread finished */
-	struct aread *list;
+	struct aop *list;
 	unsigned pending;         /* in list */
 	unsigned reruns;          /* re-run threads running */
 	int stop;
 	int leaked;               /* reads still in libarf's hands at the end */
 	/* counts, logged at the end */
 	uint64_t nasync, nrerun, nkilled;
+	uint64_t seq;             /* the last aop's */
 };
 
 static uint64_t now_ms(void)
@@ -86,7 +104,7 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void unlist_locked(struct arf_fuse_aio *a, struct aread *r)
+static void unlist_locked(struct arf_fuse_aio *a, struct aop *r)
 {
 	if (r->prev)
 		r->prev->next = r->next;
@@ -97,7 +115,8 @@ static void unlist_locked(struct arf_fuse_aio *a, struct aread *r)
 	a->pending--;
 }
 
-/* A read done again the synchronous way, into a buffer of its own. */
+/* A read or write done again the synchronous way, with a buffer of its
+ * own (a write's: a copy of its bytes). */
 struct rerun {
 	struct arf_fuse *fs;
 	fuse_req_t req;
@@ -105,6 +124,8 @@ struct rerun {
 	struct arf_cred cred;
 	uint64_t off;
 	size_t len;
+	int write;
+	char data[];
 };
 
 static void *rerun_main(void *arg)
@@ -112,17 +133,18 @@ static void *rerun_main(void *arg)
 	struct rerun *rr = arg;
 	struct arf_fuse *fs = rr->fs;
 	struct arf_fuse_aio *a = fs->aio;
-	void *buf = malloc(rr->len);
 
 	arf_fuse_wait_for(rr->req); /* the hard mount's wait, ended by SIGKILL */
 	arf_set_thread_cred(&rr->cred);
-	ssize_t got = buf ? arf_read(fs->c, rr->n->ino, rr->n->gen, rr->off, buf, rr->len) : -ENOMEM;
+	ssize_t got = rr->write ? arf_write(fs->c, rr->n->ino, rr->n->gen, rr->off, rr->data, rr->len)
+				: arf_read(fs->c, rr->n->ino, rr->n->gen, rr->off, rr->data, rr->len);
 	if (got < 0)
 		fuse_reply_err(rr->req, arf_fuse_errno_fh((int)got));
+	else if (rr->write)
+		fuse_reply_write(rr->req, (size_t)got);
 	else
-		fuse_reply_buf(rr->req, buf, (size_t)got);
-	__atomic_sub_fetch(&fs->reads_busy, 1, __ATOMIC_RELAXED);
-	free(buf);
+		fuse_reply_buf(rr->req, rr->data, (size_t)got);
+	__atomic_sub_fetch(&fs->io_busy, 1, __ATOMIC_RELAXED);
 	free(rr);
 	pthread_mutex_lock(&a->mu);
 	a->reruns--;
@@ -134,16 +156,19 @@ static void *rerun_main(void *arg)
 /* Hand r's request to a thread that reads synchronously; 0, or -1 when no
  * thread could be had (the caller answers EIO).  r itself is not touched
  * after: its buffer may still be libarf's. */
-static int rerun(struct arf_fuse *fs, struct aread *r)
+static int rerun(struct arf_fuse *fs, struct aop *r)
 {
 	struct arf_fuse_aio *a = fs->aio;
-	struct rerun *rr = malloc(sizeof(*rr));
+	int write = r->io.op == ARF_AIO_WRITE;
+	struct rerun *rr = malloc(sizeof(*rr) + r->io.len);
 	pthread_attr_t at;
 	pthread_t t;
 
 	if (!rr)
 		return -1;
-	*rr = (struct rerun){ fs, r->req, r->n, r->cred, r->io.off, r->io.len };
+	*rr = (struct rerun){ fs, r->req, r->n, r->cred, r->io.off, r->io.len, write };
+	if (write) /* r's bytes are libarf's until it hands r back */
+		memcpy(rr->data, r->data, r->io.len);
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_mutex_lock(&a->mu);
@@ -169,7 +194,7 @@ static void answer(struct arf_fuse *fs, struct arf_aio **done, int n)
 	struct arf_fuse_aio *a = fs->aio;
 
 	for (int i = 0; i < n; i++) {
-		struct aread *r = done[i]->user;
+		struct aop *r = done[i]->user;
 		pthread_mutex_lock(&a->mu);
 		unlist_locked(a, r);
 		int answered = r->answered;
@@ -187,18 +212,20 @@ static void answer(struct arf_fuse *fs, struct arf_aio **done, int n)
 		}
 		if (r->io.res < 0)
 			fuse_reply_err(r->req, arf_fuse_errno_fh((int)r->io.res));
+		else if (r->io.op == ARF_AIO_WRITE)
+			fuse_reply_write(r->req, (size_t)r->io.res);
 		else
 			fuse_reply_buf(r->req, r->data, (size_t)r->io.res);
-		__atomic_sub_fetch(&fs->reads_busy, 1, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&fs->io_busy, 1, __ATOMIC_RELAXED);
 		free(r);
 	}
 }
 
-/* Mark the unanswered read of req answered (under a->mu); r or NULL. */
-static struct aread *take_locked(struct arf_fuse_aio *a, fuse_req_t req)
+/* Mark the unanswered operation seq answered (under a->mu); r or NULL. */
+static struct aop *take_locked(struct arf_fuse_aio *a, uint64_t seq)
 {
-	for (struct aread *r = a->list; r; r = r->next)
-		if (r->req == req && !r->answered) {
+	for (struct aop *r = a->list; r; r = r->next)
+		if (r->seq == seq && !r->answered) {
 			r->answered = 1;
 			return r;
 		}
@@ -218,15 +245,18 @@ static int look_at_old(struct arf_fuse *fs, int all)
 {
 	struct arf_fuse_aio *a = fs->aio;
 	uint64_t now = now_ms(), timeo_ms = (uint64_t)fs->opts.timeo * 100u;
-	struct { fuse_req_t req; pid_t pid; int late; } old[REAP_BATCH];
+	struct { uint64_t seq; pid_t pid; int late; } old[REAP_BATCH];
 	int n = 0;
 
 	pthread_mutex_lock(&a->mu);
-	for (struct aread *r = a->list; r && n < REAP_BATCH; r = r->next)
+	for (struct aop *r = a->list; r && n < REAP_BATCH; r = r->next)
 		if (!r->answered && (all || now - r->since_ms >= OLD_MS)) {
-			old[n].req = r->req;
+			old[n].seq = r->seq;
 			old[n].pid = r->pid;
-			old[n++].late = now - r->since_ms >= timeo_ms;
+			/* a write is never done again while it may still be
+			 * applied: by then the writer may have written the same
+			 * bytes anew */
+			old[n++].late = r->io.op == ARF_AIO_READ && now - r->since_ms >= timeo_ms;
 		}
 	pthread_mutex_unlock(&a->mu);
 	for (int i = 0; i < n; i++) {
@@ -235,8 +265,8 @@ static int look_at_old(struct arf_fuse *fs, int all)
 		if (!killed && !old[i].late)
 			continue;
 		pthread_mutex_lock(&a->mu);
-		struct aread *r = take_locked(a, old[i].req);
-		struct aread copy;
+		struct aop *r = take_locked(a, old[i].seq);
+		struct aop copy;
 		if (r) {
 			copy = *r; /* r stays listed until libarf hands it back */
 			if (killed)
@@ -245,10 +275,11 @@ static int look_at_old(struct arf_fuse *fs, int all)
 		pthread_mutex_unlock(&a->mu);
 		if (!r)
 			continue; /* answered meanwhile */
-		if (!killed && !rerun(fs, &copy))
+		/* only a read is late: rerun copies no bytes out of copy */
+		if (!killed && copy.io.op == ARF_AIO_READ && !rerun(fs, &copy))
 			continue;
-		fuse_reply_err(old[i].req, killed && !all ? EINTR : EIO);
-		__atomic_sub_fetch(&fs->reads_busy, 1, __ATOMIC_RELAXED);
+		fuse_reply_err(copy.req, killed && !all ? EINTR : EIO);
+		__atomic_sub_fetch(&fs->io_busy, 1, __ATOMIC_RELAXED);
 	}
 	return n;
 }
@@ -339,7 +370,7 @@ void arf_fuse_aio_stop(struct arf_fuse *fs)
 	int leaked = a->leaked;
 	pthread_mutex_unlock(&a->mu);
 	arf_fuse_log(leaked ? FUSE_LOG_WARNING : FUSE_LOG_INFO,
-		     "arf-fuse: reads answered asynchronously: %llu (done again after a broken "
+		     "arf-fuse: reads and writes answered asynchronously: %llu (done again after a broken "
 		     "connection: %llu; answered EINTR or EIO while in flight: %llu)%s",
 		     (unsigned long long)a->nasync, (unsigned long long)a->nrerun,
 		     (unsigned long long)a->nkilled,
@@ -357,32 +388,40 @@ void arf_fuse_aio_stop(struct arf_fuse *fs)
 	fs->aio = NULL;
 }
 
-int arf_fuse_aio_read(struct arf_fuse *fs, fuse_req_t req, struct arf_fuse_file *h, size_t size,
-		      off_t off)
+/* Submit op on h's file; 0, or -1: not served here (the caller serves it). */
+static int submit(struct arf_fuse *fs, fuse_req_t req, struct arf_fuse_file *h, int op,
+		  const void *wbuf, size_t size, off_t off)
 {
 	struct arf_fuse_aio *a = fs->aio;
 	struct arf_fuse_node *n = h->node;
 
-	if (!a || size > AIO_MAX || size == 0 || (n->ino >> 48) || arf_fuse_reader(fs, n) != fs->c)
+	if (!a || size > AIO_MAX || size == 0 || (n->ino >> 48))
 		return -1;
-	struct aread *r = malloc(sizeof(*r) + size);
+	struct aop *r = malloc(sizeof(*r) + size);
 	if (!r)
 		return -1;
 	memset(r, 0, sizeof(*r));
-	r->io.op = ARF_AIO_READ;
+	r->io.op = op;
 	r->io.ino = n->ino;
 	r->io.gen = n->gen;
 	r->io.off = (uint64_t)off;
 	r->io.buf = r->data;
 	r->io.len = size;
 	r->io.user = r;
+	if (op == ARF_AIO_WRITE) /* libfuse's buffer is the worker's next request's */
+		memcpy(r->data, wbuf, size);
 	r->req = req;
 	r->n = n;
 	r->cred = h->cred;
 	r->pid = fuse_req_ctx(req)->pid;
 	r->since_ms = now_ms();
-	arf_set_thread_cred(&h->cred); /* a READ request, where one is needed, carries them */
+	arf_set_thread_cred(&h->cred); /* the requests made carry them */
+	/* nothing in the queue waits on the server (it fails fast); were
+	 * anything to, only the session's end would end it, never the state
+	 * of the request this thread served before */
+	arf_fuse_wait_session(fs);
 	pthread_mutex_lock(&a->mu);
+	r->seq = ++a->seq;
 	r->next = a->list;
 	if (a->list)
 		a->list->prev = r;
@@ -407,4 +446,22 @@ int arf_fuse_aio_read(struct arf_fuse *fs, fuse_req_t req, struct arf_fuse_file 
 	if (got > 0)
 		answer(fs, done, got);
 	return 0;
+}
+
+int arf_fuse_aio_read(struct arf_fuse *fs, fuse_req_t req, struct arf_fuse_file *h, size_t size,
+		      off_t off)
+{
+	if (arf_fuse_reader(fs, h->node) != fs->c)
+		return -1;
+	return submit(fs, req, h, ARF_AIO_READ, NULL, size, off);
+}
+
+int arf_fuse_aio_write(struct arf_fuse *fs, fuse_req_t req, struct arf_fuse_file *h,
+		       const void *buf, size_t size, off_t off)
+{
+	/* at the bound of unstable bytes kept, the synchronous write commits
+	 * (the queue, failing fast, does not) */
+	if (arf_unstable_full(fs->c))
+		return -1;
+	return submit(fs, req, h, ARF_AIO_WRITE, buf, size, off);
 }

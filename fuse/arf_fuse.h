@@ -133,7 +133,7 @@ struct arf_fuse {
 	struct arf_fuse_names *names; /* names.c: directories' names known (NULL: none kept) */
 	struct arf_fuse_node root;
 	struct arf_fuse_aio *aio;/* aio.c: asynchronous replies to reads (NULL: none) */
-	unsigned reads_busy;     /* reads being served (atomic) */
+	unsigned io_busy;        /* reads and writes being served (atomic) */
 	int c_leaked;            /* aio.c: reads were still in c's queue at the end */
 	int killpriv_v2;         /* kernelio.c: the kernel was told FUSE_HANDLE_KILLPRIV_V2 */
 };
@@ -255,6 +255,8 @@ void arf_fuse_aio_stop(struct arf_fuse *fs);
  * served so (the caller serves it synchronously). */
 int arf_fuse_aio_read(struct arf_fuse *fs, fuse_req_t req, struct arf_fuse_file *h, size_t size,
 		      off_t off);
+int arf_fuse_aio_write(struct arf_fuse *fs, fuse_req_t req, struct arf_fuse_file *h,
+		       const void *buf, size_t size, off_t off);
 
 /* hardmount.c: hard and soft mounts.  Note req as the request this thread
  * serves: a wait of its libarf calls for the server ends only when its

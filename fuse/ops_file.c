@@ -256,18 +256,18 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	/* a read beside others is answered later, holding no thread (aio.c) */
-	if (__atomic_fetch_add(&fs->reads_busy, 1, __ATOMIC_RELAXED) &&
+	if (__atomic_fetch_add(&fs->io_busy, 1, __ATOMIC_RELAXED) &&
 	    !arf_fuse_aio_read(fs, req, h, size, off))
 		return;
 	void *buf = read_buf(size, &owned);
 	if (!buf) {
-		__atomic_sub_fetch(&fs->reads_busy, 1, __ATOMIC_RELAXED);
+		__atomic_sub_fetch(&fs->io_busy, 1, __ATOMIC_RELAXED);
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	arf_fuse_cred_file(req, &h->cred);
 	ssize_t r = arf_read(arf_fuse_reader(fs, n), n->ino, n->gen, (uint64_t)off, buf, size);
-	__atomic_sub_fetch(&fs->reads_busy, 1, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&fs->io_busy, 1, __ATOMIC_RELAXED);
 	if (r < 0)
 		fuse_reply_err(req, arf_fuse_errno_fh((int)r));
 	else
@@ -288,9 +288,14 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t siz
 		fuse_reply_err(req, EIO);
 		return;
 	}
+	/* a write beside others is answered later, holding no thread (aio.c) */
+	if (__atomic_fetch_add(&fs->io_busy, 1, __ATOMIC_RELAXED) && !h->append &&
+	    !arf_fuse_aio_write(fs, req, h, buf, size, off))
+		return;
 	arf_fuse_cred_file(req, &h->cred);
 	ssize_t w = h->append ? arf_append(fs->c, n->ino, n->gen, buf, size, NULL)
 			      : arf_write(fs->c, n->ino, n->gen, (uint64_t)off, buf, size);
+	__atomic_sub_fetch(&fs->io_busy, 1, __ATOMIC_RELAXED);
 	if (w < 0)
 		fuse_reply_err(req, arf_fuse_errno_fh((int)w));
 	else
@@ -308,7 +313,7 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * trip), whose error is close()'s */
 	(void)ino;
 	arf_fuse_locks_flush(fs, n, fi);
-	arf_set_thread_cred(&h->cred);
+	arf_fuse_cred_file(req, &h->cred); /* a COMMIT waiting on the server ends by SIGKILL */
 	fuse_reply_err(req, arf_fuse_errno_fh(arf_flush(fs->c, n->ino, n->gen)));
 }
 
