@@ -387,8 +387,10 @@ ssize_t arf_v_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void
 	return n;
 }
 
+/* READDIR, or READDIRPLUS when st is given (each child's attributes
+ * with its entry; st[i] zeroed for a child gone meanwhile). */
 static int req_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
-		       struct arf_dirent *ents, size_t max, size_t *n, int *eof)
+		       struct arf_dirent *ents, struct arf_stat *st, size_t max, size_t *n, int *eof)
 {
 	struct arf_proto_wr w;
 	struct arf_net_buf resp;
@@ -398,7 +400,7 @@ static int req_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cook
 	arf_proto_put_fh(&w, &fh);
 	arf_proto_put_u64(&w, cookie);
 	arf_proto_put_u32(&w, (uint32_t)(max > ARF_PROTO_MAX_READDIR ? ARF_PROTO_MAX_READDIR : max));
-	int rc = arf_req(c, ARF_OP_READDIR, &w, &resp);
+	int rc = arf_req(c, st ? ARF_OP_READDIRPLUS : ARF_OP_READDIR, &w, &resp);
 	arf_proto_wr_free(&w);
 	*n = 0;
 	*eof = 0;
@@ -419,12 +421,39 @@ static int req_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cook
 				break;
 			memcpy(d->name, nm, nl);
 			d->name[nl] = 0;
+			if (st) {
+				struct arf_proto_attr a;
+				memset(&st[*n], 0, sizeof(st[*n]));
+				uint32_t has = arf_proto_get_u32(&r);
+				if (has > 1)
+					r.err = ARF_EPROTO;
+				if (has == 1) {
+					arf_proto_get_attr(&r, &a);
+					if (!r.err)
+						arf_stat_from_proto(&a, &st[*n]);
+				}
+				if (r.err)
+					break;
+			}
 			(*n)++;
 		}
 		if (r.err)
 			rc = ARF_EPROTO;
 	}
 	arf_net_buf_free(&resp);
+	return rc;
+}
+
+/* READDIRPLUS; -ENOSYS for good once an arfd without it said so. */
+static int req_readdirplus(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cookie,
+			   struct arf_dirent *ents, struct arf_stat *st, size_t max, size_t *n,
+			   int *eof)
+{
+	if (__atomic_load_n(&c->no_readdirplus, __ATOMIC_RELAXED))
+		return -ENOSYS;
+	int rc = req_readdir(c, dir, dgen, cookie, ents, st, max, n, eof);
+	if (rc == -ENOSYS)
+		__atomic_store_n(&c->no_readdirplus, 1, __ATOMIC_RELAXED);
 	return rc;
 }
 
@@ -440,6 +469,16 @@ static int readdir_any(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cook
 			rc = get_inode(c, dir, dgen, &in, tries > 0);
 			if (!rc && !S_ISDIR(in.mode))
 				return -ENOTDIR;
+			if (!rc && tries == 0 && exec_min && in.size >= exec_min && st &&
+			    (c->pol.from_transport & ARF_POLICY_READDIR_EXEC)) {
+				/* a large directory with attributes, the policy left to
+				 * the transport: READDIRPLUS, one request per batch, where
+				 * arfd reads the entries and inodes in place (the program
+				 * copies and checks each) */
+				int qrc = req_readdirplus(c, dir, dgen, cookie, ents, st, max, n, eof);
+				if (qrc != -ENOSYS)
+					return qrc;
+			}
 			if (!rc && tries == 0 && exec_min && in.size >= exec_min) {
 				/* a large directory: one run per batch instead of a read per entry */
 				int prc = arf_prog_readdir(c, dir, dgen, cookie, ents, st, max, n, eof);
@@ -477,7 +516,12 @@ static int readdir_any(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cook
 			arf_fallback(c, ARF_FALLBACK_TORN);
 		}
 	}
-	int rc = req_readdir(c, dir, dgen, cookie, ents, max, n, eof);
+	if (st) {
+		int qrc = req_readdirplus(c, dir, dgen, cookie, ents, st, max, n, eof);
+		if (qrc != -ENOSYS)
+			return qrc;
+	}
+	int rc = req_readdir(c, dir, dgen, cookie, ents, NULL, max, n, eof);
 	for (size_t i = 0; st && !rc && i < *n; i++)
 		if (arf_v_getattr(c, ents[i].ino, ents[i].gen, &st[i]))
 			memset(&st[i], 0, sizeof(st[i]));

@@ -404,7 +404,7 @@ static void req_send(struct arf_queue *q, struct slot *s)
 		goto fail;
 	}
 	int idx = arf_proto_op_index(op);
-	ARF_CTR_ADD(c, requests_by_kind[idx < 0 ? ARF_NKINDS - 1 : idx], 1);
+	ARF_CTR_ADD(c, requests_by_kind[arf_kind_slot(idx)], 1);
 	s->np = (struct arf_net_pending){ .done = req_done, .ctx = s };
 	s->state = S_REQ;
 	pthread_mutex_lock(&q->lock);

@@ -88,6 +88,8 @@ struct arf_client {
 	int std_progs_blind;          /* the standard programs found no regions (the server
 				       * lends them only to root proven on this connection):
 				       * the one-sided walk and requests do their work */
+	int no_readdirplus;           /* the server answered READDIRPLUS with ENOSYS (an arfd
+				       * older than it): the shipped program lists (atomic) */
 	uint8_t token[ARF_PROTO_TOKEN_SIZE]; /* credential token presented at every dial */
 	int has_token;
 
@@ -116,6 +118,12 @@ struct arf_client {
 };
 
 #define ARF_CTR_ADD(c, field, n) __atomic_add_fetch(&(c)->field, (n), __ATOMIC_RELAXED)
+/* requests_by_kind's slot of arf_proto_op_index's index: libarf's list is
+ * the first ARF_NKINDS - 1 kinds of net/proto.c's, then "other" */
+static inline int arf_kind_slot(int idx)
+{
+	return idx < 0 || idx >= ARF_NKINDS - 1 ? ARF_NKINDS - 1 : idx;
+}
 
 /* util.c: the monotonic clock in milliseconds, and the embedder's log sink
  * (nothing when none was set). */

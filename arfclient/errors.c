@@ -33,8 +33,11 @@ const char *arf_exec_reason_name(int reason)
 	return reason >= 0 && reason < ARF_EXEC_NREASONS ? exec_names[reason] : "unknown";
 }
 
-/* The one list of request kinds is net/proto.c's. */
+/* The one list of request kinds is net/proto.c's; libarf counts its first
+ * ARF_NKINDS - 1, the rest as "other" (arf_kind_slot). */
 const char *arf_request_kind_name(int i)
 {
-	return arf_proto_kind_name(i);
+	if (i == ARF_NKINDS - 1)
+		return "other";
+	return i >= 0 && i < ARF_NKINDS ? arf_proto_kind_name(i) : "unknown";
 }

@@ -103,7 +103,7 @@ int arf_req_as(arf_client *c, uint16_t op, const struct arf_proto_wr *args,
 	iov[1].iov_len = args ? args->len : 0;
 	int idx = arf_proto_op_index(op);
 	if (op != ARF_OP_PROG_LOAD && op != ARF_OP_PROG_EXEC) /* counted by progs.c */
-		ARF_CTR_ADD(c, requests_by_kind[idx < 0 ? ARF_NKINDS - 1 : idx], 1);
+		ARF_CTR_ADD(c, requests_by_kind[arf_kind_slot(idx)], 1);
 	memset(resp, 0, sizeof(*resp));
 	rc = arf_cl_call(c, op, iov, iov[1].iov_len ? 2 : 1, resp, resent);
 	arf_proto_wr_free(&w);

@@ -344,7 +344,7 @@ static int call(arf_client *c, struct arf_net_conn *conn, uint16_t op,
 	iov[1] = (struct iovec){ body->buf, body->len };
 	iov[2] = (struct iovec){ (void *)data, len };
 	int idx = arf_proto_op_index(op);
-	ARF_CTR_ADD(c, requests_by_kind[idx < 0 ? ARF_NKINDS - 1 : idx], 1);
+	ARF_CTR_ADD(c, requests_by_kind[arf_kind_slot(idx)], 1);
 	memset(resp, 0, sizeof(*resp));
 	rc = arf_net_call(conn, op, iov, len ? 3 : 2, resp);
 	arf_proto_wr_free(&w);

@@ -215,6 +215,15 @@ void arf_fuse_listing_reset(struct arf_fuse_listing *l);
 int arf_fuse_listing_next(struct arf_fuse *fs, struct arf_fuse_node *dn,
 			  struct arf_fuse_listing *l, uint64_t cookie,
 			  const struct arf_dirent **de, const struct arf_stat **st);
+/** Serve one kernel request on l: lock and unlock around everything done
+ * with it (the kernel may send the next request while the last one's
+ * worker still reads ahead). */
+void arf_fuse_listing_lock(struct arf_fuse_listing *l);
+void arf_fuse_listing_unlock(struct arf_fuse_listing *l);
+/** After a reply (l locked): fetch the next batches while the kernel takes
+ * in what it got, unless the end is held or enough is held already. */
+void arf_fuse_listing_ahead(struct arf_fuse *fs, struct arf_fuse_node *dn,
+			    struct arf_fuse_listing *l);
 
 /* attr.c: conversions, cache timeouts and error codes */
 void arf_fuse_stat(const struct arf_stat *a, struct stat *st);

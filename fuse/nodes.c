@@ -20,9 +20,14 @@
 
 #define NBUCKETS_MIN 4096
 
+/* Fibonacci hashing: the product's top bits, as many as the table has
+ * (nbuckets is a power of two).  Bits from the middle of the product
+ * spread consecutive inode numbers over a fraction of a large table (40,000
+ * of them over 11,669 of 16,384 buckets, chains of up to 5), and
+ * the walk of a listing's 6,500 references was 8% of arf-fuse's CPU. */
 static size_t bucket(const struct arf_fuse *fs, uint64_t ino)
 {
-	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> 20) & (fs->nbuckets - 1);
+	return (size_t)((ino * 0x9e3779b97f4a7c15ull) >> (64 - __builtin_ctzll(fs->nbuckets)));
 }
 
 static uint64_t nodeid_of(struct arf_fuse *fs, struct arf_fuse_node *n)
@@ -117,7 +122,7 @@ uint64_t arf_fuse_node_ref(struct arf_fuse *fs, uint64_t ino, uint32_t gen)
 		size_t b = bucket(fs, ino);
 		n->next = fs->table[b];
 		fs->table[b] = n;
-		if (++fs->nnodes > 2 * fs->nbuckets)
+		if (++fs->nnodes > fs->nbuckets)
 			grow(fs);
 	}
 	n->nlookup++;

@@ -144,6 +144,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	arf_fuse_cred_set(req);
+	arf_fuse_listing_lock(d);
 	if (off == 0) { /* a new pass (rewinddir): fetch afresh */
 		arf_fuse_listing_reset(d);
 		if (plus)
@@ -189,11 +190,17 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		cookie = de->cookie;
 	}
 reply:
-	if (rc && !used)
+	if (rc && !used) {
 		fuse_reply_err(req, arf_fuse_errno_fh(rc));
-	else if (fuse_reply_buf(req, buf, used) == -ENOENT) /* interrupted: no references */
-		for (size_t i = 0; i < refs.n; i++)
-			arf_fuse_node_forget(fs, refs.ids[i], 1);
+	} else {
+		if (fuse_reply_buf(req, buf, used) == -ENOENT) /* interrupted: no references */
+			for (size_t i = 0; i < refs.n; i++)
+				arf_fuse_node_forget(fs, refs.ids[i], 1);
+		else if (used)
+			/* while the kernel takes this in, the next batches */
+			arf_fuse_listing_ahead(fs, dn, d);
+	}
+	arf_fuse_listing_unlock(d);
 	free(refs.ids);
 	free(buf);
 }

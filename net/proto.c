@@ -34,6 +34,11 @@ static const struct {
 	{ ARF_OP_LOCK_RENEW, "lock_renew" }, { ARF_OP_LOCK_CANCEL, "lock_cancel" },
 	{ ARF_OP_XATTR_GET, "xattr_get" }, { ARF_OP_XATTR_SET, "xattr_set" },
 	{ ARF_OP_XATTR_LIST, "xattr_list" }, { ARF_OP_XATTR_REMOVE, "xattr_remove" },
+	/* libarf counts the kinds above by index (ARF_NKINDS - 1 of them: the
+	 * length is in its ABI, struct arf_client_stats) and those below as
+	 * "other"; arfd counts every one */
+	{ ARF_OP_READDIRPLUS, "readdirplus" }, { ARF_OP_LOCATE, "locate" },
+	{ ARF_OP_VOLUME_IN, "volume_in" },
 	{ 0, "other" },
 };
 
@@ -88,16 +93,6 @@ void arf_proto_put(struct arf_proto_wr *w, const void *p, size_t n)
 	if (n)
 		memcpy(w->buf + w->len, p, n);
 	w->len += n;
-}
-
-void arf_proto_put_u32(struct arf_proto_wr *w, uint32_t v)
-{
-	arf_proto_put(w, &v, 4); /* little-endian host (asserted in arf_meta.h) */
-}
-
-void arf_proto_put_u64(struct arf_proto_wr *w, uint64_t v)
-{
-	arf_proto_put(w, &v, 8);
 }
 
 void arf_proto_put_bytes(struct arf_proto_wr *w, const void *p, uint32_t n)
@@ -235,20 +230,6 @@ void arf_proto_get(struct arf_proto_rd *r, void *p, size_t n)
 	}
 	memcpy(p, r->p + r->pos, n);
 	r->pos += n;
-}
-
-uint32_t arf_proto_get_u32(struct arf_proto_rd *r)
-{
-	uint32_t v;
-	arf_proto_get(r, &v, 4);
-	return v;
-}
-
-uint64_t arf_proto_get_u64(struct arf_proto_rd *r)
-{
-	uint64_t v;
-	arf_proto_get(r, &v, 8);
-	return v;
 }
 
 const uint8_t *arf_proto_get_bytes(struct arf_proto_rd *r, uint32_t max, uint32_t *n)

@@ -89,6 +89,11 @@ int arf_ops_lookup(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t d
  * the listing is exhausted.  "." and ".." are not included. */
 int arf_ops_readdir(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t dir, uint32_t dgen,
 		    uint64_t cookie, struct arf_ops_dirent *out, size_t max, size_t *n, int *eof);
+/* readdir with each child's attributes (NFSv3 READDIRPLUS): attrs[i]
+ * for out[i], attrs[i].ino == 0 when the child is gone. */
+int arf_ops_readdirplus(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t dir,
+			uint32_t dgen, uint64_t cookie, struct arf_ops_dirent *out,
+			struct arf_ops_attr *attrs, size_t max, size_t *n, int *eof);
 /* Read up to len bytes at off; holes read as zeros; *nread < len at EOF. */
 int arf_ops_read(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t ino, uint32_t gen,
 		 uint64_t off, void *buf, size_t len, size_t *nread);

@@ -84,6 +84,23 @@ int arf_ops_readdir(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t 
 	return 0;
 }
 
+int arf_ops_readdirplus(struct arf_meta_fs *fs, const struct arf_cred *cr, uint64_t dir,
+			uint32_t dgen, uint64_t cookie, struct arf_ops_dirent *out,
+			struct arf_ops_attr *attrs, size_t max, size_t *n, int *eof)
+{
+	int rc = arf_ops_readdir(fs, cr, dir, dgen, cookie, out, max, n, eof);
+
+	for (size_t i = 0; !rc && i < *n; i++) {
+		/* read in place: under the lock the listing was read under */
+		const struct arf_meta_inode *c = ops_inode(fs, out[i].ino, out[i].gen);
+		if (c)
+			ops_attr(c, &attrs[i]);
+		else
+			memset(&attrs[i], 0, sizeof(attrs[i]));
+	}
+	return rc;
+}
+
 int arf_ops_statfs(struct arf_meta_fs *fs, struct arf_ops_statfs *out)
 {
 	memset(out, 0, sizeof(*out));

@@ -176,6 +176,9 @@ static void test_op_names(void **state)
 	assert_string_equal(arf_proto_op_name(ARF_OP_WRITE), "write");
 	assert_string_equal(arf_proto_op_name(ARF_OP_PROG_EXEC), "prog_exec");
 	assert_string_equal(arf_proto_op_name(0x1ff), "unknown");
+	/* arfd counts it by name; libarf as "other" (its list is in its ABI) */
+	assert_string_equal(arf_proto_op_name(ARF_OP_READDIRPLUS), "readdirplus");
+	assert_true(arf_proto_op_index(ARF_OP_READDIRPLUS) >= 36);
 	assert_string_equal(arf_proto_kind_name(ARF_PROTO_NKINDS - 1), "other");
 	assert_string_equal(arf_proto_kind_name(ARF_PROTO_NKINDS), "unknown");
 	assert_string_equal(arf_proto_kind_name(-1), "unknown");

@@ -19,6 +19,7 @@ import os
 import re
 import socket
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -235,6 +236,60 @@ class BigListing(FuseTestCase):
                   (rep + 1, r_names, r_plus))
             self.assertLessEqual(r_names, self.BUDGET)
             self.assertLessEqual(r_plus, self.BUDGET)
+
+    def test_listings_together_and_abandoned(self):
+        """arf-fuse fetches the next batches after each reply, on the
+        worker that sent it (fuse/listing.c): the next request of that
+        open directory, and its releasedir, can come meanwhile.  Listings
+        of one directory by several threads at once, some closed after
+        their first entries (`ls | head`), while names come and go: every
+        whole listing holds every name that stayed, once."""
+        p = self.mnt.p
+        n = 8000  # past the ~6,500 entries of the first readdirplus reply
+        os.mkdir(p("big"))
+        for i in range(n):
+            os.close(os.open(p("big", "f%05d" % i), os.O_CREAT | os.O_WRONLY, 0o644))
+        want = set("f%05d" % i for i in range(n))
+        stop = threading.Event()
+        errors = []
+
+        def churn():
+            k = 0
+            while not stop.is_set():
+                name = p("big", "tmp%d" % (k % 50))
+                os.close(os.open(name, os.O_CREAT | os.O_WRONLY, 0o644))
+                os.unlink(name)
+                k += 1
+
+        def lister(t):
+            try:
+                for rep in range(6):
+                    if (t + rep) % 3 == 0:
+                        with os.scandir(p("big")) as it:  # abandoned after a few
+                            for _ in zip(range(10), it):
+                                pass
+                        continue
+                    names = os.listdir(p("big"))
+                    kept = [x for x in names if not x.startswith("tmp")]
+                    if len(kept) != len(set(kept)) or set(kept) != want:
+                        errors.append("lister %d pass %d: %d names, %d distinct, %d missing"
+                                      % (t, rep, len(kept), len(set(kept)),
+                                         len(want - set(kept))))
+            except OSError as e:
+                errors.append("lister %d: %s" % (t, e))
+
+        ch = threading.Thread(target=churn)
+        ch.start()
+        try:
+            ts = [threading.Thread(target=lister, args=(t,)) for t in range(6)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        finally:
+            stop.set()
+            ch.join()
+        self.assertEqual(errors, [])
 
 
 class ServerCopy(FuseTestCase):

@@ -253,7 +253,8 @@ class KeptListings(FuseTestCase):
         s0 = self.arfd.stats()["requests"]
         names = sorted(os.listdir(path))
         s1 = self.arfd.stats()["requests"]
-        asked = sum(s1.get(k, 0) - s0.get(k, 0) for k in ("readdir", "prog_exec"))
+        asked = sum(s1.get(k, 0) - s0.get(k, 0)
+                    for k in ("readdir", "readdirplus", "prog_exec"))
         return names, asked
 
     def test_kept_listing_follows_the_other_mount(self):

@@ -54,11 +54,12 @@ static const struct {
 	{ ARF_OP_XATTR_SET, { F_FH, F_NAME, F_VALUE, F_U32 } },
 	{ ARF_OP_XATTR_LIST, { F_FH, F_U32 } },
 	{ ARF_OP_XATTR_REMOVE, { F_FH, F_NAME } },
+	{ ARF_OP_READDIRPLUS, { F_FH, F_U64, F_U32 } },
 };
 #define NREQS (sizeof(reqs) / sizeof(reqs[0]))
 
 enum { M_ATTR = NREQS, M_STATFS, M_WRITE_REPLY, M_READDIR_REPLY, M_HELLO, M_INFO, M_LOCK_REPLY, M_WCC_REPLY,
-       M_LOCATION,
+       M_LOCATION, M_READDIRPLUS_REPLY,
        NMSG };
 
 static void check_pos(const struct arf_proto_rd *r)
@@ -159,7 +160,8 @@ static void message(unsigned k, const uint8_t *data, size_t size)
 		(void)arf_proto_get_u32(&r);
 		arf_proto_get_attr(&r, &a);
 		break;
-	case M_READDIR_REPLY: { /* arfclient/api.c */
+	case M_READDIR_REPLY: /* arfclient/api.c req_readdir */
+	case M_READDIRPLUS_REPLY: {
 		uint32_t cnt = arf_proto_get_u32(&r);
 		(void)arf_proto_get_u32(&r);
 		for (uint32_t i = 0; i < cnt && !r.err && i < ARF_PROTO_MAX_READDIR; i++) {
@@ -175,6 +177,13 @@ static void message(unsigned k, const uint8_t *data, size_t size)
 				abort();
 			memcpy(name, nm, nl);
 			name[nl] = 0;
+			if (k == M_READDIRPLUS_REPLY) {
+				uint32_t has = arf_proto_get_u32(&r);
+				if (has == 1)
+					arf_proto_get_attr(&r, &a);
+				else if (has)
+					break; /* libarf: ARF_EPROTO */
+			}
 			check_pos(&r);
 		}
 		break;

@@ -581,6 +581,11 @@ static int cmd_policy(const char *url, int nfiles, const char *dirname)
 	list_check(c, dir.ino, dir.gen, 1, ref, nref, rq);
 	arf_stats(c, &s1);
 	struct delta dp = diff(&s0, &s1);
+	/* a client given no regions (not root): requests alone */
+	arf_stats(rq, &s0);
+	list_check(rq, dir.ino, dir.gen, 1, ref, nref, rq);
+	arf_stats(rq, &s1);
+	struct delta dq = diff(&s0, &s1);
 
 	printf("{\"transport\": \"%s\",\n\"policy\": {\"max_hops\": %u, \"resolve_exec_depth\": %u, "
 	       "\"readdir_exec_min\": %u, \"readdirplus_exec_min\": %u, \"readdir_req_min\": %u},\n"
@@ -590,7 +595,8 @@ static int cmd_policy(const char *url, int nfiles, const char *dirname)
 	print_delta("lookup", &dl, 1);
 	print_delta("resolve", &dr, 1);
 	print_delta("readdir", &dd, 1);
-	print_delta("readdirplus", &dp, 0);
+	print_delta("readdirplus", &dp, 1);
+	print_delta("readdirplus_requests_only", &dq, 0);
 	printf("}\n");
 	arf_close(c);
 	arf_close(rq);
