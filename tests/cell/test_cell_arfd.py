@@ -26,6 +26,7 @@ import os
 import subprocess
 import sys
 import time
+import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -463,6 +464,37 @@ class Cell(CellCase):
                                capture_output=True, timeout=30)
             self.assertEqual(p.returncode, code, (args, p.stderr))
             self.assertTrue(p.stderr.startswith(b"arfctl: cell"), p.stderr)
+
+
+class StaleNamespaces(unittest.TestCase):
+    def test_killed_runs_namespaces_are_swept(self):
+        """A test killed by meson's timeout (SIGKILL 0.5 s after SIGTERM)
+        leaves its namespace and veth pair; the next Netns.create removes
+        those whose creator is gone and that hold no process, and leaves a
+        live run's alone."""
+        why = arfproc.netns_skip_reason()
+        if why:
+            self.skipTest(why)
+        dead = 1
+        while os.path.exists("/proc/%d" % dead) or dead == os.getpid():
+            dead += 1
+        stale = arfproc.Netns(9)
+        stale.name, stale.host_if = "arf%d_9" % dead, "arfh%d_9" % dead
+        stale.ns_if = "arfn%d_9" % dead
+        live = arfproc.Netns(8)  # this process's: its creator lives
+        for ns in (stale, live):
+            self.addCleanup(ns.remove)
+            ns.create()
+        gone = arfproc.sweep_stale_netns()
+        self.assertIn(stale.name, gone)
+        self.assertNotIn(live.name, gone)
+        names = subprocess.run(["ip", "netns", "list"], capture_output=True,
+                               text=True).stdout
+        links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True,
+                               text=True).stdout
+        self.assertNotIn(stale.name + " ", names + " ")
+        self.assertNotIn(stale.host_if + "@", links)  # the pair went with it
+        self.assertIn(live.name, names)
 
 
 if __name__ == "__main__":

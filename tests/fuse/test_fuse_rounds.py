@@ -18,6 +18,7 @@ import mmap
 import os
 import re
 import socket
+import struct
 import sys
 import threading
 import time
@@ -290,6 +291,99 @@ class BigListing(FuseTestCase):
             stop.set()
             ch.join()
         self.assertEqual(errors, [])
+
+
+class OlderServer(FuseTestCase):
+    """An arfd older than READDIRPLUS: a proxy between arf-fuse and arfd
+    renames that request to a kind arfd does not know, which arfd answers
+    ENOSYS as it does any unknown kind.  The proxy connects from a reserved
+    port, as arf-fuse does, so arfd lends it the regions and libarf lists
+    with the shipped readdir program instead; listings stay whole, with
+    attributes."""
+    READDIRPLUS, UNKNOWN = 0x107, 0x1FF
+    N = 3000
+
+    def proxy(self):
+        """A tcp proxy to arfd on a port of its own; returns that port."""
+        lsn = socket.socket()
+        lsn.bind(("127.0.0.1", 0))
+        lsn.listen(4)
+        self.addCleanup(lsn.close)
+        renamed = []
+
+        def pump(src, dst, rename):
+            buf = b""
+            try:
+                while True:
+                    data = src.recv(1 << 20)
+                    if not data:
+                        break
+                    if not rename:
+                        dst.sendall(data)
+                        continue
+                    buf += data
+                    out = b""
+                    while len(buf) >= 24:  # struct arf_net_hdr: u32 len, u16 op, ...
+                        flen, op = struct.unpack_from("<IH", buf)
+                        if len(buf) < flen:
+                            break
+                        frame = bytearray(buf[:flen])
+                        if op == self.READDIRPLUS:
+                            struct.pack_into("<H", frame, 4, self.UNKNOWN)
+                            renamed.append(1)
+                        out += bytes(frame)
+                        buf = buf[flen:]
+                    dst.sendall(out)
+            except OSError:
+                pass
+            finally:
+                for s in (src, dst):
+                    try:
+                        s.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+        def serve():
+            while True:
+                try:
+                    c, _ = lsn.accept()
+                except OSError:
+                    return
+                up = socket.socket()
+                for port in range(1023, 600, -1):  # reserved, as root's libarf
+                    try:
+                        up.bind(("127.0.0.1", port))
+                        break
+                    except OSError:
+                        continue
+                up.connect(("127.0.0.1", self.arfd.port))
+                self.addCleanup(c.close)
+                self.addCleanup(up.close)
+                threading.Thread(target=pump, args=(c, up, True), daemon=True).start()
+                threading.Thread(target=pump, args=(up, c, False), daemon=True).start()
+
+        threading.Thread(target=serve, daemon=True).start()
+        self.renamed = renamed
+        return lsn.getsockname()[1]
+
+    def test_listing_without_readdirplus(self):
+        port = self.proxy()
+        m = self.mount(url="arf://127.0.0.1:%d/" % port)
+        os.mkdir(m.p("big"))
+        for i in range(self.N):
+            with open(m.p("big", "f%05d" % i), "wb") as f:
+                f.write(b"x" * (i % 7))
+        s0 = self.arfd.stats()["requests"]
+        with os.scandir(m.p("big")) as it:
+            got = {e.name: e.stat(follow_symlinks=False).st_size for e in it}
+        s1 = self.arfd.stats()["requests"]
+        self.assertEqual(got, {"f%05d" % i: i % 7 for i in range(self.N)})
+        asked = {k: s1.get(k, 0) - s0.get(k, 0) for k in ("readdirplus", "prog_exec")}
+        print("through the proxy: %s, %d READDIRPLUS renamed" % (asked, len(self.renamed)))
+        # asked once, refused (ENOSYS), never again: the program lists
+        self.assertEqual(len(self.renamed), 1)
+        self.assertEqual(asked["readdirplus"], 0)
+        self.assertGreaterEqual(asked["prog_exec"], 3)
 
 
 class ServerCopy(FuseTestCase):

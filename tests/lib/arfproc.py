@@ -18,6 +18,7 @@ The built programs come from $ARF_BUILD (default: build/ beside tests/),
 or from the build directory given to each class."""
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -730,6 +731,31 @@ def _addrs_in_use():
     return {w.split("/")[0] for line in out.splitlines() for w in line.split()[3:4]}
 
 
+_SWEPT = False
+
+
+def sweep_stale_netns():
+    """Remove the namespaces of test runs that were killed before their
+    cleanup (meson's timeout: SIGTERM to the test's process group, SIGKILL
+    0.5 s later): named arf<pid>_<k> by Netns, their pid gone and no process
+    left inside.  Deleting a namespace deletes its veth pair.  Returns the
+    names removed."""
+    gone = []
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        name = line.split()[0] if line.split() else ""
+        m = re.fullmatch(r"arf(\d+)_(\d+)", name)
+        if not m or os.path.exists("/proc/%s" % m.group(1)):
+            continue  # not a test's, or its creator (or a namesake) lives
+        pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True,
+                              text=True).stdout.split()
+        if pids:
+            continue
+        subprocess.run(["ip", "netns", "del", name], capture_output=True)
+        gone.append(name)
+    return gone
+
+
 class Netns:
     """A network namespace of the test's own, joined to this one by a veth
     pair: host_addr on this side, addr inside, a /30 of 198.18.0.0/15 (the
@@ -741,7 +767,10 @@ class Netns:
     too)."""
 
     def __init__(self, k):
-        tag = "%d_%d" % (os.getpid() % 100000, k)
+        # the whole pid, so that a stale namespace's creator can be looked
+        # for (sweep_stale_netns); "arfh" + 7 digits + "_" + k fits an
+        # interface name's 15 characters
+        tag = "%d_%d" % (os.getpid(), k)
         self.name = "arf" + tag
         self.host_if, self.ns_if = "arfh" + tag, "arfn" + tag
         used = _addrs_in_use()
@@ -755,6 +784,11 @@ class Netns:
             block = (block + 1) % 32768
 
     def create(self):
+        global _SWEPT
+        if not _SWEPT:  # once a process: what killed runs left
+            _SWEPT = True
+            for name in sweep_stale_netns():
+                print("removed %s, a namespace left by a killed test run" % name)
         ns = ["ip", "netns", "exec", self.name]
         for cmd in (["ip", "netns", "add", self.name],
                     ["ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if],
