@@ -14,6 +14,8 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "arf_malloc.h"
+
 #include "arfd.h"
 #include "arfd_cell.h"
 #include "log.h"
@@ -141,6 +143,7 @@ int main(int argc, char **argv)
 	static struct arfd d;
 	char err[512];
 
+	arf_daemon_malloc(); /* a request's buffers from the heap, reused */
 	while ((opt = getopt_long(argc, argv, "c:fhV", longopts, NULL)) != -1) {
 		if (nov >= 128) {
 			fprintf(stderr, "arfd: too many options\n");

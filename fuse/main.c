@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "arf_fuse.h"
+#include "arf_malloc.h"
 
 static void usage(FILE *f)
 {
@@ -54,6 +55,7 @@ int main(int argc, char **argv)
 	char err[512];
 	int c;
 
+	arf_daemon_malloc(); /* a request's buffers from the heap, reused */
 	arf_fuse_opts_init(o);
 	while ((c = getopt_long(argc, argv, "+o:fdhV", longopts, NULL)) != -1 ||
 	       optind < argc) {
