@@ -429,7 +429,8 @@ static int req_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cook
 					r.err = ARF_EPROTO;
 				if (has == 1) {
 					arf_proto_get_attr(&r, &a);
-					if (!r.err)
+					/* another file's attributes: none (stat it) */
+					if (!r.err && a.ino == d->ino && a.gen == d->gen)
 						arf_stat_from_proto(&a, &st[*n]);
 				}
 				if (r.err)
@@ -437,6 +438,8 @@ static int req_readdir(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cook
 			}
 			(*n)++;
 		}
+		if (*n < cnt)
+			*eof = 0; /* more than max came: the rest is not the end */
 		if (r.err)
 			rc = ARF_EPROTO;
 	}

@@ -274,6 +274,10 @@ int arf_fuse_aio_write(struct arf_fuse *fs, fuse_req_t req, struct arf_fuse_file
  * request (unmount), which ends when the session has. */
 void arf_fuse_wait_for(fuse_req_t req);
 void arf_fuse_wait_session(struct arf_fuse *fs);
+/** Work this thread does for its request after the reply (a listing's
+ * read ahead): its waits also end as soon as also(arg) says so (NULL: no
+ * more; the next arf_fuse_wait_for clears it too). */
+void arf_fuse_wait_also(int (*also)(void *), void *arg);
 /** Does pid (a thread id) have a fatal signal pending, or is it gone? */
 int arf_fuse_caller_killed(pid_t pid);
 /* The libarf options of a mount's timeo, retrans and hard/soft. */

@@ -39,6 +39,8 @@ struct current {
 	pid_t pid;               /* the caller's thread id; 0: the kernel's own request */
 	unsigned ticks;
 	int interrupted;         /* FUSE_INTERRUPT came for it (atomic: set by another thread) */
+	int (*also)(void *);     /* arf_fuse_wait_also: another reason to end a wait */
+	void *also_arg;
 };
 static __thread struct current cur;
 
@@ -68,6 +70,8 @@ static int should_cancel(void *arg)
 	(void)arg;
 	if (cur.fs && cur.fs->se && fuse_session_exited(cur.fs->se))
 		return 1;
+	if (cur.also && cur.also(cur.also_arg))
+		return 1;
 	if (!cur.in_request || cur.pid <= 0)
 		return 0;
 	if (!__atomic_load_n(&cur.interrupted, __ATOMIC_RELAXED) && ++cur.ticks % 3)
@@ -88,9 +92,16 @@ void arf_fuse_wait_for(fuse_req_t req)
 	cur.in_request = 1;
 	cur.pid = fuse_req_ctx(req)->pid;
 	cur.ticks = 0;
+	cur.also = NULL;
 	__atomic_store_n(&cur.interrupted, 0, __ATOMIC_RELAXED);
 	fuse_req_interrupt_func(req, on_interrupt, &cur);
 	arf_set_thread_cancel(should_cancel, NULL);
+}
+
+void arf_fuse_wait_also(int (*also)(void *), void *arg)
+{
+	cur.also = also;
+	cur.also_arg = arg;
 }
 
 void arf_fuse_wait_session(struct arf_fuse *fs)
@@ -98,6 +109,7 @@ void arf_fuse_wait_session(struct arf_fuse *fs)
 	cur.fs = fs;
 	cur.in_request = 0;
 	cur.pid = 0;
+	cur.also = NULL;
 	arf_set_thread_cancel(should_cancel, NULL);
 }
 

@@ -32,7 +32,13 @@
  * last one's worker still fetches: each request holds the listing's lock,
  * so it waits for that fetch, which it would otherwise have made itself.
  * The fetch is the lister's: it runs with its credentials, and a hard
- * mount's wait in it ends when the lister is killed (hardmount.c).
+ * mount's wait in it ends when the lister is killed (hardmount.c).  It
+ * gives way to any request on the listing (and to releasedir): it stops
+ * between batches when one waits for the lock, and a wait in a fetch ends
+ * then too (within hardmount.c's 100 ms), so the waiting request fetches
+ * for itself, with its own caller's hard or soft wait: a second process
+ * reading a shared directory descriptor, killed while the server is
+ * stopped, does not wait on the first one's read ahead.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -47,6 +53,8 @@
 
 struct arf_fuse_listing {
 	pthread_mutex_t lock;        /* a request on it, and its read ahead */
+	int waiting;                 /* requests waiting for lock (atomic): the read ahead
+				      * gives way */
 	struct arf_dirent *ents;     /* fetched, in listing order */
 	struct arf_stat *st;         /* their attributes; st[i].ino == 0: none given */
 	size_t n, cap;               /* entries held, room */
@@ -68,7 +76,9 @@ struct arf_fuse_listing *arf_fuse_listing_new(void)
 
 void arf_fuse_listing_lock(struct arf_fuse_listing *l)
 {
+	__atomic_add_fetch(&l->waiting, 1, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&l->lock);
+	__atomic_sub_fetch(&l->waiting, 1, __ATOMIC_SEQ_CST);
 }
 
 void arf_fuse_listing_unlock(struct arf_fuse_listing *l)
@@ -81,7 +91,7 @@ void arf_fuse_listing_free(struct arf_fuse_listing *l)
 	if (!l)
 		return;
 	/* releasedir: a worker may still read ahead for the last request */
-	pthread_mutex_lock(&l->lock);
+	arf_fuse_listing_lock(l);
 	pthread_mutex_unlock(&l->lock);
 	pthread_mutex_destroy(&l->lock);
 	free(l->ents);
@@ -163,15 +173,24 @@ static long find(const struct arf_fuse_listing *l, uint64_t c)
 	return lo < l->n && l->ents[lo].cookie == c ? (long)lo : -1;
 }
 
+/* The read ahead's other reason to end a wait: a request wants l. */
+static int wanted(void *arg)
+{
+	struct arf_fuse_listing *l = arg;
+	return __atomic_load_n(&l->waiting, __ATOMIC_SEQ_CST) != 0;
+}
+
 void arf_fuse_listing_ahead(struct arf_fuse *fs, struct arf_fuse_node *dn,
 			    struct arf_fuse_listing *l)
 {
+	arf_fuse_wait_also(wanted, l);
 	/* only once a pass is under way (started), from the answered entry on */
-	while (l->started && !l->eof && l->n && l->n - l->pos <= LIST_AHEAD) {
+	while (l->started && !l->eof && l->n && l->n - l->pos <= LIST_AHEAD && !wanted(l)) {
 		size_t dropped = 0;
 		if (fetch(fs, dn, l, &dropped))
-			return; /* the next request fetches again, and says the error */
+			break; /* the next request fetches again, and says the error */
 	}
+	arf_fuse_wait_also(NULL, NULL);
 }
 
 int arf_fuse_listing_next(struct arf_fuse *fs, struct arf_fuse_node *dn,

@@ -296,5 +296,79 @@ class Signals(FuseTestCase):
               "returned the data once arfd was back")
 
 
+class SharedListing(FuseTestCase):
+    """After each reply arf-fuse reads the listing ahead on the worker that
+    sent it (fuse/listing.c), holding the open directory's listing.  A
+    second process reading the same descriptor (fork after opendir) while
+    the server is stopped must still die at SIGKILL: the read ahead gives
+    way to its request, which then waits for the server as its own."""
+    extra = {"regions.inodes": "32768", "regions.dir_entries": "32768",
+             "regions.dir_buckets": "32768"}
+    N = 20000  # past the first reply (~6,500) and the read ahead (4,096) after it
+
+    def test_sigkill_ends_a_listing_behind_anothers_read_ahead(self):
+        os.mkdir(self.mnt.p("big"))
+        for i in range(self.N):
+            os.close(os.open(self.mnt.p("big", "f%05d" % i), os.O_CREAT | os.O_WRONLY, 0o644))
+        # getdents64 through ctypes on one descriptor: the child inherits it
+        code = ("import ctypes, os, sys\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "buf = ctypes.create_string_buffer(1 << 20)\n"
+                "def getdents(fd):\n"
+                "    return libc.syscall(217, fd, buf, len(buf))\n"  # SYS_getdents64
+                "fd = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECTORY)\n"
+                "print('first', getdents(fd), flush=True)\n"
+                "sys.stdin.readline()\n"  # the test has stopped arfd
+                "pid = os.fork()\n"
+                "if pid == 0:\n"
+                "    while getdents(fd) > 0:\n"
+                "        pass\n"
+                "    os._exit(0)\n"
+                "print('child', pid, flush=True)\n"
+                "sys.stdin.readline()\n")
+        p = subprocess.Popen([sys.executable, "-c", code, self.mnt.p("big")],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        child = None
+        stopped = False
+        try:
+            first = p.stdout.readline().split()
+            self.arfd.proc.send_signal(signal.SIGSTOP)  # while the read ahead runs
+            stopped = True
+            self.assertEqual(first[0], b"first")
+            self.assertGreater(int(first[1]), 0)
+            p.stdin.write(b"go\n")
+            p.stdin.flush()
+            child = int(p.stdout.readline().split()[1])
+            time.sleep(1.5)
+            with open("/proc/%d/stat" % child) as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            # FUSE's wait for the reply: interruptible first (S), then killable (D)
+            self.assertIn(state, ("S", "D"), "the child's listing waits for the stopped server")
+            t = time.monotonic()
+            os.kill(child, signal.SIGKILL)
+            while os.path.exists("/proc/%d" % child):
+                with open("/proc/%d/stat" % child) as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        break
+                self.assertLess(time.monotonic() - t, 5.0, "SIGKILL did not end the wait")
+                time.sleep(0.01)
+            took = time.monotonic() - t
+            self.assertLess(took, 1.0)
+            print("a listing of a descriptor shared with a lister whose read ahead waits on a "
+                  "stopped arfd: SIGKILL ended it in %.2f s" % took)
+        finally:
+            if child:
+                try:
+                    os.kill(child, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if stopped:
+                self.arfd.proc.send_signal(signal.SIGCONT)
+            p.kill()
+            p.wait()
+        # the server back: the listing is whole
+        self.assertEqual(len(os.listdir(self.mnt.p("big"))), self.N)
+
+
 if __name__ == "__main__":
     fusetest.main()

@@ -174,6 +174,7 @@ HELLO_BODY = struct.pack("<II", 1, 0) + b"/".ljust(256, b"\0")
 REQUESTS = {
     0x100: ["fh"], 0x101: ["fh", "name"], 0x102: ["fh", "u64", "u32"],
     0x103: ["fh", "u64", "u32"], 0x104: ["fh"], 0x105: [], 0x106: ["fh", "u32"],
+    0x107: ["fh", "u64", "u32"],
     0x110: ["fh", "name", "u32", "u32"], 0x111: ["fh", "name", "u32"],
     0x112: ["fh", "name", "u32", "u64"], 0x113: ["fh", "name"], 0x114: ["fh", "name"],
     0x115: ["fh", "name", "fh", "name", "u32"], 0x116: ["fh", "fh", "name"],
@@ -216,8 +217,8 @@ def header_ops():
 
 
 KNOWN_OPS = header_ops()
-UNKNOWN_REQUESTS = tuple(op for op in (0x107, 0x10f, 0x11b, 0x11f, 0x122, 0x12f, 0x132, 0x1ff,
-                                       0x200, 0x1000, 0x7fff, 0xfffe, 0xffff)
+UNKNOWN_REQUESTS = tuple(op for op in (0x107, 0x108, 0x10f, 0x11b, 0x11f, 0x122, 0x12f, 0x132,
+                                       0x1ff, 0x200, 0x1000, 0x7fff, 0xfffe, 0xffff)
                          if op not in KNOWN_OPS)
 UNKNOWN_NET_OPS = (0, 6, 7, 0x42, 0x80, 0xff)
 
