@@ -275,6 +275,9 @@ enum arfd_lane_id {
 #define ARFD_PROC_SHARED  16u   /* only reads: runs with the lock shared (arfd_fs_rdlock) */
 #define ARFD_PROC_BRIEF   32u   /* a read of constant cost and a short reply: may be
 				 * served by the transport's thread (lanes.c) */
+#define ARFD_PROC_NAMING 128u  /* a change of names or attributes of bounded cost (no
+				 * data freed or copied): served by the transport's thread
+				 * while syncs are quick (lanes.c) */
 #define ARFD_PROC_UNLOCKED 64u  /* touches no filesystem state: runs without the lock and
 				 * without credentials (move_in.c, which takes its own) */
 #define ARFD_PROC_BASE    ARF_OP_GETATTR /* the lowest request kind */
@@ -413,8 +416,13 @@ void arfd_quiesce(struct arfd *d);
 void *arfd_committer_main(void *arg);
 /* Under fs_lock, once a reply waits for applied_seq to be durable: the
  * group commit, run by the caller itself when that is quicker than waking
- * the committer (commit.c); returns under fs_lock. */
-void arfd_commit_wanted(struct arfd *d);
+ * the committer (commit.c); returns under fs_lock, which the transport's
+ * thread (`transport`: lanes.c's serve_inline) keeps throughout. */
+void arfd_commit_wanted(struct arfd *d, int transport);
+/* Have the recent group commits been quick enough for the transport's
+ * thread to serve a change that waits for one (lanes.c)?  Read without the
+ * lock: a hint. */
+int arfd_commit_quick(struct arfd *d);
 /* Fail-stop (fs_lock held): mark the export failed for the reason why
  * (once; later calls keep the first reason), log it, seal nothing more and
  * wake the committer to answer the replies waiting for a sync. */

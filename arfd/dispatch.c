@@ -201,7 +201,7 @@ static int serve(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t 
 		arfd_pending_add_reply(d->pending, d->applied_seq, c, id, op,
 				       arf_net_status_from_err(rc), rbody, blen);
 		w.buf = NULL;
-		arfd_commit_wanted(d); /* never shared: only changes and COMMIT defer */
+		arfd_commit_wanted(d, try); /* never shared: only changes and COMMIT defer */
 	}
 	if (shared)
 		arfd_fs_rdunlock(d);

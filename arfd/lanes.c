@@ -196,7 +196,12 @@ static uint32_t flow_uid(const struct arfd_conn *ac, const uint8_t *body, size_t
  * and the request is an unstable data write of up to 64 KiB, which never
  * waits for a sync and whose reply is a few dozen bytes, or a brief read
  * (ARFD_PROC_BRIEF: GETATTR, LOOKUP, ACCESS, READLINK, XATTR_GET -- constant
- * work, a short reply).  READ and READDIR stay with the workers: a 256 KiB
+ * work, a short reply), or, while syncs are quick and none is in progress
+ * (arfd_commit_quick: the data directory on tmpfs or a disk with a
+ * write-back cache), a change of names that frees and copies no data
+ * (ARFD_PROC_NAMING: CREATE, MKDIR, MKNOD, SYMLINK, LINK), whose group
+ * commit it then runs itself with the lock kept (commit.c): a create cost
+ * a worker's wake-up and, woken under the lane's lock, a second one.  READ and READDIR stay with the workers: a 256 KiB
  * reply, or a walk of a big directory, is work the soft-NIC would do while
  * every other connection waits.  Nor does it wait for
  * the filesystem lock: held by a program, the lock lane or a control
@@ -210,7 +215,8 @@ static int serve_inline(struct arfd *d, struct arfd_lane *l, const struct arfd_p
 			size_t len)
 {
 	int quick = ((proc->flags & ARFD_PROC_UNSTABLE) && !d->cfg.sync) ||
-		    (proc->flags & ARFD_PROC_BRIEF);
+		    (proc->flags & ARFD_PROC_BRIEF) ||
+		    ((proc->flags & ARFD_PROC_NAMING) && arfd_commit_quick(d));
 
 	if (l != d->lanes[ARFD_LANE_REQUEST] || !quick || len > INLINE_MAX ||
 	    __atomic_load_n(&d->ctl_waiting, __ATOMIC_ACQUIRE))
@@ -264,9 +270,11 @@ void arfd_on_request(void *ctx, struct arf_net_sconn *c, const struct arf_net_hd
 		uid = flow_uid(arf_net_sconn_udata(c), body, len);
 		pthread_mutex_lock(&l->lock);
 		rc = lane_put(l, j, uid);
+		pthread_mutex_unlock(&l->lock);
+		/* after the unlock: a worker woken while the lock is still held
+		 * would sleep again on the mutex, a second wake-up */
 		if (!rc)
 			pthread_cond_signal(&l->cond);
-		pthread_mutex_unlock(&l->lock);
 		if (rc)
 			job_free(j);
 		else /* its reply comes from a worker: the soft-NIC polls less */

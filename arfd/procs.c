@@ -483,6 +483,7 @@ static int p_commit(struct arfd_req *q)
 #define M ARFD_PROC_MUTATES
 #define H ARFD_PROC_HANDLE
 #define S ARFD_PROC_SHARED /* only reads: the lock shared (arfd_fs_lock in arfd.h) */
+#define N ARFD_PROC_NAMING /* served inline while syncs are quick */
 #define REQ ARFD_LANE_REQUEST
 #define PRG ARFD_LANE_PROGRAM
 #define P(op, fn, flags, lane) [(op) - ARFD_PROC_BASE] = { (op), (flags), (lane), (fn) }
@@ -496,14 +497,14 @@ static const struct arfd_proc procs[] = {
 	P(ARF_OP_READLINK, p_readlink, H | S | ARFD_PROC_BRIEF, REQ),
 	P(ARF_OP_STATFS, p_statfs, S, REQ),
 	P(ARF_OP_ACCESS, p_access, H | S | ARFD_PROC_BRIEF, REQ),
-	P(ARF_OP_CREATE, p_create, M | H, REQ),
-	P(ARF_OP_MKDIR, p_mkdir, M | H, REQ),
-	P(ARF_OP_MKNOD, p_mknod, M | H, REQ),
+	P(ARF_OP_CREATE, p_create, M | H | N, REQ),
+	P(ARF_OP_MKDIR, p_mkdir, M | H | N, REQ),
+	P(ARF_OP_MKNOD, p_mknod, M | H | N, REQ),
 	P(ARF_OP_UNLINK, p_unlink, M | H, REQ),
 	P(ARF_OP_RMDIR, p_rmdir, M | H, REQ),
 	P(ARF_OP_RENAME, p_rename, M | H, REQ),
-	P(ARF_OP_LINK, p_link, M | H, REQ),
-	P(ARF_OP_SYMLINK, p_symlink, M | H, REQ),
+	P(ARF_OP_LINK, p_link, M | H | N, REQ),
+	P(ARF_OP_SYMLINK, p_symlink, M | H | N, REQ),
 	P(ARF_OP_SETATTR, p_setattr, M | H, REQ),
 	P(ARF_OP_WRITE, p_write, M | H | ARFD_PROC_UNSTABLE, REQ),
 	P(ARF_OP_FSYNC, p_fsync, H | ARFD_PROC_DURABLE, REQ),

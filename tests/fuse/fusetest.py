@@ -7,6 +7,7 @@ and one mount per test, and running code as another user.  Tests skip,
 with the reason, when /dev/fuse, root or the arf-fuse binary is missing."""
 import os
 import sys
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -39,6 +40,7 @@ class FuseTestCase(unittest.TestCase):
     extra = None
     transport = "tcp"
     sync = False  # the default export: unstable writes until a COMMIT
+    tmpfs = False  # arfd's data directory in /dev/shm (quick syncs), not the system's /tmp
 
     @classmethod
     def setUpClass(cls):
@@ -47,7 +49,12 @@ class FuseTestCase(unittest.TestCase):
             raise unittest.SkipTest(why)
 
     def setUp(self):
-        self.arfd = Arfd(sync=self.sync, extra=self.extra)
+        work = None
+        if self.tmpfs:
+            tmp = tempfile.TemporaryDirectory(prefix="arf-test-", dir="/dev/shm")
+            self.addCleanup(tmp.cleanup)
+            work = tmp.name
+        self.arfd = Arfd(workdir=work, sync=self.sync, extra=self.extra)
         self.addCleanup(self.arfd.cleanup)
         self.arfd.start()
         self.mnt = self.mount()

@@ -65,6 +65,37 @@ class Commit(FuseTestCase):
               "close() without writes: none; fsync(): one" % (i1 - i0))
 
 
+
+class CreatesInline(FuseTestCase):
+    tmpfs = True  # syncs quick enough for the soft-NIC thread to run them
+
+    def test_creates_served_inline_are_durable_before_their_reply(self):
+        # the soft-NIC thread serves a create itself and runs its group
+        # commit (arfd/lanes.c, commit.c); the reply still waits for the
+        # sync
+        N = 20
+        os.mkdir(self.mnt.p("d"))
+        s0 = self.arfd.stats()
+        for i in range(N):
+            os.close(os.open(self.mnt.p("d", "f%d" % i), os.O_CREAT | os.O_EXCL | os.O_WRONLY,
+                             0o644))
+            os.mkdir(self.mnt.p("d", "s%d" % i))
+        s1 = self.arfd.stats()
+        req = lambda s, k: s["requests"].get(k, 0)  # noqa: E731
+        self.assertEqual(req(s1, "create") - req(s0, "create"), N)
+        self.assertEqual(req(s1, "mkdir") - req(s0, "mkdir"), N)
+        # each one synced before the next was sent: one sync each
+        self.assertGreaterEqual(s1["wal_syncs"] - s0["wal_syncs"], 2 * N)
+        briefs = sum(req(s1, k) - req(s0, k) for k in ("getattr", "lookup", "access",
+                                                        "readlink", "xattr_get"))
+        served = s1["inline_requests"] - s0["inline_requests"] - briefs
+        self.assertGreaterEqual(served, N, "creates and mkdirs served with no hand-off")
+        for i in range(N):
+            self.assertTrue(os.path.isdir(self.mnt.p("d", "s%d" % i)))
+        print("%d creates and %d mkdirs: %d served by the soft-NIC thread, %d WAL syncs"
+              % (N, N, served, s1["wal_syncs"] - s0["wal_syncs"]))
+
+
 class CommitFails(FuseTestCase):
     # syncs: the create of the file (1), then the close()'s COMMIT (2) fails
     sync = False
