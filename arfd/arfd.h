@@ -276,8 +276,8 @@ enum arfd_lane_id {
 #define ARFD_PROC_BRIEF   32u   /* a read of constant cost and a short reply: may be
 				 * served by the transport's thread (lanes.c) */
 #define ARFD_PROC_NAMING 128u  /* a change of names or attributes of bounded cost (no
-				 * data freed or copied): served by the transport's thread
-				 * while syncs are quick (lanes.c) */
+				 * data copied, little freed: arfd_proc.small): served by
+				 * the transport's thread while syncs are quick (lanes.c) */
 #define ARFD_PROC_UNLOCKED 64u  /* touches no filesystem state: runs without the lock and
 				 * without credentials (move_in.c, which takes its own) */
 #define ARFD_PROC_BASE    ARF_OP_GETATTR /* the lowest request kind */
@@ -303,6 +303,10 @@ struct arfd_proc {
 	/* decodes the rest of the body and serves it: 0, -errno or an ARF code;
 	 * NULL for the program lane's kinds (progs.c serves those) */
 	int (*run)(struct arfd_req *q);
+	/* ARFD_PROC_NAMING kinds that may free data (unlink, rmdir, rename,
+	 * setattr): does this request free little?  A peek at the body (a copy
+	 * of the reader) under the lock, before anything changes; NULL: always */
+	int (*small)(struct arfd_req *q);
 };
 
 /* The procedure of a request kind; an unknown kind's answers ENOSYS.  Never NULL. */

@@ -149,7 +149,8 @@ static uint64_t mono_ns(void)
  * wait for the lock: lanes.c) the lock is kept throughout, so a quick sync
  * delays the workers a little rather than the transport wait behind a
  * control command; the data log's reclamation is left to the next round
- * of a worker or the committer (what the transport serves frees no data). */
+ * of a worker or the committer (what the transport serves frees at most
+ * 1 MiB of data: procs.c). */
 static void commit_round(struct arfd *d, int hold)
 {
 	char err[256];
@@ -215,8 +216,8 @@ static int commit_due(const struct arfd *d)
  * write-back cache: under INLINE_SYNC_NS).  A slow sync stays with the
  * committer, so that the workers go on serving meanwhile, and everything
  * applied by then joins the next sync, as before.  While syncs are quick
- * the soft-NIC thread serves a create, mkdir, mknod, symlink or link
- * itself when the request lane is idle (lanes.c, ARFD_PROC_NAMING), and
+ * the soft-NIC thread serves a create, mkdir, rename, a small unlink and
+ * the like itself when the request lane is idle (lanes.c, ARFD_PROC_NAMING), and
  * so runs its group commit too, with no thread woken at all (creates over
  * tcp: 3.4-4.4k -> 5.4-5.6k/s, arfd's CPU 190-238 -> 140-148 us each).
  */

@@ -125,6 +125,18 @@ static int serve(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t 
 	else
 		arfd_fs_lock(d);
 	arfd_identity_cred(d, ac, &pc, &cr, NULL); /* under the lock: SIGHUP may change the export */
+	if (try && proc->small) {
+		/* the transport's thread: not a change that frees much (procs.c) */
+		struct arf_proto_rd peek = r;
+		q.r = &peek;
+		int small = proc->small(&q);
+		q.r = &r;
+		if (!small) {
+			arfd_fs_unlock(d); /* never a shared one */
+			arf_proto_wr_free(&w);
+			return 0;
+		}
+	}
 	int idx = arf_proto_op_index(op);
 	__atomic_add_fetch(&d->ctr.requests[idx < 0 ? ARF_PROTO_NKINDS - 1 : idx], 1,
 			   __ATOMIC_RELAXED);

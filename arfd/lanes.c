@@ -198,10 +198,12 @@ static uint32_t flow_uid(const struct arfd_conn *ac, const uint8_t *body, size_t
  * (ARFD_PROC_BRIEF: GETATTR, LOOKUP, ACCESS, READLINK, XATTR_GET -- constant
  * work, a short reply), or, while syncs are quick and none is in progress
  * (arfd_commit_quick: the data directory on tmpfs or a disk with a
- * write-back cache), a change of names that frees and copies no data
- * (ARFD_PROC_NAMING: CREATE, MKDIR, MKNOD, SYMLINK, LINK), whose group
- * commit it then runs itself with the lock kept (commit.c): a create cost
- * a worker's wake-up and, woken under the lane's lock, a second one.  READ and READDIR stay with the workers: a 256 KiB
+ * write-back cache), a change of names or attributes that copies no data
+ * and frees little (ARFD_PROC_NAMING: CREATE, MKDIR, MKNOD, SYMLINK, LINK,
+ * XATTR_SET and XATTR_REMOVE; UNLINK, RMDIR, RENAME and SETATTR when what
+ * they free or truncate holds at most 1 MiB: procs.c), whose group commit
+ * it then runs itself with the lock kept (commit.c): a create cost a
+ * worker's wake-up and, woken under the lane's lock, a second one.  READ and READDIR stay with the workers: a 256 KiB
  * reply, or a walk of a big directory, is work the soft-NIC would do while
  * every other connection waits.  Nor does it wait for
  * the filesystem lock: held by a program, the lock lane or a control

@@ -478,6 +478,66 @@ static int p_commit(struct arfd_req *q)
 	return 0;
 }
 
+/* ---- what the transport's thread may serve ---------------------------------- */
+
+/* A change served by the soft-NIC thread (lanes.c) frees at most this much
+ * data (512-byte units: 1 MiB, 16 tag groups in RocksDB); removing or
+ * truncating a bigger file is left to the workers, since one-sided reads
+ * over tcp wait for the soft-NIC meanwhile. */
+#define SMALL_FREE 2048u
+
+/* Would a change of fh's file free little?  A name that does not resolve,
+ * or a body that does not decode, fails at once: small too. */
+static int frees_little(struct arfd_req *q, const struct arf_proto_fh *fh)
+{
+	struct arf_ops_attr a;
+
+	return q->r->err || arf_ops_getattr(&q->d->fs, fh->ino, fh->gen, &a) ||
+	       a.blocks <= SMALL_FREE;
+}
+
+static int named_frees_little(struct arfd_req *q, const struct arf_proto_fh *dir,
+			      const char *name, uint32_t nlen)
+{
+	struct arf_ops_attr a;
+
+	return q->r->err || !name ||
+	       arf_ops_lookup(&q->d->fs, q->cr, dir->ino, dir->gen, name, nlen, &a) ||
+	       a.blocks <= SMALL_FREE;
+}
+
+static int small_remove(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	uint32_t nlen = 0;
+
+	arf_proto_get_fh(q->r, &fh);
+	const char *name = arf_proto_get_name(q->r, &nlen);
+	return named_frees_little(q, &fh, name, nlen);
+}
+
+static int small_rename(struct arfd_req *q)
+{
+	struct arf_proto_fh fh, fh2;
+	uint32_t nlen = 0, nlen2 = 0;
+
+	arf_proto_get_fh(q->r, &fh);
+	(void)arf_proto_get_name(q->r, &nlen);
+	arf_proto_get_fh(q->r, &fh2);
+	const char *name2 = arf_proto_get_name(q->r, &nlen2);
+	return named_frees_little(q, &fh2, name2, nlen2); /* what it replaces */
+}
+
+static int small_setattr(struct arfd_req *q)
+{
+	struct arf_proto_fh fh;
+	struct arf_proto_setattr ps;
+
+	arf_proto_get_fh(q->r, &fh);
+	arf_proto_get_setattr(q->r, &ps);
+	return !(ps.valid & ARF_OPS_SET_SIZE) || frees_little(q, &fh);
+}
+
 /* ---- the table ------------------------------------------------------------- */
 
 #define M ARFD_PROC_MUTATES
@@ -486,7 +546,9 @@ static int p_commit(struct arfd_req *q)
 #define N ARFD_PROC_NAMING /* served inline while syncs are quick */
 #define REQ ARFD_LANE_REQUEST
 #define PRG ARFD_LANE_PROGRAM
-#define P(op, fn, flags, lane) [(op) - ARFD_PROC_BASE] = { (op), (flags), (lane), (fn) }
+#define P(op, fn, flags, lane) [(op) - ARFD_PROC_BASE] = { (op), (flags), (lane), (fn), NULL }
+/* served inline only when small(q) says it frees little */
+#define PS(op, fn, small) [(op) - ARFD_PROC_BASE] = { (op), M | H | N, REQ, (fn), (small) }
 
 static const struct arfd_proc procs[] = {
 	P(ARF_OP_GETATTR, p_getattr, H | S | ARFD_PROC_BRIEF, REQ),
@@ -500,12 +562,12 @@ static const struct arfd_proc procs[] = {
 	P(ARF_OP_CREATE, p_create, M | H | N, REQ),
 	P(ARF_OP_MKDIR, p_mkdir, M | H | N, REQ),
 	P(ARF_OP_MKNOD, p_mknod, M | H | N, REQ),
-	P(ARF_OP_UNLINK, p_unlink, M | H, REQ),
-	P(ARF_OP_RMDIR, p_rmdir, M | H, REQ),
-	P(ARF_OP_RENAME, p_rename, M | H, REQ),
+	PS(ARF_OP_UNLINK, p_unlink, small_remove),
+	PS(ARF_OP_RMDIR, p_rmdir, small_remove),
+	PS(ARF_OP_RENAME, p_rename, small_rename),
 	P(ARF_OP_LINK, p_link, M | H | N, REQ),
 	P(ARF_OP_SYMLINK, p_symlink, M | H | N, REQ),
-	P(ARF_OP_SETATTR, p_setattr, M | H, REQ),
+	PS(ARF_OP_SETATTR, p_setattr, small_setattr),
 	P(ARF_OP_WRITE, p_write, M | H | ARFD_PROC_UNSTABLE, REQ),
 	P(ARF_OP_FSYNC, p_fsync, H | ARFD_PROC_DURABLE, REQ),
 	P(ARF_OP_CREATE_WRITE, arfd_proc_create_write, M | H, REQ), /* procs_compound.c */
@@ -525,9 +587,9 @@ static const struct arfd_proc procs[] = {
 	P(ARF_OP_LOCK_CANCEL, arfd_p_lock_cancel, 0, REQ),
 	/* xattr.c */
 	P(ARF_OP_XATTR_GET, arfd_p_xattr_get, H | S | ARFD_PROC_BRIEF, REQ),
-	P(ARF_OP_XATTR_SET, arfd_p_xattr_set, M | H, REQ),
+	P(ARF_OP_XATTR_SET, arfd_p_xattr_set, M | H | N, REQ),
 	P(ARF_OP_XATTR_LIST, arfd_p_xattr_list, H | S, REQ),
-	P(ARF_OP_XATTR_REMOVE, arfd_p_xattr_remove, M | H, REQ),
+	P(ARF_OP_XATTR_REMOVE, arfd_p_xattr_remove, M | H | N, REQ),
 	/* served by progs.c, not under fs_lock, on the program workers */
 	P(ARF_OP_PROG_LOAD, NULL, 0, PRG),
 	P(ARF_OP_PROG_EXEC, NULL, 0, PRG),
@@ -540,7 +602,7 @@ static int p_unknown(struct arfd_req *q)
 	(void)q;
 	return -ENOSYS;
 }
-static const struct arfd_proc unknown = { 0, H, REQ, p_unknown };
+static const struct arfd_proc unknown = { 0, H, REQ, p_unknown, NULL };
 
 const struct arfd_proc *arfd_proc_find(uint16_t op)
 {

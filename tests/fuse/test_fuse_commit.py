@@ -22,6 +22,10 @@ def inline(d):
     return d.stats()["inline_requests"]
 
 
+# the reads the soft-NIC thread serves itself too (ARFD_PROC_BRIEF)
+BRIEF = ("getattr", "lookup", "access", "readlink", "xattr_get")
+
+
 class Commit(FuseTestCase):
     sync = False  # the default export: unstable writes
 
@@ -86,14 +90,39 @@ class CreatesInline(FuseTestCase):
         self.assertEqual(req(s1, "mkdir") - req(s0, "mkdir"), N)
         # each one synced before the next was sent: one sync each
         self.assertGreaterEqual(s1["wal_syncs"] - s0["wal_syncs"], 2 * N)
-        briefs = sum(req(s1, k) - req(s0, k) for k in ("getattr", "lookup", "access",
-                                                        "readlink", "xattr_get"))
+        briefs = sum(req(s1, k) - req(s0, k) for k in BRIEF)
         served = s1["inline_requests"] - s0["inline_requests"] - briefs
         self.assertGreaterEqual(served, N, "creates and mkdirs served with no hand-off")
         for i in range(N):
             self.assertTrue(os.path.isdir(self.mnt.p("d", "s%d" % i)))
-        print("%d creates and %d mkdirs: %d served by the soft-NIC thread, %d WAL syncs"
-              % (N, N, served, s1["wal_syncs"] - s0["wal_syncs"]))
+        # renames, chmods, unlinks and rmdirs that free little go the same way
+        for i in range(N):
+            os.rename(self.mnt.p("d", "f%d" % i), self.mnt.p("d", "g%d" % i))
+            os.chmod(self.mnt.p("d", "g%d" % i), 0o600)
+            os.unlink(self.mnt.p("d", "g%d" % i))
+            os.rmdir(self.mnt.p("d", "s%d" % i))
+        s2 = self.arfd.stats()
+        for k in ("rename", "setattr", "unlink", "rmdir"):
+            self.assertEqual(req(s2, k) - req(s1, k), N, k)
+        served2 = (s2["inline_requests"] - s1["inline_requests"] -
+                   sum(req(s2, k) - req(s1, k) for k in BRIEF))
+        self.assertGreaterEqual(served2, 4 * N, "small changes served with no hand-off")
+        self.assertGreaterEqual(s2["wal_syncs"] - s1["wal_syncs"], 4 * N)
+        self.assertEqual(os.listdir(self.mnt.p("d")), [])
+        # removing a file of 2 MiB frees more than the soft-NIC thread may:
+        # a worker serves it
+        with open(self.mnt.p("d", "big"), "wb") as f:
+            f.write(b"x" * (2 << 20))
+        s3 = self.arfd.stats()
+        os.unlink(self.mnt.p("d", "big"))
+        s4 = self.arfd.stats()
+        self.assertEqual(req(s4, "unlink") - req(s3, "unlink"), 1)
+        self.assertEqual(s4["inline_requests"] - s3["inline_requests"] -
+                         sum(req(s4, k) - req(s3, k) for k in BRIEF), 0,
+                         "the unlink of a 2 MiB file was served by the soft-NIC thread")
+        print("%d creates and %d mkdirs: %d served by the soft-NIC thread, %d WAL syncs; "
+              "%d renames, chmods, unlinks and rmdirs: %d served so; a 2 MiB file's unlink "
+              "by a worker" % (N, N, served, s1["wal_syncs"] - s0["wal_syncs"], 4 * N, served2))
 
 
 class CommitFails(FuseTestCase):
