@@ -40,14 +40,16 @@ static void seed(const char *dir, const char *name, unsigned sel, const struct a
 	free(b);
 }
 
-/* the order of reqs[] in fuzz_proto.c */
+/* the order of reqs[] in fuzz_proto.c: the seed's first byte picks the
+ * request kind there */
 static const uint16_t ops[] = {
 	ARF_OP_GETATTR, ARF_OP_LOOKUP, ARF_OP_READDIR, ARF_OP_READ, ARF_OP_READLINK,
 	ARF_OP_STATFS, ARF_OP_ACCESS, ARF_OP_CREATE, ARF_OP_MKDIR, ARF_OP_MKNOD,
 	ARF_OP_UNLINK, ARF_OP_RMDIR, ARF_OP_RENAME, ARF_OP_LINK, ARF_OP_SYMLINK,
 	ARF_OP_SETATTR, ARF_OP_WRITE, ARF_OP_FSYNC, ARF_OP_STATUS,
-	ARF_OP_LOCK, ARF_OP_UNLOCK, ARF_OP_LOCK_RENEW, ARF_OP_LOCK_CANCEL,
+	ARF_OP_CREATE_WRITE, ARF_OP_COPY, ARF_OP_LOCK, ARF_OP_UNLOCK, ARF_OP_LOCK_RENEW, ARF_OP_LOCK_CANCEL,
 	ARF_OP_XATTR_GET, ARF_OP_XATTR_SET, ARF_OP_XATTR_LIST, ARF_OP_XATTR_REMOVE,
+	ARF_OP_READDIRPLUS,
 };
 #define NOPS (sizeof(ops) / sizeof(ops[0]))
 
@@ -66,7 +68,7 @@ static void request_body(struct arf_proto_wr *w, uint16_t op)
 		arf_proto_put_fh(w, &fh);
 		arf_proto_put_bytes(w, "hello.txt", 9);
 		break;
-	case ARF_OP_READDIR:
+	case ARF_OP_READDIR: case ARF_OP_READDIRPLUS:
 		arf_proto_put_fh(w, &fh);
 		arf_proto_put_u64(w, 0);
 		arf_proto_put_u32(w, 128);
@@ -123,6 +125,21 @@ static void request_body(struct arf_proto_wr *w, uint16_t op)
 		arf_proto_put_u64(w, 100);
 		arf_proto_put_bytes(w, "some file contents\n", 19);
 		break;
+	case ARF_OP_CREATE_WRITE:
+		arf_proto_put_fh(w, &fh);
+		arf_proto_put_bytes(w, "small.txt", 9);
+		arf_proto_put_u32(w, 0100644);
+		arf_proto_put_setattr(w, &sa);
+		arf_proto_put_bytes(w, "a small file\n", 13);
+		break;
+	case ARF_OP_COPY:
+		arf_proto_put_fh(w, &fh2);
+		arf_proto_put_u64(w, 0);
+		arf_proto_put_fh(w, &fh);
+		arf_proto_put_u64(w, 4096);
+		arf_proto_put_u64(w, 1 << 20);
+		arf_proto_put_u32(w, 0);
+		break;
 	case ARF_OP_LOCK: {
 		struct arf_proto_lock_req lr = { 0x1122334455667788ull, 7, 0xabcdefull, 4242,
 						 ARF_LOCK_POSIX, ARF_LOCK_WR, ARF_LOCK_F_WAIT, 0, 99,
@@ -174,6 +191,26 @@ static void request_body(struct arf_proto_wr *w, uint16_t op)
 	}
 }
 
+/* A READDIR reply of two entries; with plus (READDIRPLUS), each followed
+ * by u32 has_attr: the first with attributes, the second without. */
+static void put_listing(struct arf_proto_wr *w, const struct arf_proto_attr *plus)
+{
+	arf_proto_put_u32(w, 2);
+	arf_proto_put_u32(w, 1);
+	for (int i = 0; i < 2; i++) {
+		arf_proto_put_u64(w, 10 + i);
+		arf_proto_put_u32(w, 1);
+		arf_proto_put_u32(w, 8);
+		arf_proto_put_u64(w, 100 + i);
+		arf_proto_put_bytes(w, i ? "second" : "first", i ? 6 : 5);
+		if (plus) {
+			arf_proto_put_u32(w, !i);
+			if (!i)
+				arf_proto_put_attr(w, plus);
+		}
+	}
+}
+
 static void make_info(struct arf_proto_info *info)
 {
 	struct arf_meta_super sb;
@@ -221,15 +258,7 @@ static void proto(const char *dir)
 	arf_proto_wr_free(&w);
 
 	arf_proto_wr_init(&w);
-	arf_proto_put_u32(&w, 2);
-	arf_proto_put_u32(&w, 1);
-	for (int i = 0; i < 2; i++) {
-		arf_proto_put_u64(&w, 10 + i);
-		arf_proto_put_u32(&w, 1);
-		arf_proto_put_u32(&w, 8);
-		arf_proto_put_u64(&w, 100 + i);
-		arf_proto_put_bytes(&w, i ? "second" : "first", i ? 6 : 5);
-	}
+	put_listing(&w, NULL);
 	seed(dir, "reply-readdir", NOPS + 3, &w);
 	arf_proto_wr_free(&w);
 
@@ -258,6 +287,11 @@ static void proto(const char *dir)
 	arf_proto_put_u64(&w, 100);
 	arf_proto_put_u64(&w, ARF_LOCK_EOF);
 	seed(dir, "reply-lock", NOPS + 6, &w);
+	arf_proto_wr_free(&w);
+
+	arf_proto_wr_init(&w);
+	put_listing(&w, &a);
+	seed(dir, "reply-readdirplus", NOPS + 9, &w);
 	arf_proto_wr_free(&w);
 }
 
