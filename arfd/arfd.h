@@ -135,6 +135,9 @@ struct arfd {
 	int syncing;                         /* a group commit is in progress (commit.c) */
 	int sync_failed;                     /* a sync failed: nothing becomes durable any more */
 	uint64_t sync_ns_avg;                /* recent syncs' mean duration (commit.c) */
+	uint64_t sync_ns_last;               /* the last sync's (commit.c) */
+	int reclaim_due;                     /* a round on the transport's thread left the
+					      * data log's reclamation to the committer */
 	struct arfd_pending *pending;        /* deferred seals and waiting replies */
 	pthread_cond_t commit_cond;          /* wakes the committer */
 	pthread_t committer;
@@ -423,6 +426,9 @@ void *arfd_committer_main(void *arg);
  * the committer (commit.c); returns under fs_lock, which the transport's
  * thread (`transport`: lanes.c's serve_inline) keeps throughout. */
 void arfd_commit_wanted(struct arfd *d, int transport);
+/* What syncs are taken to cost before any was timed: 1 ms (about 17 timed
+ * syncs bring a tmpfs's average under the 100 us that commit.c wants). */
+#define ARFD_SYNC_NS_UNKNOWN 1000000u
 /* Have the recent group commits been quick enough for the transport's
  * thread to serve a change that waits for one (lanes.c)?  Read without the
  * lock: a hint. */

@@ -148,9 +148,8 @@ static uint64_t mono_ns(void)
  * again on return.  With `hold` (the transport's thread, which must never
  * wait for the lock: lanes.c) the lock is kept throughout, so a quick sync
  * delays the workers a little rather than the transport wait behind a
- * control command; the data log's reclamation is left to the next round
- * of a worker or the committer (what the transport serves frees at most
- * 1 MiB of data: procs.c). */
+ * control command; the data log's reclamation, where there is some, is
+ * left to the committer (reclaim_due), which syncs and reclaims. */
 static void commit_round(struct arfd *d, int hold)
 {
 	char err[256];
@@ -158,6 +157,7 @@ static void commit_round(struct arfd *d, int hold)
 	uint64_t target = d->applied_seq; /* everything written so far */
 
 	d->sync_forced = 0;
+	d->reclaim_due = 0;
 	if (!d->sync_failed) {
 		/* unstable writes held back from RocksDB go first (under the
 		 * lock: their objects come from the regions) -- not once the
@@ -175,6 +175,7 @@ static void commit_round(struct arfd *d, int hold)
 			arfd_fs_lock(d);
 		/* atomic: read without the lock by arfd_commit_quick */
 		__atomic_store_n(&d->sync_ns_avg, (d->sync_ns_avg * 7 + took) / 8, __ATOMIC_RELAXED);
+		__atomic_store_n(&d->sync_ns_last, took, __ATOMIC_RELAXED);
 		if (rc) {
 			d->sync_failed = 1;
 			arfd_fail(d, err);
@@ -193,6 +194,11 @@ static void commit_round(struct arfd *d, int hold)
 	}
 	if (hold) {
 		arfd_pending_send(rep);
+		if (!failed && !arfd_failed(d) && arfd_store_reclaim_wanted(d->store)) {
+			/* the committer reclaims, after a sync of its own */
+			d->reclaim_due = 1;
+			pthread_cond_signal(&d->commit_cond);
+		}
 		return;
 	}
 	arfd_fs_unlock(d);
@@ -204,7 +210,7 @@ static void commit_round(struct arfd *d, int hold)
 
 static int commit_due(const struct arfd *d)
 {
-	return d->sync_wanted > d->durable_seq || d->sync_forced;
+	return d->sync_wanted > d->durable_seq || d->sync_forced || d->reclaim_due;
 }
 
 /*
@@ -226,14 +232,21 @@ static int commit_due(const struct arfd *d)
 int arfd_commit_quick(struct arfd *d)
 {
 	return !__atomic_load_n(&d->syncing, __ATOMIC_RELAXED) &&
-	       __atomic_load_n(&d->sync_ns_avg, __ATOMIC_RELAXED) <= INLINE_SYNC_NS;
+	       __atomic_load_n(&d->sync_ns_avg, __ATOMIC_RELAXED) <= INLINE_SYNC_NS &&
+	       __atomic_load_n(&d->sync_ns_last, __ATOMIC_RELAXED) <= INLINE_SYNC_NS;
 }
 
 void arfd_commit_wanted(struct arfd *d, int transport)
 {
 	if (d->sync_wanted < d->applied_seq)
 		d->sync_wanted = d->applied_seq;
+	/* the transport's thread syncs only what is small: RocksDB's batch of
+	 * a few changes, with no data written since the last sync (unstable
+	 * writes held back, or appended to the data log, may be gigabytes
+	 * to write and sync), nor reclamation pending (store.h) */
 	if (d->syncing || d->sync_ns_avg > INLINE_SYNC_NS ||
+	    (transport && (d->sync_ns_last > INLINE_SYNC_NS || d->reclaim_due || d->sync_forced ||
+			   !arfd_store_sync_small(d->store))) ||
 	    arfd_lane_queued(d, ARFD_LANE_REQUEST) ||
 	    __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
 		pthread_cond_signal(&d->commit_cond);

@@ -1210,6 +1210,36 @@ int arfd_datalog_reclaim(struct arfd_datalog *l, uint64_t durable, char *err, si
 	return 1;
 }
 
+int arfd_datalog_dirty(struct arfd_datalog *l)
+{
+	pthread_mutex_lock(&l->lock);
+	int dirty = l->dir_dirty || l->buflen;
+	for (size_t i = 0; i < l->nsegs && !dirty; i++)
+		dirty = l->segs[i].dirty;
+	pthread_mutex_unlock(&l->lock);
+	return dirty;
+}
+
+int arfd_datalog_reclaim_wanted(struct arfd_datalog *l)
+{
+	int want = 0;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->head) {
+		/* arfd_datalog_reclaim's choices: a victim to delete, a dead
+		 * segment, or one mostly garbage when the garbage is worth it */
+		uint64_t garbage = l->st.bytes - l->st.live_bytes;
+		int worth = garbage > l->st.live_bytes && garbage > 4 * l->seg_bytes;
+		for (size_t i = 0; i < l->nsegs && !want; i++) {
+			struct seg *s = &l->segs[i];
+			want = s->victim || (s != l->head && (!s->live || worth) &&
+					     (s->size ? s->live * 1000 / s->size : 0) < 900);
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
+	return want;
+}
+
 void arfd_datalog_reclaim_wait(struct arfd_datalog *l, uint64_t applied)
 {
 	pthread_mutex_lock(&l->lock);

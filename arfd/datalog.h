@@ -150,6 +150,11 @@ int arfd_datalog_sync(struct arfd_datalog *l, uint64_t inc, uint64_t seq, char *
  */
 int arfd_datalog_reclaim(struct arfd_datalog *l, uint64_t durable, char *err, size_t errlen);
 void arfd_datalog_reclaim_wait(struct arfd_datalog *l, uint64_t applied);
+/* Would arfd_datalog_reclaim find something to do (a victim, a dead or,
+ * when garbage is worth it, a mostly dead segment)?  Has anything been
+ * written since the last sync (so that the next sync writes data back)? */
+int arfd_datalog_reclaim_wanted(struct arfd_datalog *l);
+int arfd_datalog_dirty(struct arfd_datalog *l);
 
 /*
  * fsck: compare each live block's latest record with data; each block that

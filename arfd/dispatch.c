@@ -126,11 +126,17 @@ static int serve(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t 
 		arfd_fs_lock(d);
 	arfd_identity_cred(d, ac, &pc, &cr, NULL); /* under the lock: SIGHUP may change the export */
 	if (try && proc->small) {
-		/* the transport's thread: not a change that frees much (procs.c) */
-		struct arf_proto_rd peek = r;
-		q.r = &peek;
-		int small = proc->small(&q);
-		q.r = &r;
+		/* the transport's thread: not a change that frees much (procs.c).
+		 * Nothing is looked at where the request is refused unlooked
+		 * (below): the workers refuse it */
+		int small = 0;
+		if (!arfd_failed(d) && !__atomic_load_n(&d->moved, __ATOMIC_ACQUIRE) &&
+		    !d->cfg.read_only && !(guarded && arfd_identity_stale_check(d, ac))) {
+			struct arf_proto_rd peek = r;
+			q.r = &peek;
+			small = proc->small(&q);
+			q.r = &r;
+		}
 		if (!small) {
 			arfd_fs_unlock(d); /* never a shared one */
 			arf_proto_wr_free(&w);

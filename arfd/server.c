@@ -572,6 +572,8 @@ static int volume_serve(struct arfd *d, char *err, size_t errlen)
 		return rc;
 	if ((rc = arfd_lanes_start(d, err, errlen)))
 		return rc;
+	/* syncs count as slow until some have been timed (commit.c) */
+	d->sync_ns_avg = d->sync_ns_last = ARFD_SYNC_NS_UNKNOWN;
 	if ((rc = pthread_create(&d->committer, NULL, arfd_committer_main, d))) {
 		snprintf(err, errlen, "committer thread: %s", strerror(rc));
 		return -rc;

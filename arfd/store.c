@@ -1177,6 +1177,16 @@ int arfd_store_reclaim(struct arfd_store *st, uint64_t durable, char *err, size_
 	return st->log ? arfd_datalog_reclaim(st->log, durable, err, errlen) : 0;
 }
 
+int arfd_store_reclaim_wanted(struct arfd_store *st)
+{
+	return st->log && arfd_datalog_reclaim_wanted(st->log);
+}
+
+int arfd_store_sync_small(struct arfd_store *st)
+{
+	return !st->held_txns && (!st->log || !arfd_datalog_dirty(st->log));
+}
+
 void arfd_store_reclaim_wait(struct arfd_store *st, uint64_t applied)
 {
 	if (st->log)

@@ -179,6 +179,11 @@ void arfd_store_prefill(struct arfd_store *st, const uint64_t *inc, const uint64
  */
 int arfd_store_reclaim(struct arfd_store *st, uint64_t durable, char *err, size_t errlen);
 void arfd_store_reclaim_wait(struct arfd_store *st, uint64_t applied);
+/* Would arfd_store_reclaim have work (commit.c asks the committer then)? */
+int arfd_store_reclaim_wanted(struct arfd_store *st);
+/* Under fs_lock: would the next sync be small -- no unstable writes held
+ * back, nothing written to the data log since its last sync? */
+int arfd_store_sync_small(struct arfd_store *st);
 
 void arfd_store_stats(struct arfd_store *st, struct arfd_store_stats *s);
 

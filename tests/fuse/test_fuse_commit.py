@@ -6,6 +6,7 @@ makes it so -- only when the file has writes not yet committed -- so that
 close() reports a write that cannot be made durable; fsync() always
 commits."""
 import os
+import time
 import unittest
 
 from fusetest import FuseTestCase, main
@@ -79,6 +80,10 @@ class CreatesInline(FuseTestCase):
         # sync
         N = 20
         os.mkdir(self.mnt.p("d"))
+        # syncs count as slow until some have been timed (ARFD_SYNC_NS_UNKNOWN)
+        for i in range(20):
+            os.mkdir(self.mnt.p("d", "warm"))
+            os.rmdir(self.mnt.p("d", "warm"))
         s0 = self.arfd.stats()
         for i in range(N):
             os.close(os.open(self.mnt.p("d", "f%d" % i), os.O_CREAT | os.O_EXCL | os.O_WRONLY,
@@ -123,6 +128,32 @@ class CreatesInline(FuseTestCase):
         print("%d creates and %d mkdirs: %d served by the soft-NIC thread, %d WAL syncs; "
               "%d renames, chmods, unlinks and rmdirs: %d served so; a 2 MiB file's unlink "
               "by a worker" % (N, N, served, s1["wal_syncs"] - s0["wal_syncs"], 4 * N, served2))
+
+
+    def test_what_inline_unlinks_free_is_reclaimed(self):
+        # 80 files of 1 MiB fill the data log's first segment (64 MiB) and
+        # go on in the next; removed, each by the soft-NIC thread (1 MiB is
+        # the most it frees), they leave the first segment dead: the
+        # committer deletes it, though no worker ran a group commit since
+        os.mkdir(self.mnt.p("d"))
+        block = os.urandom(1 << 20)
+        for i in range(80):
+            with open(self.mnt.p("d", "f%d" % i), "wb") as f:
+                f.write(block)
+        s0 = self.arfd.stats()
+        for i in range(80):
+            os.unlink(self.mnt.p("d", "f%d" % i))
+        s1 = self.arfd.stats()
+        self.assertGreaterEqual(s1["inline_requests"] - s0["inline_requests"], 70)
+        deadline = time.monotonic() + 10
+        while self.arfd.stats()["store"]["log_reclaimed_bytes"] == 0:
+            self.assertLess(time.monotonic(), deadline, "the dead segment was never reclaimed")
+            time.sleep(0.1)
+        st = self.arfd.stats()["store"]
+        print("80 MiB written then unlinked, %d unlinks by the soft-NIC thread: %d MiB "
+              "reclaimed, %d segment(s) left" % (s1["inline_requests"] - s0["inline_requests"],
+                                                 st["log_reclaimed_bytes"] >> 20,
+                                                 st["log_segments"]))
 
 
 class CommitFails(FuseTestCase):
