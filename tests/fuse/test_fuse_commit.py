@@ -111,7 +111,9 @@ class CreatesInline(FuseTestCase):
             self.assertEqual(req(s2, k) - req(s1, k), N, k)
         served2 = (s2["inline_requests"] - s1["inline_requests"] -
                    sum(req(s2, k) - req(s1, k) for k in BRIEF))
-        self.assertGreaterEqual(served2, 4 * N, "small changes served with no hand-off")
+        # most, not all: one sync slowed by the host (over 100 us) sends the next
+        # change to a worker (arfd_commit_quick)
+        self.assertGreaterEqual(served2, 2 * N, "small changes served with no hand-off")
         self.assertGreaterEqual(s2["wal_syncs"] - s1["wal_syncs"], 4 * N)
         self.assertEqual(os.listdir(self.mnt.p("d")), [])
         # removing a file of 2 MiB frees more than the soft-NIC thread may:
