@@ -25,7 +25,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from common import FULL, QUICK, Fail, Ganesha, Group, bench_arfd, bench_mount, log  # noqa: E402
+from common import FULL, QUICK, CpuSteal, Fail, Ganesha, Group, bench_arfd, bench_mount, log  # noqa: E402
 from disk_rows import DiskRows  # noqa: E402
 from fio_rows import FioRows  # noqa: E402
 from mc_rows import McRows  # noqa: E402
@@ -55,6 +55,7 @@ class Bench(FioRows, MetaRows, ToolRows, DiskRows, McRows, Report):
         self.errors = []
         self.expected = []
         self.procs = Group(log=log)
+        self.steal = CpuSteal()
         self.strategies = ["onesided", "requests", "hybrid"]
         if a.shipped:
             self.strategies.insert(2, "shipped")
@@ -64,6 +65,9 @@ class Bench(FioRows, MetaRows, ToolRows, DiskRows, McRows, Report):
         self.expected.append((section, test, system))
 
     def add(self, **r):
+        # the hypervisor's share of CPU time since the row before (this
+        # row's measurement and its setup)
+        r.setdefault("steal_pct", self.steal.since_last())
         self.rows.append(r)
 
     def attempt(self, what, fn, *args):
@@ -78,6 +82,7 @@ class Bench(FioRows, MetaRows, ToolRows, DiskRows, McRows, Report):
     # -- whole run
     def run(self):
         t_start = time.time()
+        self.steal = CpuSteal()
         self.work = tempfile.mkdtemp(prefix="arf-bench-", dir="/dev/shm")
         self.shm = self.work
         # the durability rows' directory: on a disk, not tmpfs

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 import arfproc  # noqa: E402
 from arfproc import Ganesha, Group, cpu_seconds  # noqa: E402,F401
 
-__all__ = ["ARF_WAIT", "DATA_TESTS", "FULL", "Fail", "Ganesha", "Group", "LIST_STRATEGIES",
+__all__ = ["ARF_WAIT", "CpuSteal", "DATA_TESTS", "FULL", "Fail", "Ganesha", "Group", "LIST_STRATEGIES",
            "LOCAL_WAIT", "MC_ARFD", "MC_FILES", "MC_HOPS", "MC_STRATEGIES", "META_TESTS",
            "NFS_WAIT", "QUICK", "SPIN_US", "bench_arfd", "bench_mount", "cpu_seconds", "log",
            "server_counters"]
@@ -69,6 +69,40 @@ Fail = arfproc.ProcError
 
 def log(msg):
     print("bench: " + msg, flush=True)
+
+
+class CpuSteal:
+    """The share of this machine's CPU time that the hypervisor gave to
+    others (steal, the 8th number of /proc/stat's cpu line: top's "st"),
+    between two readings.  On a shared virtual machine the rows of one run
+    move by 2x with it, so every row carries the steal of its stretch."""
+
+    def __init__(self):
+        self.first = self.last = self.read()
+
+    @staticmethod
+    def read():
+        try:
+            with open("/proc/stat") as f:
+                v = [int(x) for x in f.readline().split()[1:9]]
+            return v[7], sum(v)
+        except (OSError, ValueError, IndexError):
+            return 0, 0
+
+    @staticmethod
+    def pct(a, b):
+        total = b[1] - a[1]
+        return 100.0 * (b[0] - a[0]) / total if total > 0 else 0.0
+
+    def since_last(self):
+        """Percent stolen since the previous call (or since the start)."""
+        now = self.read()
+        p = self.pct(self.last, now)
+        self.last = now
+        return p
+
+    def whole(self):
+        return self.pct(self.first, self.read())
 
 
 # ---------------------------------------------------------------- ARF's processes

@@ -21,7 +21,8 @@ class Report:
             "caching",
             "ops_s", "mib_s", "p50_us", "p99_us", "mean_us", "ratio_nfs", "ratio_local",
             "one_sided_op", "rounds_op", "requests_op", "execs_op", "server_cpu_us_op",
-            "counter_source", "ns_op", "ratio_native", "insns", "hops", "secs", "files"]
+            "counter_source", "ns_op", "ratio_native", "insns", "hops", "secs", "files",
+            "steal_pct"]
 
     def ratios(self):
         ref = {}
@@ -78,7 +79,17 @@ class Report:
                 ("kernel", platform.release()), ("fio", fio_v), ("nfs-ganesha", gan),
                 ("libnfs", lnfs), ("mode", "quick" if self.a.quick else "full"),
                 ("date", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())),
-                ("run time", "%.0f s" % self.elapsed)]
+                ("run time", "%.0f s" % self.elapsed),
+                ("CPU stolen by the hypervisor", self.steal_summary())]
+
+    # a row measured while more than this share of CPU time was stolen is
+    # marked: its ratio says more about the neighbours than about ARF
+    STEAL_NOISY = 5.0
+
+    def steal_summary(self):
+        noisy = [r for r in self.rows if r.get("steal_pct", 0) > self.STEAL_NOISY]
+        return "%.1f%% over the run; %d of %d rows above %.0f%%" % (
+            self.steal.whole(), len(noisy), len(self.rows), self.STEAL_NOISY)
 
     def write_md(self, out):
         c = self.cfg
@@ -90,7 +101,10 @@ class Report:
         L += ["", "Everything on loopback (127.0.0.1 / UNIX socket) on this one machine. "
               "Wait mode: ARF %s; NFS %s." % (ARF_WAIT, NFS_WAIT),
               "Ratios are ARF throughput / NFSv3 (or tmpfs) throughput for the same test: "
-              "above 1, ARF is faster. Counters are per operation.", "",
+              "above 1, ARF is faster. Counters are per operation. steal %%: the share of "
+              "the machine's CPU time its hypervisor gave to other guests while the row (and "
+              "its setup) ran (/proc/stat); rows above %.0f%% compare neighbours' load as "
+              "much as servers." % self.STEAL_NOISY, "",
               "**AFS** is not measured: its client (OpenAFS's `afs.ko` or the in-kernel "
               "kAFS) is a kernel module, which cannot be loaded on this machine.", ""]
         if self.errors:
@@ -104,7 +118,8 @@ class Report:
                     ("p99 us", "p99_us"), ("ARF/NFS", "ratio_nfs"), ("ARF/local", "ratio_local"),
                     ("reads/op", "one_sided_op"), ("rounds/op", "rounds_op"),
                     ("requests/op", "requests_op"), ("execs/op", "execs_op"),
-                    ("server CPU us/op", "server_cpu_us_op")], sort_by_test=DATA_TESTS)
+                    ("server CPU us/op", "server_cpu_us_op"), ("steal %", "steal_pct")],
+                   sort_by_test=DATA_TESTS)
         L += ["", "## Metadata (metabench)", "",
               "%d files for create/stat/unlink; a path of depth 10; a directory of %d "
               "entries; lookup and readdir repeated for %.1f s; readdir 10k changed: the "
@@ -116,7 +131,8 @@ class Report:
                     ("ops/s", "ops_s"), ("mean us", "mean_us"), ("ARF/NFS", "ratio_nfs"),
                     ("ARF/local", "ratio_local"), ("reads/op", "one_sided_op"),
                     ("rounds/op", "rounds_op"), ("requests/op", "requests_op"),
-                    ("execs/op", "execs_op"), ("server CPU us/op", "server_cpu_us_op")],
+                    ("execs/op", "execs_op"), ("server CPU us/op", "server_cpu_us_op"),
+                    ("steal %", "steal_pct")],
                    sort_by_test=[(t,) for t in META_TESTS])
         disk = [r for r in self.rows if r["section"] == "disk"]
         if disk:
@@ -131,7 +147,7 @@ class Report:
                               ("durable when done", "durability"), ("ops/s", "ops_s"),
                               ("MiB/s", "mib_s"), ("p50 us", "p50_us"), ("p99 us", "p99_us"),
                               ("mean us", "mean_us"), ("ARF/NFS", "ratio_nfs"),
-                              ("server CPU us/op", "server_cpu_us_op")],
+                              ("server CPU us/op", "server_cpu_us_op"), ("steal %", "steal_pct")],
                        sort_by_test=[("4k randwrite qd1",), ("1m seq write",), ("create",)])
         L += ["", "## Strategies (libarf, client caches off)", "",
               "onesided: one-sided reads only (no hop limit, no programs); requests: plain "
