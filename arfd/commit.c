@@ -25,6 +25,13 @@
  * (arfd_commit_wanted).  After a sync the data log's garbage is reclaimed
  * (store.h).
  *
+ * An unstable write's blocks reach the data log after its reply has gone,
+ * still under the lock (dispatch.c, store.h arfd_store_settle): the client
+ * no longer waits for their copy into the page cache.  Should that copy
+ * fail, the write was acknowledged as unstable only, and already visible
+ * (sealed), as any unstable write is before a crash loses it; the export
+ * fails as below, and the COMMIT the client sends for it answers EIO.
+ *
  * Fail-stop.  The exported regions are changed in place before the write,
  * and nothing can take a change back out of them; so when RocksDB refuses
  * a write or a WAL sync (a full or failing disk), or a change could not

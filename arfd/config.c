@@ -65,6 +65,9 @@ static const struct centry table[] = {
 	{ "server", "test_fail_sync", C_INT, S(test_fail_sync), 0, 1LL << 40, "0",
 	  "test only: the Nth RocksDB WAL sync after start, and every later one, fails "
 	  "(0 = never)" },
+	{ "server", "test_fail_append", C_INT, S(test_fail_append), 0, 1LL << 40, "0",
+	  "test only: the data log's Nth append of a transaction's blocks after start, and every "
+	  "later one, fails (0 = never)" },
 	{ "server", "test_power_loss", C_BOOL, S(test_power_loss), 0, 1, "false",
 	  "test only: keep what is not yet synced in arfd's memory (RocksDB's WAL, the data log), "
 	  "so that a SIGKILL loses what a power cut would" },

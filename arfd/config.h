@@ -49,6 +49,7 @@ struct arfd_config {
 	int  test_hooks;         /* test only: allow the control socket's scribble command */
 	int64_t test_fail_write; /* test only: RocksDB writes fail from the Nth on (0 = never) */
 	int64_t test_fail_sync;  /* test only: WAL syncs fail from the Nth on (0 = never) */
+	int64_t test_fail_append; /* test only: data log appends fail from the Nth on (0 = never) */
 	int  test_power_loss;    /* test only: keep everything unsynced in memory, so that a
 				  * SIGKILL loses what a power cut would */
 	int  test_blob_store;    /* bench only: data blocks in RocksDB's BlobDB, not the data log */

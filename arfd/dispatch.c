@@ -58,6 +58,17 @@ static void serve_unlocked(struct arfd *d, struct arf_net_sconn *c, uint64_t id,
 	arf_proto_wr_free(&w);
 }
 
+static void reply(struct arf_net_sconn *c, uint64_t id, uint16_t op, int rc,
+		  const struct arf_proto_wr *w)
+{
+	struct iovec iov = { w->buf, w->len };
+
+	if (rc == ARF_EPROTO)
+		arfd_log_limited(ARFD_LOG_WARN, "malformed %s request from %s",
+				 arf_proto_op_name(op), arf_net_sconn_peer(c)->addr);
+	arf_net_reply(c, id, op, arf_net_status_from_err(rc), &iov, rc || !w->len ? 0 : 1);
+}
+
 /* Serve one request.  With `try`, only if the filesystem lock is free at
  * once: returns 0, having done nothing, when it is not (lanes.c's
  * serve_inline then queues the request; the soft-NIC thread must not wait
@@ -221,18 +232,23 @@ static int serve(struct arfd *d, struct arf_net_sconn *c, uint64_t id, uint16_t 
 		w.buf = NULL;
 		arfd_commit_wanted(d, try); /* never shared: only changes and COMMIT defer */
 	}
+	/* an unstable write: its reply goes before the data log's copy of its
+	 * blocks (store.h arfd_store_settle), which the lock keeps as it wrote
+	 * them; arf_net_reply never blocks */
+	int early = !deferred && !shared && arfd_store_pending(d->store);
+	if (early) {
+		char err[256];
+		reply(c, id, op, rc, &w);
+		if (arfd_store_settle(d->store, err, sizeof(err)))
+			arfd_fail(d, err); /* the client's COMMIT hears EIO (commit.c) */
+	}
 	if (shared)
 		arfd_fs_rdunlock(d);
 	else
 		arfd_fs_unlock(d);
 
-	if (!deferred) {
-		struct iovec iov = { w.buf, w.len };
-		if (rc == ARF_EPROTO)
-			arfd_log_limited(ARFD_LOG_WARN, "malformed %s request from %s",
-					 arf_proto_op_name(op), arf_net_sconn_peer(c)->addr);
-		arf_net_reply(c, id, op, arf_net_status_from_err(rc), &iov, rc || !w.len ? 0 : 1);
-	}
+	if (!deferred && !early)
+		reply(c, id, op, rc, &w);
 	arf_proto_wr_free(&w);
 	return 1;
 }

@@ -545,7 +545,7 @@ static int volume_open(struct arfd *d, char *err, size_t errlen)
 		return rc;
 	/* test only: RocksDB failing from here on (commit.c's fail-stop) */
 	arfd_store_inject_faults(d->store, (uint64_t)d->cfg.test_fail_write,
-				 (uint64_t)d->cfg.test_fail_sync);
+				 (uint64_t)d->cfg.test_fail_sync, (uint64_t)d->cfg.test_fail_append);
 	return 0;
 }
 

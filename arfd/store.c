@@ -56,6 +56,11 @@ struct arfd_store {
 	uint32_t *blocks;             /* one transaction's data blocks */
 	uint64_t *csums;              /* and their hashes */
 	size_t blkcap;
+	/* a held transaction's blocks not yet in the data log (put_txn's
+	 * defer; arfd_store_settle appends them, before fs_lock is let go) */
+	size_t pend_nb;
+	uint64_t pend_seq;
+	const uint8_t *pend_data;
 	uint64_t *tagmark;            /* bitmap: blocks whose tag the transaction wrote */
 	uint32_t *groups;             /* one transaction's tag groups put so far */
 	size_t ngroups;
@@ -76,6 +81,7 @@ struct arfd_store {
 	/* fault injection (tests): the put_txn / sync call numbers (1 = the
 	 * next) from which on each fails; 0 = never */
 	uint64_t fail_write_at, fail_sync_at, writes, syncs;
+	uint64_t fail_append_at, appends;
 	rocksdb_writebatch_t *staged; /* keys of arfd's own (xattrs, held reply records) for
 				       * the next batch */
 	/* unstable writes held back from RocksDB (arfd_store_put_txn's defer):
@@ -971,6 +977,18 @@ static void release_held(struct arfd_store *st)
 	st->held_txns = 0;
 }
 
+/* Transaction seq's blocks (st->blocks, st->csums) to the data log. */
+static int append_txn(struct arfd_store *st, uint64_t seq, size_t nb, const uint8_t *data,
+		      char *err, size_t errlen)
+{
+	if (st->fail_append_at && ++st->appends >= st->fail_append_at) {
+		snprintf(err, errlen, "data log: write: injected failure (server.test_fail_append)");
+		return -EIO;
+	}
+	return arfd_datalog_append(st->log, st->inc, seq, st->blocks, st->csums, nb, data, 0, err,
+				   errlen);
+}
+
 int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 		       const struct arf_meta_dirty *list, size_t n, uint64_t seq, int defer,
 		       char *err, size_t errlen)
@@ -979,6 +997,8 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 	size_t nb = 0;
 	int rc;
 
+	if ((rc = arfd_store_settle(st, err, errlen)))
+		return rc;
 	if (!n) {
 		arfd_store_unstage(st);
 		return 0;
@@ -1024,15 +1044,21 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 		if (list[i].region == ARF_REGION_META && tag_block(fs->sb, &list[i], &blk))
 			st->tagmark[blk / 64] = 0;
 	}
-	/* the blocks first: a batch RocksDB recovers never names blocks the
-	 * log lost for want of ordering */
-	if (nb && st->log && (rc = arfd_datalog_append(st->log, st->inc, seq, st->blocks, st->csums,
-						       nb, fs->data, 0, err, errlen)))
-		return rc;
 	if (defer && st->log && hold(st, fs, list, n)) {
-		__atomic_store_n(&st->seq, seq, __ATOMIC_RELEASE);
+		/* held: no batch names these blocks before the next put_txn or
+		 * flush, which append them first; the caller appends them
+		 * sooner, once its reply is on its way (arfd_store_settle) */
+		st->pend_nb = nb;
+		st->pend_seq = seq;
+		st->pend_data = fs->data;
+		if (!nb)
+			__atomic_store_n(&st->seq, seq, __ATOMIC_RELEASE);
 		return 0;
 	}
+	/* the blocks first: a batch RocksDB recovers never names blocks the
+	 * log lost for want of ordering */
+	if (nb && st->log && (rc = append_txn(st, seq, nb, fs->data, err, errlen)))
+		return rc;
 	wb = st->staged ? st->staged : rocksdb_writebatch_create();
 	st->staged = NULL;
 	put_held(st, fs, wb);
@@ -1082,11 +1108,32 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 	return rc;
 }
 
+int arfd_store_pending(const struct arfd_store *st)
+{
+	return st && st->pend_nb != 0;
+}
+
+int arfd_store_settle(struct arfd_store *st, char *err, size_t errlen)
+{
+	int rc = 0;
+
+	if (!st->pend_nb)
+		return 0;
+	rc = append_txn(st, st->pend_seq, st->pend_nb, st->pend_data, err, errlen);
+	st->pend_nb = 0;
+	/* only now may a sync's mark say the run is whole through it */
+	if (!rc)
+		__atomic_store_n(&st->seq, st->pend_seq, __ATOMIC_RELEASE);
+	return rc;
+}
+
 int arfd_store_flush(struct arfd_store *st, struct arf_meta_fs *fs, char *err, size_t errlen)
 {
 	rocksdb_writebatch_t *wb;
 	int rc;
 
+	if ((rc = arfd_store_settle(st, err, errlen)))
+		return rc;
 	if (!st->held_txns)
 		return 0;
 	wb = st->staged ? st->staged : rocksdb_writebatch_create();
@@ -1214,11 +1261,13 @@ void arfd_store_stats(struct arfd_store *st, struct arfd_store_stats *s)
 	s->log_recycled = ls.recycled;
 }
 
-void arfd_store_inject_faults(struct arfd_store *st, uint64_t fail_write, uint64_t fail_sync)
+void arfd_store_inject_faults(struct arfd_store *st, uint64_t fail_write, uint64_t fail_sync,
+			      uint64_t fail_append)
 {
 	st->fail_write_at = fail_write;
 	st->fail_sync_at = fail_sync;
-	st->writes = st->syncs = 0;
+	st->fail_append_at = fail_append;
+	st->writes = st->syncs = st->appends = 0;
 }
 
 void arfd_store_compact(struct arfd_store *st)

@@ -143,6 +143,18 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 		       const struct arf_meta_dirty *list, size_t n, uint64_t seq, int defer,
 		       char *err, size_t errlen);
 
+/* The data log's copy of a held transaction's blocks, which put_txn leaves
+ * to its caller so that an unstable write's reply goes first (the copy of a
+ * 1 MiB write into the page cache was a fifth of arfd's time, and the
+ * client waited for it): call it before fs_lock is let go, the blocks
+ * still as that transaction left them in the region.  put_txn and flush
+ * call it first too.  Until it has run, the store's sequence (and so a
+ * sync's mark of how far the log is whole) stays at the transaction
+ * before.  Nonzero: the append failed, and the export must fail. */
+int arfd_store_settle(struct arfd_store *st, char *err, size_t errlen);
+/* Whether put_txn left blocks to arfd_store_settle. */
+int arfd_store_pending(const struct arfd_store *st);
+
 /* Write what put_txn held back, as one batch (not synced), taking the
  * objects from the regions: so call it under arfd's fs_lock, before a sync
  * that must cover every transaction applied.  0 when nothing is held. */
@@ -187,11 +199,13 @@ int arfd_store_sync_small(struct arfd_store *st);
 
 void arfd_store_stats(struct arfd_store *st, struct arfd_store_stats *s);
 
-/* Test only (arfd's server.test_fail_write and test_fail_sync): from the
- * fail_write-th put_txn with objects and the fail_sync-th sync after this
- * call on, each fails with -EIO without touching RocksDB, as on a failing
- * disk (0 = never). */
-void arfd_store_inject_faults(struct arfd_store *st, uint64_t fail_write, uint64_t fail_sync);
+/* Test only (arfd's server.test_fail_write, test_fail_sync and
+ * test_fail_append): from the fail_write-th put_txn with objects, the
+ * fail_sync-th sync and the fail_append-th data log append of a
+ * transaction's blocks after this call on, each fails with -EIO without
+ * touching RocksDB or the log, as on a failing disk (0 = never). */
+void arfd_store_inject_faults(struct arfd_store *st, uint64_t fail_write, uint64_t fail_sync,
+			      uint64_t fail_append);
 
 /*
  * Keys of arfd's own beside the regions' objects: 'X' extended attributes

@@ -12,7 +12,8 @@
  *   arf-itest setattr URL MODE UID GID chmod (octal) and chown URL's path, as root
  *   arf-itest acked URL N [fsync]      write N files, print "acked I" after each
  *                                      (fsync: in /synced, arf_fsync after each)
- *   arf-itest verify URL N             check files 0..N-1 written by "acked"
+ *   arf-itest verify URL N [fsync]     check files 0..N-1 written by "acked" (in
+ *                                      /synced: by "acked ... fsync")
  *
  * Each prints what it checked and exits 0, or prints "FAIL: reason" and
  * exits 1.
@@ -539,7 +540,7 @@ static int cmd_acked(const char *url, int n, int do_fsync)
 	return 0;
 }
 
-static int cmd_verify(const char *url, int n)
+static int cmd_verify(const char *url, int n, const char *dir)
 {
 	arf_client *c = connect_or_die(url, 1);
 	char buf[16384], got[16384], path[128];
@@ -548,7 +549,7 @@ static int cmd_verify(const char *url, int n)
 	int rc;
 
 	for (int i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "/acked/f%06d", i);
+		snprintf(path, sizeof(path), "/%s/f%06d", dir, i);
 		acked_body(i, buf, &len);
 		if ((rc = arf_resolve(c, path, &f)))
 			FAIL("%s: %s", path, arf_strerror(rc));
@@ -579,7 +580,9 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "acked") && argc == 5 && !strcmp(argv[4], "fsync"))
 		return cmd_acked(url, atoi(argv[3]), 1);
 	if (!strcmp(cmd, "verify") && argc == 4)
-		return cmd_verify(url, atoi(argv[3]));
+		return cmd_verify(url, atoi(argv[3]), "acked");
+	if (!strcmp(cmd, "verify") && argc == 5 && !strcmp(argv[4], "fsync"))
+		return cmd_verify(url, atoi(argv[3]), "synced");
 	if (!strcmp(cmd, "setattr") && argc == 6)
 		return cmd_setattr(url, argv[3], argv[4], argv[5]);
 	fprintf(stderr, "arf-itest: bad command line\n");

@@ -7,9 +7,10 @@ socket, tcp port or whole configuration fails with a message that says
 why -- and leaves the running daemon's socket, control socket and pid file
 in place, and the daemon serving.
 
-FailStop: RocksDB failing under a serving arfd, injected with
-server.test_fail_write / test_fail_sync (the Nth write or WAL sync after
-start, and every later one, fails).  The client gets an error, never an
+FailStop: RocksDB (or the data log) failing under a serving arfd, injected
+with server.test_fail_write / test_fail_sync / test_fail_append (the Nth
+write, WAL sync or data log append after start, and every later one,
+fails).  The client gets an error, never an
 acknowledgement of what is not durable; a one-sided reader (arf-fptest:
 libarf's one-sided readers only) never sees the change RocksDB refused;
 every later request answers EIO and `arfctl status` says why; arfd does
@@ -196,7 +197,7 @@ class FailStop(unittest.TestCase):
         return cpu
 
     def restart_clean(self, d):
-        for k in ("server.test_fail_write", "server.test_fail_sync"):
+        for k in ("server.test_fail_write", "server.test_fail_sync", "server.test_fail_append"):
             d.extra.pop(k, None)
         d.restart()
         self.assertEqual(control_status(d)["state"], "serving")
@@ -246,6 +247,33 @@ class FailStop(unittest.TestCase):
 
     def test_write_failure_async_export(self):
         self.write_failure(False)
+
+    def test_append_failure_after_the_reply(self):
+        """An unstable write is answered before the data log's copy of its
+        blocks (arfd/store.h arfd_store_settle).  When that copy fails the
+        write has been acknowledged as unstable: the export fails, and the
+        COMMIT that would have covered it answers EIO, so the client that
+        kept it hears (arf_fsync, close() on a mount).  Nothing committed
+        is lost, and the lost write leaves its file empty, not wrong."""
+        # appends of blocks: one per file's write; the 4th, f000003's, fails
+        d = self.start(False, server__test_fail_append=4)
+        p = run([harness.ITEST, "acked", d.url("/"), "10", "fsync"], check=False, timeout=120)
+        out = p.stdout.decode()
+        self.assertNotEqual(p.returncode, 0, out)
+        self.assertEqual(re.findall(r"^acked (\d+)$", out, re.M), ["0", "1", "2"], out)
+        # the write itself was answered: the COMMIT is what says EIO
+        self.assertRegex(out, r"FAIL: fsync f000003: .*Input/output error")
+        why = self.assert_failed(d, "injected failure (server.test_fail_append)")
+        self.assertTrue(why.startswith("data log: write:"), why)
+        said = re.findall(r"export '.*' failed: data log: .*", d.log())
+        self.assertEqual(len(said), 1, d.log()[-3000:])
+        self.restart_clean(d)
+        run([harness.ITEST, "verify", d.url("/"), "3", "fsync"])
+        st = json.loads(arfctl("--json", "stat", d.url("/synced/f000003")).stdout)
+        self.assertEqual(st["size"], 0, st)
+        print(f"async export, data log append 4 fails after its write's reply: 3 files "
+              f"committed, f000003's fsync EIO; status failure: {why!r}; after a restart "
+              f"the committed files are intact and f000003 is empty")
 
     def test_sync_failure(self):
         # syncs: mkdir /acked, then create and write per file: the 6th is
