@@ -558,6 +558,8 @@ void arfd_pending_freeze(struct arfd_pending *p);
 /* Nothing will become durable: drop the waiting transactions unsealed and
  * detach every waiting reply, turned into an EIO without a body. */
 struct arfd_reply *arfd_pending_fail(struct arfd_pending *p);
+/* List a, then list b (either may be NULL). */
+struct arfd_reply *arfd_pending_join(struct arfd_reply *a, struct arfd_reply *b);
 void arfd_pending_send(struct arfd_reply *r);
 
 #endif

@@ -42,7 +42,12 @@
  *   - nothing is sealed any more: the objects of the failed transaction
  *     stay odd, so one-sided readers never accept them (they retry, then
  *     ask the server, which says EIO); objects sealed before stay as they
- *     were, and they are what RocksDB holds;
+ *     were, and they are what RocksDB holds (but for unstable writes, sealed
+ *     at once: one whose data log copy failed stays visible until a
+ *     restart, as above);
+ *   - what was held back from RocksDB is not written any more, so a sync
+ *     covers only what RocksDB was given, and replies waiting beyond it (a
+ *     COMMIT covering a held write) are sent as EIO;
  *   - every request and program run answers EIO (arfd_failed), since the
  *     server's own reads would see the change;
  *   - replies waiting for a sync that failed are sent as EIO, never as
@@ -172,6 +177,12 @@ static void commit_round(struct arfd *d, int hold)
 		 * refused, and the held writes are lost as uncommitted writes
 		 * are */
 		int rc = arfd_failed(d) ? 0 : arfd_store_flush(d->store, &d->fs, err, sizeof(err));
+		/* and so, once it failed, a sync covers only what RocksDB
+		 * was given: the held writes' COMMITs hear EIO (below) */
+		if (arfd_failed(d) && arfd_store_batched_seq(d->store) < target)
+			target = arfd_store_batched_seq(d->store);
+		if (target < d->durable_seq)
+			target = d->durable_seq;
 		if (!hold)
 			arfd_fs_unlock(d);
 		uint64_t t0 = mono_ns();
@@ -194,9 +205,9 @@ static void commit_round(struct arfd *d, int hold)
 		}
 	}
 	int failed = d->sync_failed;
-	if (failed) {
-		/* nothing becomes durable any more: whoever waits hears EIO */
-		rep = arfd_pending_fail(d->pending);
+	if (failed || arfd_failed(d)) {
+		/* nothing more becomes durable: whoever waits hears EIO */
+		rep = arfd_pending_join(rep, arfd_pending_fail(d->pending));
 		d->sync_wanted = d->durable_seq;
 	}
 	if (hold) {

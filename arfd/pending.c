@@ -271,6 +271,16 @@ struct arfd_reply *arfd_pending_fail(struct arfd_pending *p)
 	return out;
 }
 
+struct arfd_reply *arfd_pending_join(struct arfd_reply *a, struct arfd_reply *b)
+{
+	struct arfd_reply **end = &a;
+
+	while (*end)
+		end = &(*end)->next;
+	*end = b;
+	return a;
+}
+
 void arfd_pending_send(struct arfd_reply *r)
 {
 	while (r) {

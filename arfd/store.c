@@ -7,6 +7,7 @@
  * describes; the data log itself is apart (datalog.c).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <limits.h>
 #include <rocksdb/c.h>
@@ -61,6 +62,7 @@ struct arfd_store {
 	size_t pend_nb;
 	uint64_t pend_seq;
 	const uint8_t *pend_data;
+	uint64_t held_from;           /* the first held transaction's seq */
 	uint64_t *tagmark;            /* bitmap: blocks whose tag the transaction wrote */
 	uint32_t *groups;             /* one transaction's tag groups put so far */
 	size_t ngroups;
@@ -977,6 +979,26 @@ static void release_held(struct arfd_store *st)
 	st->held_txns = 0;
 }
 
+/* Blocks left to arfd_store_settle that it never appended: a bug in its
+ * caller.  Appended now they could be newer images under the old
+ * checksums (a later transaction may have changed the region), which the
+ * next start would take for a torn tail and cut off with everything after
+ * it; so refuse, and the export fails instead. */
+static int unsettled(struct arfd_store *st, char *err, size_t errlen)
+{
+	if (!st->pend_nb)
+		return 0;
+	st->pend_nb = 0;
+	snprintf(err, errlen, "data log: transaction %" PRIu64 "'s blocks were never appended "
+		 "(arfd_store_settle not called: a bug)", st->pend_seq);
+	return -EIO;
+}
+
+uint64_t arfd_store_batched_seq(struct arfd_store *st)
+{
+	return st->held_txns ? st->held_from - 1 : arfd_store_seq(st);
+}
+
 /* Transaction seq's blocks (st->blocks, st->csums) to the data log. */
 static int append_txn(struct arfd_store *st, uint64_t seq, size_t nb, const uint8_t *data,
 		      char *err, size_t errlen)
@@ -997,7 +1019,7 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 	size_t nb = 0;
 	int rc;
 
-	if ((rc = arfd_store_settle(st, err, errlen)))
+	if ((rc = unsettled(st, err, errlen)))
 		return rc;
 	if (!n) {
 		arfd_store_unstage(st);
@@ -1048,6 +1070,8 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 		/* held: no batch names these blocks before the next put_txn or
 		 * flush, which append them first; the caller appends them
 		 * sooner, once its reply is on its way (arfd_store_settle) */
+		if (st->held_txns == 1)
+			st->held_from = seq;
 		st->pend_nb = nb;
 		st->pend_seq = seq;
 		st->pend_data = fs->data;
@@ -1132,7 +1156,7 @@ int arfd_store_flush(struct arfd_store *st, struct arf_meta_fs *fs, char *err, s
 	rocksdb_writebatch_t *wb;
 	int rc;
 
-	if ((rc = arfd_store_settle(st, err, errlen)))
+	if ((rc = unsettled(st, err, errlen)))
 		return rc;
 	if (!st->held_txns)
 		return 0;

@@ -147,13 +147,19 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
  * to its caller so that an unstable write's reply goes first (the copy of a
  * 1 MiB write into the page cache was a fifth of arfd's time, and the
  * client waited for it): call it before fs_lock is let go, the blocks
- * still as that transaction left them in the region.  put_txn and flush
- * call it first too.  Until it has run, the store's sequence (and so a
- * sync's mark of how far the log is whole) stays at the transaction
- * before.  Nonzero: the append failed, and the export must fail. */
+ * still as that transaction left them in the region (put_txn and flush
+ * refuse to go on, failing, where it was not).  Until it has run, the
+ * store's sequence (and so a sync's mark of how far the log is whole)
+ * stays at the transaction before.  Nonzero: the append failed, and the
+ * export must fail. */
 int arfd_store_settle(struct arfd_store *st, char *err, size_t errlen);
 /* Whether put_txn left blocks to arfd_store_settle. */
 int arfd_store_pending(const struct arfd_store *st);
+
+/* The last transaction whose RocksDB part is written (held ones are not,
+ * until arfd_store_flush): all a sync can make durable when no flush may
+ * run any more (a failed export, commit.c). */
+uint64_t arfd_store_batched_seq(struct arfd_store *st);
 
 /* Write what put_txn held back, as one batch (not synced), taking the
  * objects from the regions: so call it under arfd's fs_lock, before a sync

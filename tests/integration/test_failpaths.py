@@ -257,7 +257,11 @@ class FailStop(unittest.TestCase):
         is lost, and the lost write leaves its file empty, not wrong."""
         # appends of blocks: one per file's write; the 4th, f000003's, fails
         d = self.start(False, server__test_fail_append=4)
-        p = run([harness.ITEST, "acked", d.url("/"), "10", "fsync"], check=False, timeout=120)
+        try:
+            p = run([harness.ITEST, "acked", d.url("/"), "10", "fsync"], check=False,
+                    timeout=120)
+        except subprocess.TimeoutExpired:
+            self.fail("the client hung waiting for an answer (120 s)")
         out = p.stdout.decode()
         self.assertNotEqual(p.returncode, 0, out)
         self.assertEqual(re.findall(r"^acked (\d+)$", out, re.M), ["0", "1", "2"], out)
