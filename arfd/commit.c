@@ -179,10 +179,11 @@ static void commit_round(struct arfd *d, int hold)
 		int rc = arfd_failed(d) ? 0 : arfd_store_flush(d->store, &d->fs, err, sizeof(err));
 		/* and so, once it failed, a sync covers only what RocksDB
 		 * was given: the held writes' COMMITs hear EIO (below) */
-		if (arfd_failed(d) && arfd_store_batched_seq(d->store) < target)
-			target = arfd_store_batched_seq(d->store);
-		if (target < d->durable_seq)
-			target = d->durable_seq;
+		if (arfd_failed(d)) {
+			uint64_t batched = arfd_store_batched_seq(d->store);
+			if (batched < target)
+				target = batched > d->durable_seq ? batched : d->durable_seq;
+		}
 		if (!hold)
 			arfd_fs_unlock(d);
 		uint64_t t0 = mono_ns();

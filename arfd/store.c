@@ -1068,8 +1068,8 @@ int arfd_store_put_txn(struct arfd_store *st, struct arf_meta_fs *fs,
 	}
 	if (defer && st->log && hold(st, fs, list, n)) {
 		/* held: no batch names these blocks before the next put_txn or
-		 * flush, which append them first; the caller appends them
-		 * sooner, once its reply is on its way (arfd_store_settle) */
+		 * flush, and the caller appends them before either can run,
+		 * once its reply is on its way (arfd_store_settle) */
 		if (st->held_txns == 1)
 			st->held_from = seq;
 		st->pend_nb = nb;
@@ -1139,11 +1139,9 @@ int arfd_store_pending(const struct arfd_store *st)
 
 int arfd_store_settle(struct arfd_store *st, char *err, size_t errlen)
 {
-	int rc = 0;
-
 	if (!st->pend_nb)
 		return 0;
-	rc = append_txn(st, st->pend_seq, st->pend_nb, st->pend_data, err, errlen);
+	int rc = append_txn(st, st->pend_seq, st->pend_nb, st->pend_data, err, errlen);
 	st->pend_nb = 0;
 	/* only now may a sync's mark say the run is whole through it */
 	if (!rc)
