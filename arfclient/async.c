@@ -81,6 +81,7 @@ struct slot {
 	int32_t status;              /* the reply's status */
 	struct arf_net_buf body;     /* a request's reply */
 	uint64_t deadline;           /* reconnecting until */
+	uint64_t since_ms;           /* submitted at (arf_now_ms) */
 	/* reads and getattr */
 	struct arf_meta_inode in;
 	int fresh;                   /* read the inode again, not from the cache */
@@ -122,6 +123,8 @@ struct arf_queue {
 	unsigned inflight;           /* batches and requests on the wire */
 	int wake;                    /* atomic: ready got a slot */
 	struct batch *b;             /* the batch being gathered (drive) */
+	int commit_rc;               /* the last COMMIT at the bound failed so (drive) ... */
+	uint64_t commit_failed_ms;   /* ... then */
 };
 
 static int use_os(arf_client *c)
@@ -190,6 +193,21 @@ static void batch_free(struct batch *b)
 	free(b);
 }
 
+/* s's round or request ended with rc: when its connection broke, s's
+ * bound for dialling again starts now, and when the connection was gone,
+ * when s began waiting for it (submitted, or the connection went down:
+ * conn.c arf_cl_deadline); not when the drive comes to recover s.  The
+ * drive recovers slots one after another, each dial waiting out a silent
+ * server's handshake, so with each bound starting at its own recovery, 16
+ * writes submitted while arfd was stopped failed one bound apart, the last
+ * 16 s later instead of 1 (tests/integration test_async AsyncSilent). */
+static void slot_ended(struct slot *s, int rc)
+{
+	s->rc = rc;
+	if (rc && !s->deadline)
+		s->deadline = arf_cl_deadline(s->q->c, s->since_ms);
+}
+
 /* Runs on the thread that read the reply (under the connection's lock). */
 static void batch_done(struct arf_net_pending *p)
 {
@@ -199,7 +217,7 @@ static void batch_done(struct arf_net_pending *p)
 	pthread_mutex_lock(&q->lock);
 	for (size_t i = 0; i < b->nslots; i++) {
 		struct slot *s = b->slots[i];
-		s->rc = p->rc;
+		slot_ended(s, p->rc);
 		s->status = p->status;
 		s->shared = b->nslots > 1;
 		s->conn_gen = b->conn_gen;
@@ -228,7 +246,7 @@ static void flush(struct arf_queue *q)
 	q->inflight--;
 	for (size_t i = 0; i < b->nslots; i++) {
 		struct slot *s = b->slots[i];
-		s->rc = arf_cl_broken(rc) || rc == -ENOTCONN ? rc : 0;
+		slot_ended(s, arf_cl_broken(rc) || rc == -ENOTCONN ? rc : 0);
 		s->status = arf_net_status_from_err(rc);
 		s->shared = b->nslots > 1;
 		s->conn_gen = b->conn_gen;
@@ -342,13 +360,30 @@ static int round_end(struct arf_queue *q, struct slot *s)
 
 /* ----------------------------------------------------------- requests */
 
+/* At the bound of unstable bytes kept, a COMMIT, here in the drive.  One
+ * that failed answers for every slot that was waiting while it ran: the
+ * drive comes to those one after another, and each sending a COMMIT of its
+ * own waited out a silent server one bound after another (16 writes at the
+ * bound: EIO 17 s after arfd stopped answering instead of 2; tests/
+ * integration test_async AsyncSilent). */
+static int bound_commit(struct arf_queue *q, struct slot *s)
+{
+	if (q->commit_rc && s->since_ms <= q->commit_failed_ms)
+		return q->commit_rc;
+	int rc = arf_v_fsync(q->c, 0, 0);
+	q->commit_rc = rc;
+	if (rc)
+		q->commit_failed_ms = arf_now_ms();
+	return rc;
+}
+
 static void req_done(struct arf_net_pending *p)
 {
 	struct slot *s = p->ctx;
 	struct arf_queue *q = s->q;
 
 	pthread_mutex_lock(&q->lock);
-	s->rc = p->rc;
+	slot_ended(s, p->rc);
 	s->status = p->status;
 	s->body = p->body;
 	s->shared = 0;
@@ -428,7 +463,7 @@ static void req_send(struct arf_queue *q, struct slot *s)
 	pthread_mutex_unlock(&q->lock);
 	if (arf_cl_broken(rc) || rc == -ENOTCONN) {
 		/* as a request that met the broken connection */
-		s->rc = rc;
+		slot_ended(s, rc);
 		pthread_mutex_lock(&q->lock);
 		push_ready_locked(q, s);
 		pthread_mutex_unlock(&q->lock);
@@ -550,7 +585,7 @@ static void req_end(struct arf_queue *q, struct slot *s)
 			}
 			full = 0;
 		}
-		if (full && (rc = arf_v_fsync(c, 0, 0))) {
+		if (full && (rc = bound_commit(q, s))) {
 			arf_net_buf_free(&s->body);
 			finish_read(q, s, rc);
 			return;
@@ -884,6 +919,7 @@ int arf_submit(arf_queue *q, struct arf_aio *const *ios, unsigned n)
 		memset(s, 0, sizeof(*s));
 		s->q = q;
 		s->io = io;
+		s->since_ms = arf_now_ms();
 		s->state = S_START;
 		s->thread_cred = arf_req_thread_cred(&s->cred);
 		if (!io || (io->op != ARF_AIO_READ && io->op != ARF_AIO_WRITE &&

@@ -75,6 +75,8 @@ struct arf_client {
 	pthread_mutex_t dial_lock;    /* who dials a new connection (conn.c) ... */
 	pthread_cond_t dial_cond;     /* ... and the wait of the others for it */
 	int dialing;                  /* a thread is dialling (under dial_lock) */
+	uint64_t down_ms;             /* when the connection was closed to dial again (0: up;
+				       * atomic) */
 	int not_responding;           /* "not responding" was said (atomic) */
 	uint64_t next_xid;            /* request ids (atomic; net/'s ARF_NET_ID_CALLER range) */
 	uint8_t client_id[ARF_PROTO_CLIENT_ID]; /* random, in the hello: the reply cache's key */
@@ -199,6 +201,13 @@ int arf_cl_broken(int rc);
  * opts.reconnect_ms; UINT64_MAX: none, a hard mount).  0 = post it again,
  * -EIO = give up, -EINTR = the thread's cancel hook gave up. */
 int arf_cl_recover(arf_client *c, uint64_t gen, uint64_t *deadline);
+/* The bound of dialling again for an exchange begun at since_ms
+ * (arf_now_ms; 0: unknown) that met a broken or missing connection now:
+ * from now, or, while the connection is down (closed to dial again), from
+ * when the exchange began waiting for it (since_ms, or when it went down
+ * if later).  0 when the client never dials again, UINT64_MAX for no
+ * bound. */
+uint64_t arf_cl_deadline(arf_client *c, uint64_t since_ms);
 /* Keep an unstable write the server answered with verifier (keep(arg)
  * puts it in the write log), only if the connection of the moment is of
  * that incarnation, under the connection lock's read side: 1 kept, 0 not

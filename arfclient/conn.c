@@ -264,6 +264,8 @@ static int dial_until_up(arf_client *c, uint64_t gen, struct wait_ctx *w)
 		add_counters(&c->base, &nc);
 		arf_net_close(c->conn);
 		c->conn = NULL; /* callers meanwhile wait for us (ENOTCONN) */
+		if (!c->down_ms)
+			__atomic_store_n(&c->down_ms, arf_now_ms(), __ATOMIC_RELAXED);
 	}
 	pthread_rwlock_unlock(&c->conn_lock);
 	for (;;) {
@@ -294,6 +296,7 @@ static int dial_until_up(arf_client *c, uint64_t gen, struct wait_ctx *w)
 						    arf_strerror(wrc));
 			}
 			c->conn = conn;
+			__atomic_store_n(&c->down_ms, 0, __ATOMIC_RELAXED);
 			c->info = info;
 			c->sb = sb;
 			c->have_regions = have;
@@ -345,6 +348,15 @@ static int reconnect(arf_client *c, uint64_t gen, struct wait_ctx *w)
 	if (c->conn_gen != gen) {
 		pthread_mutex_unlock(&c->dial_lock);
 		return 0;
+	}
+	/* a bound already past dials no more: an asynchronous exchange's
+	 * bound began when it met the broken connection or began waiting for
+	 * a missing one (arf_cl_deadline), and the drive recovers exchanges one
+	 * by one, so each such dial would wait out a silent server's
+	 * handshake, one timeout after another */
+	if (wait_abort(w)) {
+		pthread_mutex_unlock(&c->dial_lock);
+		return given_up(w);
 	}
 	c->dialing = 1;
 	pthread_mutex_unlock(&c->dial_lock);
@@ -398,8 +410,15 @@ static uint64_t call_id(arf_client *c)
 	       (__atomic_add_fetch(&c->next_xid, 1, __ATOMIC_RELAXED) & ~ARF_NET_ID_CALLER);
 }
 
+static int call_in(arf_client *c, uint16_t op, uint64_t id, const struct iovec *iov, int iovcnt,
+		   struct arf_net_buf *resp, int *resent, struct wait_ctx *w);
+
 static int call_with_id(arf_client *c, uint16_t op, uint64_t id, const struct iovec *iov,
-			int iovcnt, struct arf_net_buf *resp, int *resent);
+			int iovcnt, struct arf_net_buf *resp, int *resent)
+{
+	struct wait_ctx w = { 0, WHY_NONE };
+	return call_in(c, op, id, iov, iovcnt, resp, resent, &w);
+}
 
 int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 		struct arf_net_buf *resp, int *resent)
@@ -451,26 +470,27 @@ void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, siz
 	pthread_rwlock_unlock(&c->conn_lock);
 	arf_net_set_thread_abort(NULL, NULL);
 	/* then what the connection lost (or never took) goes again, alone and
-	 * in order, through arf_cl_call's reconnection, under its own id */
+	 * in order, through arf_cl_call's reconnection, under its own id, all
+	 * within one bound, started by the first failure (a second piece
+	 * re-sent once the first gave up gives up at once, not a bound later) */
 	for (size_t i = 0; i < n; i++) {
 		if (!lost[i])
 			continue;
 		arf_net_buf_free(&pc[i].resp);
-		pc[i].rc = call_with_id(c, op, id[i], pc[i].iov, pc[i].iovcnt, &pc[i].resp, NULL);
+		pc[i].rc = call_in(c, op, id[i], pc[i].iov, pc[i].iovcnt, &pc[i].resp, NULL, &w);
 		pc[i].unlocked = 1; /* done outside the lock: it keeps through arf_cl_keep_current */
 		done(arg, i);
 	}
 }
 
-static int call_with_id(arf_client *c, uint16_t op, uint64_t id, const struct iovec *iov,
-			int iovcnt, struct arf_net_buf *resp, int *resent)
+static int call_in(arf_client *c, uint16_t op, uint64_t id, const struct iovec *iov, int iovcnt,
+		   struct arf_net_buf *resp, int *resent, struct wait_ctx *w)
 {
-	struct wait_ctx w = { 0, WHY_NONE };
 	int rc;
 
 	if (resent)
 		*resent = 0;
-	arf_net_set_thread_abort(wait_abort, &w);
+	arf_net_set_thread_abort(wait_abort, w);
 	for (;;) {
 		pthread_rwlock_rdlock(&c->conn_lock);
 		uint64_t gen = c->conn_gen;
@@ -478,7 +498,7 @@ static int call_with_id(arf_client *c, uint16_t op, uint64_t id, const struct io
 		pthread_rwlock_unlock(&c->conn_lock);
 		if (rc == -ECANCELED) {
 			arf_net_buf_free(resp);
-			rc = given_up(&w);
+			rc = given_up(w);
 			break;
 		}
 		if (!conn_broken(rc) || !c->opts.reconnect_ms) {
@@ -487,8 +507,8 @@ static int call_with_id(arf_client *c, uint16_t op, uint64_t id, const struct io
 			break;
 		}
 		arf_net_buf_free(resp);
-		start_deadline(c, &w);
-		if ((rc = reconnect(c, gen, &w)))
+		start_deadline(c, w);
+		if ((rc = reconnect(c, gen, w)))
 			break;
 		if (resent)
 			*resent = 1;
@@ -564,13 +584,28 @@ int arf_cl_wait(arf_client *c, const int *flag, int timeout_ms)
 	return rc;
 }
 
+uint64_t arf_cl_deadline(arf_client *c, uint64_t since_ms)
+{
+	if (!c->opts.reconnect_ms)
+		return 0;
+	if (c->opts.reconnect_ms == ARF_WAIT_FOREVER)
+		return UINT64_MAX; /* a hard wait, no bound */
+	uint64_t start = arf_now_ms();
+	uint64_t down = __atomic_load_n(&c->down_ms, __ATOMIC_RELAXED);
+	if (down && since_ms) { /* waiting for the connection since then */
+		uint64_t from = since_ms > down ? since_ms : down;
+		if (from < start)
+			start = from;
+	}
+	return start + c->opts.reconnect_ms;
+}
+
 int arf_cl_recover(arf_client *c, uint64_t gen, uint64_t *deadline)
 {
 	if (!c->opts.reconnect_ms)
 		return -EIO;
-	if (!*deadline) /* UINT64_MAX: a hard wait, no bound */
-		*deadline = c->opts.reconnect_ms == ARF_WAIT_FOREVER ? UINT64_MAX
-								     : arf_now_ms() + c->opts.reconnect_ms;
+	if (!*deadline)
+		*deadline = arf_cl_deadline(c, 0);
 	struct wait_ctx w = { *deadline == UINT64_MAX ? 0 : *deadline, WHY_NONE };
 	arf_net_set_thread_abort(wait_abort, &w);
 	int rc = reconnect(c, gen, &w);

@@ -20,6 +20,14 @@
  *       rewritten: whole blocks only; the reader's own write seen at once;
  *       a quiet sequential pass served from data read ahead (tcp), or
  *       nothing read ahead (shm, where a read is a copy done at once).
+ *   arf-asynctest silent URL N
+ *       a client that gives up after 1 s without a reply and 1 s more of
+ *       dialling (timeout_ms, reconnect_ms) keeps N writes in flight until
+ *       one fails, then reaps the rest: the test stops arfd (SIGSTOP)
+ *       meanwhile.  Every one must fail with EIO, and so must N more
+ *       submitted then, all within about one bound, not one after another:
+ *       each one's bound starts when it began waiting for the connection,
+ *       not when the queue came to dial again for it.
  *
  * Each prints what it checked and exits 0, or prints "FAIL: reason" and
  * exits 1.
@@ -734,6 +742,97 @@ static int cmd_seq(const char *url, int seconds)
 	return 0;
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmd_silent(const char *url, unsigned n)
+{
+	struct arf_client_opts o;
+	struct arf_stat root, f;
+	char err[512];
+	arf_client *c;
+	arf_queue *q;
+	int rc;
+
+	if (n < 2 || n > DEPTH)
+		FAIL("N must be 2 to %d", DEPTH);
+	arf_client_opts_init(&o);
+	o.spin_us = 0;
+	o.timeout_ms = 1000;
+	o.reconnect_ms = 1000;
+	if (arf_connect(url, &o, &c, err, sizeof(err)))
+		FAIL("connect %s: %s", url, err);
+	if ((rc = arf_root(c, &root)))
+		FAIL("root: %s", arf_strerror(rc));
+	char name[64];
+	snprintf(name, sizeof(name), "silent.%d", (int)getpid());
+	if ((rc = arf_create(c, root.ino, root.gen, name, 0644, 1, &f)))
+		FAIL("create: %s", arf_strerror(rc));
+	if ((rc = arf_queue_create(c, DEPTH, &q)))
+		FAIL("queue: %s", arf_strerror(rc));
+	static uint8_t block[4096];
+	struct arf_aio io[DEPTH], *sub[DEPTH], *done[DEPTH];
+	for (unsigned i = 0; i < n; i++) {
+		io[i] = (struct arf_aio){ .op = ARF_AIO_WRITE, .ino = f.ino, .gen = f.gen,
+					  .off = (uint64_t)i * 4096, .buf = block, .len = 4096 };
+		sub[i] = &io[i];
+	}
+	/* 1: writes in flight, each sent again as soon as it is done, until
+	 * arfd stops answering; then each ends in EIO */
+	if ((rc = arf_submit(q, sub, n)) != (int)n)
+		FAIL("submitting %u writes took %d", n, rc);
+	unsigned inflight = n, failed = 0;
+	long ok = 0;
+	while (inflight) {
+		int got = arf_reap(q, done, 1, n, 60000);
+		if (got <= 0)
+			FAIL("nothing finished within 60 s (%d)", got);
+		inflight -= (unsigned)got;
+		for (int k = 0; k < got; k++) {
+			struct arf_aio *a = done[k];
+			if (a->res == 4096 && !failed) {
+				ok++;
+				if ((rc = arf_submit(q, &a, 1)) != 1) /* once more, at once */
+					FAIL("submitting again: %d", rc);
+				inflight++;
+				continue;
+			}
+			if (a->res != -EIO)
+				FAIL("a write ended with %zd, not EIO%s", a->res,
+				     a->res == 4096 ? " (after another failed)" : "");
+			failed++;
+		}
+	}
+	/* 2: n more, submitted while arfd is still silent: all end in EIO
+	 * within about one bound, however many there are */
+	double t1 = mono_s();
+	if ((rc = arf_submit(q, sub, n)) != (int)n)
+		FAIL("submitting %u writes again took %d", n, rc);
+	for (inflight = n; inflight;) {
+		int got = arf_reap(q, done, 1, n, 60000);
+		if (got <= 0)
+			FAIL("nothing finished within 60 s (%d)", got);
+		inflight -= (unsigned)got;
+		for (int k = 0; k < got; k++)
+			if (done[k]->res != -EIO)
+				FAIL("a write submitted while arfd was silent ended with %zd, not EIO",
+				     done[k]->res);
+	}
+	double second = mono_s() - t1;
+	printf("%ld writes before arfd went silent; then %u in flight failed with EIO, and %u "
+	       "submitted after them failed within %.1f s\n", ok, n, n, second);
+	if (second > 3.0)
+		FAIL("writes submitted while arfd was silent failed one bound after another "
+		     "(bounds of 1 s + 1 s)");
+	arf_queue_destroy(q);
+	arf_close(c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -743,7 +842,9 @@ int main(int argc, char **argv)
 		return cmd_torn(argv[2], atoi(argv[3]));
 	if (argc >= 4 && !strcmp(argv[1], "seq"))
 		return cmd_seq(argv[2], atoi(argv[3]));
+	if (argc >= 4 && !strcmp(argv[1], "silent"))
+		return cmd_silent(argv[2], (unsigned)atoi(argv[3]));
 	fprintf(stderr, "usage: arf-asynctest ops URL NOPS [requests] | torn URL SECONDS | "
-		"seq URL SECONDS\n");
+		"seq URL SECONDS | silent URL N\n");
 	return 2;
 }

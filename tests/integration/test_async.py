@@ -4,14 +4,16 @@
 over every transport: 64 operations in flight on one client with every
 completion's status and bytes checked (one-sided and requests only), the
 torn-read check through asynchronous reads, readahead for sequential
-readers of a file being rewritten, and operations in flight across a
-restart of arfd.
+readers of a file being rewritten, operations in flight across a
+restart of arfd, and writes that end in EIO within their bound when arfd
+stops answering (SIGSTOP) on a client that gives up.
 
 By hand, ARF_ASYNC_ROUNDS=30 repeats the 64-in-flight runs against the same
 arfd and fails any run over 20 s: the long mode that found a client which,
 posting from one thread, waited 30 s for a server that waited for it to read
 (net/client.c, wait_writable; 5 stalls in 26 rounds before the fix)."""
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -84,6 +86,40 @@ class AsyncRestart(ArfdTestCase):
                         p.wait()
                 self.assertEqual(p.returncode, 0, out.decode() + err.decode())
                 print("across a restart: " + out.decode().strip())
+
+
+class AsyncSilent(ArfdTestCase):
+    def test_writes_fail_within_their_bound_when_arfd_goes_silent(self):
+        # arfd stopped (SIGSTOP: its connections stay up, nothing answers):
+        # on a client bounded at 1 s without a reply + 1 s of dialling, 16
+        # writes in flight end in EIO, and 16 more submitted then end in
+        # EIO within about one bound.  When each one's bound began as the
+        # queue came to dial again for it (one slot at a time, each dial
+        # waiting out the silent handshake), the 16 more took 16 s, and the
+        # 16 in flight 17 s when each sent its own COMMIT at the bound of
+        # unstable bytes
+        for t in TRANSPORTS:
+            with self.subTest(transport=t):
+                p = subprocess.Popen([ASYNCTEST, "silent", self.arfd.url("/", t), "16"],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                stopped = None
+                try:
+                    time.sleep(1.0)
+                    self.assertIsNone(p.poll(), "the writes ended before arfd was stopped")
+                    self.arfd.proc.send_signal(signal.SIGSTOP)
+                    stopped = time.monotonic()
+                    out, err = p.communicate(timeout=120)
+                    took = time.monotonic() - stopped
+                finally:
+                    if stopped is not None:
+                        self.arfd.proc.send_signal(signal.SIGCONT)
+                    if p.poll() is None:
+                        p.kill()
+                        p.wait()
+                self.assertEqual(p.returncode, 0, out.decode() + err.decode())
+                self.assertLess(took, 2.0 + 2.0 + 3.0, out.decode() + err.decode())
+                print("%s: %s; done %.1f s after the stop" % (t, out.decode().strip(), took))
+                self.arfd.restart(kill=True)  # its old connections gone
 
 
 if __name__ == "__main__":
