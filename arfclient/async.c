@@ -124,7 +124,8 @@ struct arf_queue {
 	int wake;                    /* atomic: ready got a slot */
 	struct batch *b;             /* the batch being gathered (drive) */
 	int commit_rc;               /* the last COMMIT at the bound failed so (drive) ... */
-	uint64_t commit_failed_ms;   /* ... then */
+	uint64_t commit_failed_ms;   /* ... then ... */
+	uint64_t commit_gen;         /* ... on this connection */
 };
 
 static int use_os(arf_client *c)
@@ -323,6 +324,9 @@ static int recover(struct arf_queue *q, struct slot *s)
 {
 	if (q->flags & ARF_QUEUE_F_FAIL_FAST)
 		return -ENOTCONN;
+	/* the bound is the operation's, as a synchronous call's is: kept
+	 * across reconnections, so that a server that answers a hello but no
+	 * request still ends it */
 	return arf_cl_recover(q->c, s->conn_gen, &s->deadline) ? -EIO : 0;
 }
 
@@ -361,19 +365,23 @@ static int round_end(struct arf_queue *q, struct slot *s)
 /* ----------------------------------------------------------- requests */
 
 /* At the bound of unstable bytes kept, a COMMIT, here in the drive.  One
- * that failed answers for every slot that was waiting while it ran: the
- * drive comes to those one after another, and each sending a COMMIT of its
- * own waited out a silent server one bound after another (16 writes at the
- * bound: EIO 17 s after arfd stopped answering instead of 2; tests/
- * integration test_async AsyncSilent). */
+ * that failed answers for every slot that was waiting while it ran on the
+ * same connection: the drive comes to those one after another, and each
+ * sending a COMMIT of its own waited out a silent server one bound after
+ * another (16 writes at the bound: EIO 17 s after arfd stopped answering
+ * instead of 2; tests/integration test_async AsyncSilent).  A slot whose
+ * write went again on a new connection since commits for itself. */
 static int bound_commit(struct arf_queue *q, struct slot *s)
 {
-	if (q->commit_rc && s->since_ms <= q->commit_failed_ms)
+	if (q->commit_rc && s->since_ms <= q->commit_failed_ms && s->conn_gen == q->commit_gen)
 		return q->commit_rc;
+	uint64_t gen = arf_cl_gen(q->c);
 	int rc = arf_v_fsync(q->c, 0, 0);
 	q->commit_rc = rc;
-	if (rc)
+	if (rc) {
 		q->commit_failed_ms = arf_now_ms();
+		q->commit_gen = gen;
+	}
 	return rc;
 }
 

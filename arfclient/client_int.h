@@ -208,6 +208,9 @@ int arf_cl_recover(arf_client *c, uint64_t gen, uint64_t *deadline);
  * if later).  0 when the client never dials again, UINT64_MAX for no
  * bound. */
 uint64_t arf_cl_deadline(arf_client *c, uint64_t since_ms);
+/* The generation of the connection of the moment (a new one each
+ * reconnection). */
+uint64_t arf_cl_gen(arf_client *c);
 /* Keep an unstable write the server answered with verifier (keep(arg)
  * puts it in the write log), only if the connection of the moment is of
  * that incarnation, under the connection lock's read side: 1 kept, 0 not

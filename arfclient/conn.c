@@ -471,13 +471,17 @@ void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, siz
 	arf_net_set_thread_abort(NULL, NULL);
 	/* then what the connection lost (or never took) goes again, alone and
 	 * in order, through arf_cl_call's reconnection, under its own id, all
-	 * within one bound, started by the first failure (a second piece
-	 * re-sent once the first gave up gives up at once, not a bound later) */
+	 * within one bound, started by the first failure: once one piece gave
+	 * up, the rest give up unsent, not a bound later each */
 	for (size_t i = 0; i < n; i++) {
 		if (!lost[i])
 			continue;
 		arf_net_buf_free(&pc[i].resp);
-		pc[i].rc = call_in(c, op, id[i], pc[i].iov, pc[i].iovcnt, &pc[i].resp, NULL, &w);
+		if (w.why != WHY_NONE) /* an earlier piece gave up: not sent at all */
+			pc[i].rc = given_up(&w);
+		else
+			pc[i].rc = call_in(c, op, id[i], pc[i].iov, pc[i].iovcnt, &pc[i].resp, NULL,
+					   &w);
 		pc[i].unlocked = 1; /* done outside the lock: it keeps through arf_cl_keep_current */
 		done(arg, i);
 	}
@@ -598,6 +602,14 @@ uint64_t arf_cl_deadline(arf_client *c, uint64_t since_ms)
 			start = from;
 	}
 	return start + c->opts.reconnect_ms;
+}
+
+uint64_t arf_cl_gen(arf_client *c)
+{
+	pthread_rwlock_rdlock(&c->conn_lock);
+	uint64_t gen = c->conn_gen;
+	pthread_rwlock_unlock(&c->conn_lock);
+	return gen;
 }
 
 int arf_cl_recover(arf_client *c, uint64_t gen, uint64_t *deadline)
