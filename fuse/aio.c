@@ -50,6 +50,18 @@
  * alone on a connection that went silent without breaking wait until TCP
  * gives it up, not timeo (a hard mount's wait all the same).
  *
+ * A window left open.  A write done again after a connection that a
+ * client-side timeout left (the late read's synchronous wait above, or any
+ * other call's) goes under a new request id, while a server that was only
+ * silent may still hold the first sending in that connection's socket
+ * buffer, and apply it when it reads on: should it read that after the
+ * writer's next write to the same place, the older bytes would land last.
+ * Sending the queue's writes under caller-range ids (conn.c call_id) and
+ * doing them again under the same id would let arfd's reply cache answer
+ * the second sending instead.  A reaper that probed the connection of a
+ * late write, to leave a silent one after timeo, was tried and not kept
+ * for this reason: it made the window routine for writes alone.
+ *
  * Nothing else in the queue waits on the server: it sends no COMMIT at
  * the bound of unstable bytes kept (a write past it goes the synchronous
  * way, which commits: arf_unstable_full) and reads nothing ahead.
