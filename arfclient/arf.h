@@ -836,17 +836,32 @@ unsigned arf_queue_pending(arf_queue *q);
  * waits on the server beyond the rounds and requests in flight:
  *  - an operation whose connection breaks (or is broken when it is posted)
  *    finishes at once with res = -ENOTCONN, instead of dialling again for
- *    opts.reconnect_ms; the caller then does it again with the synchronous
- *    call, which dials (so a thread that only reaps never waits on a dead
- *    server).  A WRITE that finished so may or may not have been applied;
- *    one whose copy could not be kept for re-sending (out of memory)
- *    finishes so too;
+ *    opts.reconnect_ms; the caller then does it again with arf_aio_again,
+ *    which dials as the synchronous calls do (so a thread that only reaps
+ *    never waits on a dead server).  A WRITE that finished so may or may
+ *    not have been applied; one whose copy could not be kept for
+ *    re-sending (out of memory) finishes so too;
  *  - a WRITE that brings the unstable bytes kept to opts.unstable_max_mib
  *    sends no COMMIT: the caller commits (arf_unstable_full, arf_fsync);
  *  - READs read no further ahead (opts.readahead): their own rounds only. */
 #define ARF_QUEUE_F_FAIL_FAST 1u
 /** Set the queue's ARF_QUEUE_F_* flags (0 by default).  Errors: -EINVAL. */
 int arf_queue_set_flags(arf_queue *q, unsigned flags);
+/** Do again, the synchronous way (waiting, dialling and bounded as
+ * arf_read, arf_write or arf_getattr), an operation q handed back with
+ * res = -ENOTCONN (ARF_QUEUE_F_FAIL_FAST), from any thread: io is the
+ * pointer arf_reap handed back, unchanged.  A WRITE starts at the bytes
+ * the server had not answered, and the piece the broken connection lost
+ * goes under the request id it went under then: a server that was silent
+ * rather than gone may still read that first sending after this one (and
+ * after writes the caller made since), and its reply cache then answers
+ * it instead of writing the older bytes again.  Returns what the
+ * synchronous call returns (a WRITE: bytes written, counting those
+ * answered before the break), also put in io->res; io->st is set for a
+ * GETATTR only.  For an io q never handed back so (or one of more than
+ * 2 × depth so handed back since), it is done as new.  Errors: -EINVAL,
+ * and those of the synchronous calls. */
+ssize_t arf_aio_again(arf_queue *q, struct arf_aio *io);
 
 #ifdef __cplusplus
 }

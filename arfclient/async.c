@@ -78,6 +78,8 @@ struct slot {
 	uint64_t conn_gen;           /* the connection that took it */
 	int rc;                      /* the connection's error, or 0 */
 	struct arf_wlog_ent *keep;   /* a WRITE in flight: its bytes, copied for keeping */
+	uint64_t id;                 /* a WRITE: its piece's request id, the same for every
+				      * sending of that piece (0: none yet) */
 	int32_t status;              /* the reply's status */
 	struct arf_net_buf body;     /* a request's reply */
 	uint64_t deadline;           /* reconnecting until */
@@ -109,6 +111,19 @@ struct batch {
 	size_t nslots, cap_slots;
 };
 
+/* A WRITE handed back with -ENOTCONN (ARF_QUEUE_F_FAIL_FAST): what
+ * arf_aio_again needs to do the rest as the first sending went: the lost
+ * piece's id, place, length and credentials.  Submitting the same struct
+ * again drops its entry; the oldest are overwritten (done again then
+ * under new ids). */
+struct lost {
+	const struct arf_aio *io;    /* NULL: a free entry */
+	uint64_t id;                 /* the lost piece's request id */
+	size_t done;                 /* bytes answered before it */
+	uint32_t chunk;              /* the lost piece's bytes */
+	struct arf_proto_cred cred;  /* the submitter's */
+};
+
 struct arf_queue {
 	arf_client *c;
 	unsigned depth;
@@ -123,6 +138,9 @@ struct arf_queue {
 	unsigned inflight;           /* batches and requests on the wire */
 	int wake;                    /* atomic: ready got a slot */
 	struct batch *b;             /* the batch being gathered (drive) */
+	struct lost *lost;           /* handed back with -ENOTCONN: for arf_aio_again */
+	unsigned nlost, lost_next;   /* its size (2 * depth), the next entry to fill, */
+	unsigned lost_live;          /* and the entries in use */
 	int commit_rc;               /* the last COMMIT at the bound failed so (drive) ... */
 	uint64_t commit_failed_ms;   /* ... then ... */
 	uint64_t commit_gen;         /* ... on this connection */
@@ -157,6 +175,14 @@ static void finish(struct arf_queue *q, struct slot *s, ssize_t res)
 	}
 	s->io->res = res;
 	s->state = S_DONE;
+	if (res == -ENOTCONN && s->io->op == ARF_AIO_WRITE && s->id) {
+		pthread_mutex_lock(&q->lock);
+		struct lost *e = &q->lost[q->lost_next];
+		q->lost_live += !e->io;
+		*e = (struct lost){ s->io, s->id, s->done, s->chunk, s->cred };
+		q->lost_next = (q->lost_next + 1) % q->nlost;
+		pthread_mutex_unlock(&q->lock);
+	}
 	arf_wlog_discard(q->c, s->keep);
 	s->keep = NULL;
 	arf_os_ext_free(&s->x);
@@ -420,8 +446,9 @@ static void req_send(struct arf_queue *q, struct slot *s)
 	}
 	arf_proto_put_cred(&w, &s->cred);
 	arf_proto_put_fh(&w, &fh);
-	s->chunk = (uint32_t)(io->len - s->done > c->info.max_io ? c->info.max_io
-								  : io->len - s->done);
+	if (!(io->op == ARF_AIO_WRITE && s->id)) /* a piece sent again keeps its length */
+		s->chunk = (uint32_t)(io->len - s->done > c->info.max_io ? c->info.max_io
+									  : io->len - s->done);
 	switch (io->op) {
 	case ARF_AIO_READ:
 		op = ARF_OP_READ;
@@ -453,7 +480,13 @@ static void req_send(struct arf_queue *q, struct slot *s)
 	pthread_mutex_lock(&q->lock);
 	q->inflight++;
 	pthread_mutex_unlock(&q->lock);
-	rc = arf_cl_post(c, op, iov, n, &s->np, &s->conn_gen);
+	/* a write's piece goes under one id of the client's every time it is
+	 * sent (again after a reconnection here, or by arf_aio_again): a
+	 * server that applied it answers from its reply cache, also when it
+	 * reads the first sending late, after the writer wrote there anew */
+	if (op == ARF_OP_WRITE && !s->id)
+		s->id = arf_cl_new_id(c);
+	rc = arf_cl_post(c, op, op == ARF_OP_WRITE ? s->id : 0, iov, n, &s->np, &s->conn_gen);
 	arf_proto_wr_free(&w);
 	if (!rc) {
 		/* an unstable write's copy for keeping, made while the server
@@ -574,6 +607,7 @@ static void req_end(struct arf_queue *q, struct slot *s)
 				arf_wlog_discard(c, s->keep); /* copied again when sent again */
 				s->keep = NULL;
 				arf_net_buf_free(&s->body);
+				s->id = 0; /* a new server's: not the reply cache's answer again */
 				s->state = S_REQ_SEND;
 				return;
 			}
@@ -600,6 +634,7 @@ static void req_end(struct arf_queue *q, struct slot *s)
 		}
 		arf_net_buf_free(&s->body);
 		s->done += written;
+		s->id = 0;
 		if (written < s->chunk || s->done >= io->len)
 			finish(q, s, (ssize_t)s->done);
 		else
@@ -869,7 +904,11 @@ int arf_queue_create(arf_client *c, unsigned depth, arf_queue **out)
 	if (!q)
 		return -ENOMEM;
 	q->slots = calloc(depth, sizeof(*q->slots));
-	if (!q->slots) {
+	q->nlost = 2 * depth;
+	q->lost = calloc(q->nlost, sizeof(*q->lost));
+	if (!q->slots || !q->lost) {
+		free(q->slots);
+		free(q->lost);
 		free(q);
 		return -ENOMEM;
 	}
@@ -924,6 +963,13 @@ int arf_submit(arf_queue *q, struct arf_aio *const *ios, unsigned n)
 		if (!s)
 			break;
 		struct arf_aio *io = ios[taken];
+		pthread_mutex_lock(&q->lock);
+		for (unsigned k = 0; q->lost_live && k < q->nlost; k++)
+			if (io && q->lost[k].io == io) { /* used anew: not done again */
+				q->lost[k].io = NULL;
+				q->lost_live--;
+			}
+		pthread_mutex_unlock(&q->lock);
 		memset(s, 0, sizeof(*s));
 		s->q = q;
 		s->io = io;
@@ -1036,5 +1082,56 @@ void arf_queue_destroy(arf_queue *q)
 	pthread_mutex_destroy(&q->drive);
 	pthread_mutex_destroy(&q->lock);
 	free(q->slots);
+	free(q->lost);
 	free(q);
+}
+
+ssize_t arf_aio_again(arf_queue *q, struct arf_aio *io)
+{
+	struct lost l = { 0 };
+	ssize_t res;
+
+	if (!q || !io)
+		return -EINVAL;
+	if (io->ino >> ARF_VOL_SHIFT)
+		return io->res = -EXDEV; /* as arf_submit answers it */
+	pthread_mutex_lock(&q->lock);
+	for (unsigned k = 0; q->lost_live && k < q->nlost; k++) {
+		struct lost *e = &q->lost[k];
+		if (e->io == io) { /* at most one: submitting io dropped any before */
+			l = *e;
+			e->io = NULL;
+			q->lost_live--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&q->lock);
+	switch (io->op) {
+	case ARF_AIO_READ:
+		res = io->len && !io->buf ? -EINVAL : arf_v_read(q->c, io->ino, io->gen, io->off,
+								   io->buf, io->len);
+		break;
+	case ARF_AIO_WRITE: {
+		if (io->len && !io->buf) {
+			res = -EINVAL;
+			break;
+		}
+		size_t done = l.io && l.done <= io->len ? l.done : 0;
+		res = arf_v_write_again(q->c, io->ino, io->gen, io->off + done,
+					(const uint8_t *)io->buf + done, io->len - done, l.id,
+					l.chunk, l.io ? &l.cred : NULL);
+		if (done && res >= 0)
+			res += (ssize_t)done;
+		else if (done)
+			res = (ssize_t)done; /* what was answered before counts */
+		break;
+	}
+	case ARF_AIO_GETATTR:
+		res = arf_v_getattr(q->c, io->ino, io->gen, &io->st);
+		break;
+	default:
+		res = -EINVAL;
+	}
+	io->res = res;
+	return res;
 }

@@ -151,6 +151,10 @@ void arf_stat_from_prog(const struct arf_prog_attr *a, struct arf_stat *st);
 int arf_cl_read(arf_client *c, struct arf_net_read_op *ops, size_t n);
 int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 		struct arf_net_buf *resp, int *resent);
+/* A request id of the client's range (arf_net_call_id): every sending of a
+ * mutation under one id, so that the server's reply cache answers one it
+ * applied before (arf_cl_call and arf_cl_call_pieces take one each). */
+uint64_t arf_cl_new_id(arf_client *c);
 /* Several requests of one kind in flight together (a big write's pieces:
  * the server applies one while the next arrives): each sent, then
  * sent(arg) called (work to do while the server works; may be NULL), then
@@ -163,7 +167,8 @@ int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
  * set): done is where the caller keeps them, so done must not take the
  * connection's lock unless unlocked says it may.  A cancelled
  * caller gets -EINTR for every piece without an answer, none sent again.
- * At most ARF_CL_PIECES_MAX pieces. */
+ * At most ARF_CL_PIECES_MAX pieces; first_id, when not 0, is the first
+ * piece's request id (one sent before: arf_aio_again), the others new. */
 #define ARF_CL_PIECES_MAX 4
 struct arf_cl_piece {
 	const struct iovec *iov;
@@ -173,19 +178,21 @@ struct arf_cl_piece {
 	int unlocked;             /* out: done() runs outside the read side (a piece
 				   * sent again): keep through arf_cl_keep_current */
 };
-void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, size_t n,
-			void (*sent)(void *arg), void (*done)(void *arg, size_t i), void *arg);
+void arf_cl_call_pieces(arf_client *c, uint16_t op, uint64_t first_id, struct arf_cl_piece *pc,
+			size_t n, void (*sent)(void *arg), void (*done)(void *arg, size_t i),
+			void *arg);
 /* The first connection, from c's URL, options, key and hello: 0, or the
  * transport's or handshake's error with the reason in err. */
 int arf_cl_dial(arf_client *c, char *err, size_t errlen);
 /* Transport counters of this connection and those it replaced. */
 void arf_cl_counters(arf_client *c, struct arf_net_counters *nc);
 /* Posted exchanges on the connection of the moment (async.c): *gen says
- * which connection took it.  Errors as arf_net_post_read / arf_net_post,
- * -ENOTCONN with no connection; when they return 0, p's done will run. */
+ * which connection took it; id as arf_net_post_id's.  Errors as
+ * arf_net_post_read / arf_net_post, -ENOTCONN with no connection; when
+ * they return 0, p's done will run. */
 int arf_cl_post_read(arf_client *c, struct arf_net_read_op *ops, size_t n,
 		     struct arf_net_pending *p, uint64_t *gen);
-int arf_cl_post(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
+int arf_cl_post(arf_client *c, uint16_t op, uint64_t id, const struct iovec *iov, int iovcnt,
 		struct arf_net_pending *p, uint64_t *gen);
 /* arf_net_redirect for a round posted on connection gen (0 if replaced). */
 int arf_cl_redirect(arf_client *c, uint64_t gen, struct arf_net_pending *p,
@@ -453,6 +460,14 @@ int arf_v_readdirplus(arf_client *c, uint64_t dir, uint32_t dgen, uint64_t cooki
 ssize_t arf_v_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *buf, size_t len);
 ssize_t arf_v_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const void *buf,
 		  size_t len);
+/* arf_v_write whose first piece is first_len bytes sent under first_id,
+ * the request id of a sending the connection lost (arf_aio_again), with
+ * cred (NULL: the calling thread's), the first sending's: the server's
+ * reply cache answers it if the first sending was applied, and only for
+ * the same uid. */
+ssize_t arf_v_write_again(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off,
+			  const void *buf, size_t len, uint64_t first_id, size_t first_len,
+			  const struct arf_proto_cred *cred);
 int arf_v_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap);
 ssize_t arf_v_append(arf_client *c, uint64_t ino, uint32_t gen, const void *buf, size_t len,
 		   uint64_t *off);

@@ -262,7 +262,7 @@ static int dial_until_up(arf_client *c, uint64_t gen, struct wait_ctx *w)
 		struct arf_net_counters nc;
 		arf_net_counters(c->conn, &nc);
 		add_counters(&c->base, &nc);
-		arf_net_close(c->conn);
+		arf_net_abandon(c->conn); /* what it never sent goes nowhere later */
 		c->conn = NULL; /* callers meanwhile wait for us (ENOTCONN) */
 		if (!c->down_ms)
 			__atomic_store_n(&c->down_ms, arf_now_ms(), __ATOMIC_RELAXED);
@@ -413,6 +413,11 @@ static uint64_t call_id(arf_client *c)
 static int call_in(arf_client *c, uint16_t op, uint64_t id, const struct iovec *iov, int iovcnt,
 		   struct arf_net_buf *resp, int *resent, struct wait_ctx *w);
 
+uint64_t arf_cl_new_id(arf_client *c)
+{
+	return call_id(c);
+}
+
 static int call_with_id(arf_client *c, uint16_t op, uint64_t id, const struct iovec *iov,
 			int iovcnt, struct arf_net_buf *resp, int *resent)
 {
@@ -426,8 +431,9 @@ int arf_cl_call(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
 	return call_with_id(c, op, call_id(c), iov, iovcnt, resp, resent);
 }
 
-void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, size_t n,
-			void (*sent)(void *arg), void (*done)(void *arg, size_t i), void *arg)
+void arf_cl_call_pieces(arf_client *c, uint16_t op, uint64_t first_id, struct arf_cl_piece *pc,
+			size_t n, void (*sent)(void *arg), void (*done)(void *arg, size_t i),
+			void *arg)
 {
 	struct wait_ctx w = { 0, WHY_NONE };
 	struct arf_net_pending p[ARF_CL_PIECES_MAX];
@@ -436,7 +442,7 @@ void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, siz
 	size_t posted = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		id[i] = call_id(c);
+		id[i] = i == 0 && first_id ? first_id : call_id(c);
 		pc[i].resp = (struct arf_net_buf){ 0 };
 		pc[i].rc = -ENOTCONN;
 		pc[i].unlocked = 0;
@@ -456,7 +462,11 @@ void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, siz
 	 * thread's below, or another thread's, which needs the write side)
 	 * replays the kept writes a restarted server lacks, so these must be
 	 * kept before any can begin.  A caller who gave up (the send or a
-	 * wait cancelled) gets that for the rest */
+	 * wait cancelled) gets that for the rest.  A first piece sent under an
+	 * id of before (first_id) is done outside, as a piece sent again: its
+	 * answer may be the reply cache's from a server that has restarted
+	 * since (a persisted reply, with that server's verifier), so it keeps
+	 * only through arf_cl_keep_current */
 	for (size_t i = 0; i < n; i++) {
 		lost[i] = i >= posted || conn_broken(pc[i].rc) || pc[i].rc == -ECANCELED;
 		if (lost[i] && w.why != WHY_NONE) {
@@ -464,10 +474,14 @@ void arf_cl_call_pieces(arf_client *c, uint16_t op, struct arf_cl_piece *pc, siz
 			pc[i].rc = given_up(&w);
 			lost[i] = 0;
 		}
-		if (!lost[i])
+		if (!lost[i] && !(i == 0 && first_id))
 			done(arg, i);
 	}
 	pthread_rwlock_unlock(&c->conn_lock);
+	if (first_id && n && !lost[0]) {
+		pc[0].unlocked = 1;
+		done(arg, 0);
+	}
 	arf_net_set_thread_abort(NULL, NULL);
 	/* then what the connection lost (or never took) goes again, alone and
 	 * in order, through arf_cl_call's reconnection, under its own id, all
@@ -553,12 +567,12 @@ int arf_cl_post_read(arf_client *c, struct arf_net_read_op *ops, size_t n,
 	return rc;
 }
 
-int arf_cl_post(arf_client *c, uint16_t op, const struct iovec *iov, int iovcnt,
+int arf_cl_post(arf_client *c, uint16_t op, uint64_t id, const struct iovec *iov, int iovcnt,
 		struct arf_net_pending *p, uint64_t *gen)
 {
 	pthread_rwlock_rdlock(&c->conn_lock);
 	*gen = c->conn_gen;
-	int rc = c->conn ? arf_net_post(c->conn, op, iov, iovcnt, p) : -ENOTCONN;
+	int rc = c->conn ? arf_net_post_id(c->conn, op, id, iov, iovcnt, p) : -ENOTCONN;
 	pthread_rwlock_unlock(&c->conn_lock);
 	return rc;
 }

@@ -472,13 +472,23 @@ static void piece_done(void *arg, size_t i)
 ssize_t arf_v_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const void *buf,
 		  size_t len)
 {
+	return arf_v_write_again(c, ino, gen, off, buf, len, 0, 0, NULL);
+}
+
+ssize_t arf_v_write_again(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off,
+			  const void *buf, size_t len, uint64_t first_id, size_t first_len,
+			  const struct arf_proto_cred *cred)
+{
 	struct arf_proto_cred pc;
 	const int unstable = !(c->info.flags & ARF_PROTO_INFO_SYNC);
 	struct wround r = { .c = c, .cred = &pc, .ino = ino, .gen = gen };
 	size_t done = 0;
 	int err = 0, stop = 0;
 
-	fill_cred(&pc);
+	if (cred)
+		pc = *cred;
+	else
+		fill_cred(&pc);
 	do {
 		size_t at = done;
 		r.n = 0;
@@ -488,6 +498,8 @@ ssize_t arf_v_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, con
 			p->chunk = (uint32_t)(left > c->info.max_io ? c->info.max_io : left);
 			if (p->chunk > PIECE && left > PIECE)
 				p->chunk = PIECE;
+			if (first_id && !r.n && first_len && first_len <= left)
+				p->chunk = (uint32_t)first_len; /* as it went the first time */
 			p->src = (const uint8_t *)buf + at;
 			p->keep = NULL;
 			arf_proto_wr_init(&p->h);
@@ -515,7 +527,8 @@ ssize_t arf_v_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, con
 		if (!r.n)
 			break;
 		ARF_CTR_ADD(c, requests_by_kind[arf_proto_op_index(ARF_OP_WRITE)], r.n);
-		arf_cl_call_pieces(c, ARF_OP_WRITE, r.cp, r.n, precopy, piece_done, &r);
+		arf_cl_call_pieces(c, ARF_OP_WRITE, first_id, r.cp, r.n, precopy, piece_done, &r);
+		first_id = 0;
 		for (size_t i = 0; i < r.n; i++) {
 			struct wpiece *p = &r.p[i];
 			arf_proto_wr_free(&p->h);

@@ -36,31 +36,32 @@
  * submitting worker, which would then wait on a dead server; it is done
  * again synchronously on a thread of its own, with everything a
  * synchronous call has (the hard mount's wait, reconnection, the end of
- * the wait by SIGKILL: hardmount.c).  A write done so again writes the
- * same bytes at the same place, and its writer has had no reply, so
- * nothing it wrote since can be overwritten.  An operation waiting on a
- * server that is there but silent: every 100 ms the reaper looks at the
- * callers of operations older than a second, and answers EINTR to one
- * whose caller was killed (as hardmount.c's should_cancel does for a
- * synchronous wait), and hands a read older than timeo to a synchronous
- * read (which waits timeo for its reply, then leaves the silent
- * connection and dials again, so the queue's operations on it end too; a
- * write is not handed on, since it may yet be applied); either way its
- * buffer stays with the queue until libarf hands it back.  So writes
- * alone on a connection that went silent without breaking wait until TCP
- * gives it up, not timeo (a hard mount's wait all the same).
+ * the wait by SIGKILL: hardmount.c).  A write done so again
+ * (arf_aio_again) writes the same bytes at the same place, the piece the
+ * connection lost under the request id of its first sending, and its
+ * writer has had no reply, so nothing it wrote since can be overwritten:
+ * not even by the first sending, should a server that was only silent
+ * read it after the writer's next write there (arfd's reply cache then
+ * answers it instead of applying it; tests/integration test_async
+ * AsyncLate, whose "newid" run shows the older bytes landing last when
+ * the write goes again as a new one, as it did here before).
  *
- * A window left open.  A write done again after a connection that a
- * client-side timeout left (the late read's synchronous wait above, or any
- * other call's) goes under a new request id, while a server that was only
- * silent may still hold the first sending in that connection's socket
- * buffer, and apply it when it reads on: should it read that after the
- * writer's next write to the same place, the older bytes would land last.
- * Sending the queue's writes under caller-range ids (conn.c call_id) and
- * doing them again under the same id would let arfd's reply cache answer
- * the second sending instead.  A reaper that probed the connection of a
- * late write, to leave a silent one after timeo, was tried and not kept
- * for this reason: it made the window routine for writes alone.
+ * An operation waiting on a server that is there but silent: every
+ * 100 ms the reaper looks at the callers of operations older than a
+ * second, and answers EINTR to one whose caller was killed (as
+ * hardmount.c's should_cancel does for a synchronous wait), and hands a
+ * read older than timeo to a synchronous read (which waits timeo for its
+ * reply, then leaves the silent connection and dials again, so the
+ * queue's operations on it end too); for a write older than timeo, which
+ * is not handed on while libarf has it, a probe (a STATFS) leaves the
+ * connection the same way, and the writes come back to be done again as
+ * above.  So a connection that went silent without breaking (a dead
+ * path, a hung host) holds writes for about two timeo, not until TCP
+ * gives it up (test_fuse_aio AsyncSilentPath: a proxy that drops
+ * everything on the connection and keeps it open).  Either way a buffer
+ * stays with the queue until libarf hands it back.  arfd's reply cache
+ * keeps the last 8,192 mutations of all clients: a first sending read
+ * later than that would be applied again.
  *
  * Nothing else in the queue waits on the server: it sends no COMMIT at
  * the bound of unstable bytes kept (a write past it goes the synchronous
@@ -101,11 +102,12 @@ struct arf_fuse_aio {
 	pthread_cond_t rerun_cv;  /* the end: a re-run thread finished */
 	struct aop *list;
 	unsigned pending;         /* in list */
-	unsigned reruns;          /* re-run threads running */
+	unsigned reruns;          /* re-run and probe threads running */
+	int probing;              /* a probe of the connection runs (probe_main) */
 	int stop;
 	int leaked;               /* reads still in libarf's hands at the end */
 	/* counts, logged at the end */
-	uint64_t nasync, nrerun, nkilled;
+	uint64_t nasync, nrerun, nkilled, nprobe;
 	uint64_t seq;             /* the last aop's */
 };
 
@@ -127,8 +129,9 @@ static void unlist_locked(struct arf_fuse_aio *a, struct aop *r)
 	a->pending--;
 }
 
-/* A read or write done again the synchronous way, with a buffer of its
- * own (a write's: a copy of its bytes). */
+/* A read or write done again the synchronous way: a read with a buffer
+ * of its own, a write (handed back by libarf) through arf_aio_again on
+ * the aop itself, which it then frees. */
 struct rerun {
 	struct arf_fuse *fs;
 	fuse_req_t req;
@@ -136,7 +139,7 @@ struct rerun {
 	struct arf_cred cred;
 	uint64_t off;
 	size_t len;
-	int write;
+	struct aop *write;
 	char data[];
 };
 
@@ -148,7 +151,7 @@ static void *rerun_main(void *arg)
 
 	arf_fuse_wait_for(rr->req); /* the hard mount's wait, ended by SIGKILL */
 	arf_set_thread_cred(&rr->cred);
-	ssize_t got = rr->write ? arf_write(fs->c, rr->n->ino, rr->n->gen, rr->off, rr->data, rr->len)
+	ssize_t got = rr->write ? arf_aio_again(a->q, &rr->write->io)
 				: arf_read(fs->c, rr->n->ino, rr->n->gen, rr->off, rr->data, rr->len);
 	if (got < 0)
 		fuse_reply_err(rr->req, arf_fuse_errno_fh((int)got));
@@ -156,6 +159,7 @@ static void *rerun_main(void *arg)
 		fuse_reply_write(rr->req, (size_t)got);
 	else
 		fuse_reply_buf(rr->req, rr->data, (size_t)got);
+	free(rr->write);
 	__atomic_sub_fetch(&fs->io_busy, 1, __ATOMIC_RELAXED);
 	free(rr);
 	pthread_mutex_lock(&a->mu);
@@ -165,22 +169,21 @@ static void *rerun_main(void *arg)
 	return NULL;
 }
 
-/* Hand r's request to a thread that reads synchronously; 0, or -1 when no
- * thread could be had (the caller answers EIO).  r itself is not touched
- * after: its buffer may still be libarf's. */
+/* Hand r's request to a thread that does it synchronously; 0, or -1 when
+ * no thread could be had (the caller answers EIO).  A read's r is not
+ * touched after (its buffer may still be libarf's); a write's, handed
+ * back by libarf, is the thread's, which frees it. */
 static int rerun(struct arf_fuse *fs, struct aop *r)
 {
 	struct arf_fuse_aio *a = fs->aio;
-	int write = r->io.op == ARF_AIO_WRITE;
-	struct rerun *rr = malloc(sizeof(*rr) + r->io.len);
+	struct aop *write = r->io.op == ARF_AIO_WRITE ? r : NULL;
+	struct rerun *rr = malloc(sizeof(*rr) + (write ? 0 : r->io.len));
 	pthread_attr_t at;
 	pthread_t t;
 
 	if (!rr)
 		return -1;
 	*rr = (struct rerun){ fs, r->req, r->n, r->cred, r->io.off, r->io.len, write };
-	if (write) /* r's bytes are libarf's until it hands r back */
-		memcpy(rr->data, r->data, r->io.len);
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_mutex_lock(&a->mu);
@@ -195,9 +198,50 @@ static int rerun(struct arf_fuse *fs, struct aop *r)
 	a->reruns--;
 	a->nrerun--;
 	pthread_mutex_unlock(&a->mu);
-	free(rr);
+	free(rr); /* a write's r stays the caller's */
 	arf_fuse_log(FUSE_LOG_WARNING, "arf-fuse: no thread to read again synchronously: EIO");
 	return -1;
+}
+
+/* A probe of the connection, for writes older than timeo (writes alone
+ * send nothing else that would notice a silent one): a STATFS, which
+ * waits timeo for its reply, then leaves the connection and dials again as
+ * every synchronous call does, so that the queue's writes on it end and
+ * are done again (arf_aio_again, under their first sending's ids) on the
+ * new one.  Ends with the session, as the re-runs do. */
+static void *probe_main(void *arg)
+{
+	struct arf_fuse *fs = arg;
+	struct arf_fuse_aio *a = fs->aio;
+	struct arf_statfs sf;
+
+	arf_fuse_wait_session(fs);
+	(void)arf_statfs(fs->c, &sf);
+	pthread_mutex_lock(&a->mu);
+	a->probing = 0;
+	a->reruns--;
+	pthread_cond_broadcast(&a->rerun_cv);
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+/* Start a probe unless one runs (under a->mu). */
+static void probe_locked(struct arf_fuse *fs)
+{
+	struct arf_fuse_aio *a = fs->aio;
+	pthread_attr_t at;
+	pthread_t t;
+
+	if (a->probing || a->stop)
+		return;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	if (!pthread_create(&t, &at, probe_main, fs)) {
+		a->probing = 1;
+		a->reruns++;
+		a->nprobe++;
+	}
+	pthread_attr_destroy(&at);
 }
 
 /* Answer what libarf handed back (any thread). */
@@ -216,8 +260,10 @@ static void answer(struct arf_fuse *fs, struct arf_aio **done, int n)
 			continue;
 		}
 		if (r->io.res == -ENOTCONN) {
+			int write = r->io.op == ARF_AIO_WRITE; /* r may be gone once handed on */
 			if (!rerun(fs, r)) {
-				free(r);
+				if (!write)
+					free(r); /* a write's is the re-run's now */
 				continue;
 			}
 			r->io.res = -EIO;
@@ -265,10 +311,14 @@ static int look_at_old(struct arf_fuse *fs, int all)
 		if (!r->answered && (all || now - r->since_ms >= OLD_MS)) {
 			old[n].seq = r->seq;
 			old[n].pid = r->pid;
-			/* a write is never done again while it may still be
-			 * applied: by then the writer may have written the same
-			 * bytes anew */
-			old[n++].late = r->io.op == ARF_AIO_READ && now - r->since_ms >= timeo_ms;
+			int late = now - r->since_ms >= timeo_ms;
+			/* a write is not handed on while libarf has it (it is
+			 * done again only under its first sending's id, once
+			 * libarf hands it back): a probe leaves a silent
+			 * connection instead */
+			if (late && !all && r->io.op == ARF_AIO_WRITE)
+				probe_locked(fs);
+			old[n++].late = r->io.op == ARF_AIO_READ && late;
 		}
 	pthread_mutex_unlock(&a->mu);
 	for (int i = 0; i < n; i++) {
@@ -383,9 +433,10 @@ void arf_fuse_aio_stop(struct arf_fuse *fs)
 	pthread_mutex_unlock(&a->mu);
 	arf_fuse_log(leaked ? FUSE_LOG_WARNING : FUSE_LOG_INFO,
 		     "arf-fuse: reads and writes answered asynchronously: %llu (done again after a broken "
-		     "connection: %llu; answered EINTR or EIO while in flight: %llu)%s",
+		     "connection: %llu; answered EINTR or EIO while in flight: %llu; probes of a silent "
+		     "connection: %llu)%s",
 		     (unsigned long long)a->nasync, (unsigned long long)a->nrerun,
-		     (unsigned long long)a->nkilled,
+		     (unsigned long long)a->nkilled, (unsigned long long)a->nprobe,
 		     leaked ? "; some were still in flight at the end, so the connection is "
 			      "left open" : "");
 	if (leaked) {

@@ -162,6 +162,11 @@ struct arf_net_counters {
 int arf_net_connect(const struct arf_net_client_opts *opts, struct arf_net_conn **out,
 		    char *err, size_t errlen);
 void arf_net_close(struct arf_net_conn *c); /* NULL ok */
+/* Close a connection being left (broken, or silent past a timeout): what
+ * its socket has not sent yet is dropped (SO_LINGER 0: a reset), so that
+ * a request the client will send again elsewhere cannot reach the server
+ * later, when the path comes back. */
+void arf_net_abandon(struct arf_net_conn *c);
 
 /* The server's region table and its info blob (from the handshake), valid
  * until arf_net_close. */
@@ -275,6 +280,11 @@ int arf_net_call_end(struct arf_net_conn *c, struct arf_net_pending *p, struct a
  * (done will not be called). */
 int arf_net_post(struct arf_net_conn *c, uint16_t op, const struct iovec *iov, int iovcnt,
 		 struct arf_net_pending *p);
+/* The same under a request id of the caller's (as arf_net_call_id's; 0:
+ * the connection's own), which the server's reply cache knows again when
+ * the request is sent once more on a new connection. */
+int arf_net_post_id(struct arf_net_conn *c, uint16_t op, uint64_t id, const struct iovec *iov,
+		    int iovcnt, struct arf_net_pending *p);
 /* Post n one-sided reads as one round (at most ARF_NET_MAX_BATCH, whose
  * bytes fit in one frame, else -E2BIG).  A reply with status OK has put
  * the bytes in the ops' destinations.  On shm (and wherever the transport

@@ -71,6 +71,15 @@ void arf_net_close(struct arf_net_conn *c)
 	free(c);
 }
 
+void arf_net_abandon(struct arf_net_conn *c)
+{
+	if (c && c->fd >= 0) {
+		struct linger l = { 1, 0 };
+		(void)setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l)); /* not a socket: no matter */
+	}
+	arf_net_close(c);
+}
+
 const struct arf_net_region_info *arf_net_regions(struct arf_net_conn *c, size_t *n)
 {
 	*n = c->nregions;
@@ -693,13 +702,19 @@ int arf_net_call_id(struct arf_net_conn *c, uint16_t op, uint64_t id, const stru
 int arf_net_post(struct arf_net_conn *c, uint16_t op, const struct iovec *iov, int iovcnt,
 		 struct arf_net_pending *p)
 {
-	if (op < ARF_NET_OP_REQUEST_BASE || !p->done)
+	return arf_net_post_id(c, op, 0, iov, iovcnt, p);
+}
+
+int arf_net_post_id(struct arf_net_conn *c, uint16_t op, uint64_t id, const struct iovec *iov,
+		    int iovcnt, struct arf_net_pending *p)
+{
+	if (op < ARF_NET_OP_REQUEST_BASE || !p->done || (id && id < ARF_NET_ID_CALLER))
 		return -EINVAL;
 	p->reads = NULL;
 	p->nreads = 0;
 	p->rtotal = 0;
 	ARF_NET_CTR(c, calls, 1);
-	return arf_net_submit(c, op, 0, iov, iovcnt, p);
+	return arf_net_submit_id(c, op, id, 0, iov, iovcnt, p);
 }
 
 int arf_net_redirect(struct arf_net_conn *c, struct arf_net_pending *p,

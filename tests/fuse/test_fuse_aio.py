@@ -18,7 +18,14 @@ holding no worker.
   return the right bytes; the count of reads done again is above zero.
 - A process whose read waits in the queue on a stopped arfd (SIGSTOP:
   connected, silent) ends within 2 s of SIGKILL, as a synchronous wait does
-  (fuse/hardmount.c); the mount serves on once arfd continues."""
+  (fuse/hardmount.c); the mount serves on once arfd continues.
+- Writes in flight on a connection that goes silent without breaking (a
+  proxy drops everything both ways and keeps it open, as a dead path
+  does) go on, on a new connection, within a few timeo (timeo=10: 1 s),
+  not when TCP gives the connection up: a probe leaves it, and each
+  write is done again under its first sending's request id (libarf's
+  arf_aio_again), so that a sending the server reads late cannot land
+  over newer bytes (tests/integration test_async AsyncLate)."""
 import json
 import mmap
 import os
@@ -33,6 +40,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fusetest  # noqa: E402
 from fusetest import FuseTestCase  # noqa: E402
+import tcpproxy  # noqa: E402  (tests/lib, on the path through fusetest)
 
 SIZE = 16 << 20
 THREADS = 16
@@ -42,13 +50,15 @@ def pattern(size, seed=7):
     return random.Random(seed).randbytes(size)
 
 
-def counts(log):
-    """(asynchronous, done again, answered in flight) from arf-fuse's line at unmount."""
+def counts(log, probes=False):
+    """(asynchronous, done again, answered in flight[, probes of a silent
+    connection]) from arf-fuse's line at unmount."""
     m = re.search(r"reads and writes answered asynchronously: (\d+) \(done again after a broken "
-                  r"connection: (\d+); answered EINTR or EIO while in flight: (\d+)\)", log)
+                  r"connection: (\d+); answered EINTR or EIO while in flight: (\d+); probes of "
+                  r"a silent connection: (\d+)\)", log)
     if not m:
         raise AssertionError("no count of asynchronous reads in arf-fuse's log:\n" + log)
-    return tuple(int(x) for x in m.groups())
+    return tuple(int(x) for x in m.groups()[:4 if probes else 3])
 
 
 class Readers:
@@ -366,6 +376,46 @@ class AsyncReads(AsyncBase):
         self.assertEqual(answered, 1, "the queued read was not the one SIGKILL ended")
         print("a read queued on a stopped arfd and a synchronous one: SIGKILL ended both "
               "within %.2f s" % worst)
+
+
+class AsyncSilentPath(AsyncBase):
+    def test_writes_on_a_silent_connection_go_on_on_a_new_one(self):
+        proxy = tcpproxy.Proxy(self.arfd.port)
+        self.addCleanup(proxy.stop)
+        m = self.mount(opts="timeo=10", url=proxy.url("/"))
+        with Writers(m.path) as w:
+            time.sleep(1)
+            self.assertGreater(proxy.silence(), 0)
+            t0 = time.monotonic()
+            with w.lock:
+                before = w.writes
+            # nothing breaks the silent connection: before the probe the
+            # queued writers on it waited until TCP gave it up (here: never)
+            while time.monotonic() - t0 < 20:
+                with w.lock:
+                    if w.writes >= before + 2000 or w.errors:
+                        break
+                time.sleep(0.05)
+            took = time.monotonic() - t0
+            with w.lock:
+                after = w.writes - before
+            if after < 2000:
+                proxy.stop()  # broken at last: the writers end, and the test fails
+        self.assertEqual(w.errors, [])
+        self.assertGreaterEqual(after, 2000, "the writers stopped on the silent connection")
+        self.assertEqual(w.check(m), [])
+        self.assertEqual(w.check(self.mnt), [])  # arfd's own: every block as last written
+        m.stop()
+        with open(m.log_path, errors="replace") as f:
+            asynchronous, again, answered, probes = counts(f.read(), probes=True)
+        self.assertGreater(again, 0, "no write was done again on a new connection")
+        # probes is not asserted: a synchronous write on the connection (one
+        # that found none other in flight) may leave it first, timing out
+        # as the probe does; without the probe the writers went on only then
+        self.assertEqual(answered, 0)
+        print("a connection silenced under %d writing threads (timeo 1 s): 2000 more writes "
+              "%.1f s later, %d done again on a new connection, %d probes; every block as "
+              "last written" % (THREADS, took, again, probes))
 
 
 class AsyncReadsShm(AsyncBase):

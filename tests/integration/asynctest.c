@@ -28,16 +28,36 @@
  *       submitted then, all within about one bound, not one after another:
  *       each one's bound starts when it began waiting for the connection,
  *       not when the queue came to dial again for it.
+ *   arf-asynctest late URL ff|ffbig|plain|newid
+ *       a write's first sending read late by the server (arf://host:port
+ *       only): the client goes through a proxy of this program's that
+ *       holds back what the client sends on its first connection and then
+ *       cuts it, as a server that went silent and a client that gave up on
+ *       it would leave it.  The write is done again on a new connection
+ *       (ff: by arf_aio_again after a fail-fast queue handed it back;
+ *       ffbig: 1 MiB, which the queue sends as one piece, applied by arfd
+ *       before it is done again, so the reply cache answers the second
+ *       sending, which must be the same piece;
+ *       plain: by the queue itself, dialling again; newid: by arf_write,
+ *       as arf-fuse did before arf_aio_again), the writer then writes the
+ *       same bytes anew, and only then does the proxy hand the held first
+ *       sending to arfd.  The newer bytes must stay (ff, plain: the reply
+ *       cache answers the late sending, sent under the same request id);
+ *       newid shows the window: exit 3 when the older bytes landed last.
  *
  * Each prints what it checked and exits 0, or prints "FAIL: reason" and
  * exits 1.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -833,6 +853,308 @@ static int cmd_silent(const char *url, unsigned n)
 	return 0;
 }
 
+/* ------------------------------------------------------------- late */
+
+/* A proxy between the client and arfd: each connection relayed both ways,
+ * except that what the client sends on a held one is kept back, and a cut
+ * one is closed on the client's side only (arfd's side stays open: a
+ * server that was silent, not gone, reading on later). */
+#define PX_CONNS 16
+struct px_conn {
+	int cfd, sfd;            /* client's side (-1: cut), arfd's */
+	int hold;
+	uint8_t *held;
+	size_t nheld, cap;
+	size_t late;             /* bytes arfd sent after the held ones went */
+	int released;
+};
+
+static struct {
+	pthread_mutex_t mu;
+	int lfd;
+	struct sockaddr_in srv;
+	struct px_conn c[PX_CONNS];
+	int n;
+	int stop;
+} px = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void write_all(int fd, const uint8_t *b, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, b, n);
+		if (w <= 0)
+			return; /* the other side went: so does this one, when read */
+		b += w;
+		n -= (size_t)w;
+	}
+}
+
+static void px_close(struct px_conn *k)
+{
+	if (k->cfd >= 0)
+		close(k->cfd);
+	if (k->sfd >= 0)
+		close(k->sfd);
+	k->cfd = k->sfd = -1;
+}
+
+static void *px_main(void *arg)
+{
+	(void)arg;
+	static uint8_t buf[1 << 16];
+	for (;;) {
+		struct pollfd pf[1 + 2 * PX_CONNS];
+		int who[1 + 2 * PX_CONNS], np = 0;
+		pthread_mutex_lock(&px.mu);
+		if (px.stop) {
+			pthread_mutex_unlock(&px.mu);
+			return NULL;
+		}
+		pf[np] = (struct pollfd){ px.lfd, POLLIN, 0 };
+		who[np++] = -1;
+		for (int i = 0; i < px.n; i++) {
+			if (px.c[i].cfd >= 0) {
+				pf[np] = (struct pollfd){ px.c[i].cfd, POLLIN, 0 };
+				who[np++] = 2 * i;
+			}
+			if (px.c[i].sfd >= 0) {
+				pf[np] = (struct pollfd){ px.c[i].sfd, POLLIN, 0 };
+				who[np++] = 2 * i + 1;
+			}
+		}
+		pthread_mutex_unlock(&px.mu);
+		if (poll(pf, (nfds_t)np, 10) <= 0)
+			continue;
+		pthread_mutex_lock(&px.mu);
+		for (int j = 0; j < np; j++) {
+			if (!pf[j].revents)
+				continue;
+			if (who[j] < 0) {
+				int cfd = accept(px.lfd, NULL, NULL);
+				if (cfd < 0 || px.n == PX_CONNS) {
+					if (cfd >= 0)
+						close(cfd);
+					continue;
+				}
+				int sfd = socket(AF_INET, SOCK_STREAM, 0);
+				/* from a reserved port, as libarf dials as root: a
+				 * root-proven peer (arfd/identity.c) */
+				for (unsigned p = 1023; sfd >= 0 && p >= 600; p--) {
+					struct sockaddr_in b = {
+						.sin_family = AF_INET, .sin_port = htons((uint16_t)p),
+						.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+					if (!bind(sfd, (struct sockaddr *)&b, sizeof(b)))
+						break;
+				}
+				if (sfd < 0 || connect(sfd, (struct sockaddr *)&px.srv, sizeof(px.srv))) {
+					close(cfd);
+					if (sfd >= 0)
+						close(sfd);
+					continue;
+				}
+				px.c[px.n++] = (struct px_conn){ .cfd = cfd, .sfd = sfd };
+				continue;
+			}
+			struct px_conn *k = &px.c[who[j] / 2];
+			int from_client = !(who[j] & 1);
+			int fd = from_client ? k->cfd : k->sfd;
+			if (fd < 0)
+				continue; /* cut meanwhile */
+			ssize_t r = read(fd, buf, sizeof(buf));
+			if (r <= 0) {
+				px_close(k);
+				continue;
+			}
+			if (from_client && k->hold) {
+				if (k->nheld + (size_t)r > k->cap) {
+					k->cap = (k->nheld + (size_t)r) * 2;
+					k->held = realloc(k->held, k->cap);
+					if (!k->held)
+						FAIL("proxy: out of memory");
+				}
+				memcpy(k->held + k->nheld, buf, (size_t)r);
+				k->nheld += (size_t)r;
+			} else if (from_client) {
+				write_all(k->sfd, buf, (size_t)r);
+			} else if (k->cfd >= 0) {
+				write_all(k->cfd, buf, (size_t)r);
+			} else if (k->released) {
+				k->late += (size_t)r; /* arfd's answer to the late sending: nobody's */
+			}
+		}
+		pthread_mutex_unlock(&px.mu);
+	}
+}
+
+/* The proxy for arf://HOST:PORT/...: its own URL in out. */
+static pthread_t px_start(const char *url, char *out, size_t cap)
+{
+	char host[64];
+	unsigned port;
+	pthread_t t;
+
+	if (sscanf(url, "arf://%63[^:]:%u", host, &port) != 2)
+		FAIL("late: %s is not arf://HOST:PORT/", url);
+	px.srv = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	if (inet_pton(AF_INET, host, &px.srv.sin_addr) != 1)
+		FAIL("late: %s is not an IPv4 address", host);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	px.lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (px.lfd < 0 || bind(px.lfd, (struct sockaddr *)&a, sizeof(a)) || listen(px.lfd, 8) ||
+	    getsockname(px.lfd, (struct sockaddr *)&a, &al))
+		FAIL("late: proxy: %s", strerror(errno));
+	snprintf(out, cap, "arf://127.0.0.1:%u/", (unsigned)ntohs(a.sin_port));
+	if (pthread_create(&t, NULL, px_main, NULL))
+		FAIL("late: proxy thread");
+	return t;
+}
+
+/* Wait up to 10 s for what the proxy says about connection 0. */
+static size_t px_wait(size_t (*what)(void), size_t want, const char *why)
+{
+	for (int i = 0; i < 1000; i++) {
+		pthread_mutex_lock(&px.mu);
+		size_t v = px.n ? what() : 0;
+		pthread_mutex_unlock(&px.mu);
+		if (v >= want)
+			return v;
+		usleep(10000);
+	}
+	FAIL("late: waited 10 s for %s", why);
+}
+
+static size_t px_held(void)
+{
+	return px.c[0].nheld;
+}
+
+static size_t px_late(void)
+{
+	return px.c[0].late;
+}
+
+/* Hand arfd the bytes held on connection 0, and wait for its answer
+ * (which nobody gets); how many they were. */
+static size_t px_release(void)
+{
+	pthread_mutex_lock(&px.mu);
+	size_t held = px.c[0].nheld;
+	px.c[0].released = 1;
+	px.c[0].hold = 0;
+	write_all(px.c[0].sfd, px.c[0].held, held);
+	pthread_mutex_unlock(&px.mu);
+	px_wait(px_late, 1, "arfd's answer to the late sending");
+	return held;
+}
+
+static int cmd_late(const char *url, const char *how)
+{
+	int big = !strcmp(how, "ffbig"), ff = big || !strcmp(how, "ff");
+	int plain = !strcmp(how, "plain"), newid = !strcmp(how, "newid");
+	enum { BIG = 1 << 20 };
+	static uint8_t older[BIG], newer[BIG], back[BIG];
+	/* ffbig: one piece past arf_write's own (512 KiB), done again as it went */
+	const ssize_t LEN = big ? BIG : 64 << 10;
+	struct arf_client_opts o;
+	struct arf_stat root, f;
+	char err[512], purl[128];
+	arf_client *c;
+	arf_queue *q;
+	ssize_t w;
+	int rc;
+
+	if (!ff && !plain && !newid)
+		FAIL("late: say ff, ffbig, plain or newid");
+	pthread_t t = px_start(url, purl, sizeof(purl));
+	arf_client_opts_init(&o);
+	o.spin_us = 0;
+	o.reconnect_ms = 10000;
+	if (arf_connect(purl, &o, &c, err, sizeof(err)))
+		FAIL("connect %s: %s", purl, err);
+	if ((rc = arf_root(c, &root)))
+		FAIL("root: %s", arf_strerror(rc));
+	char name[64];
+	snprintf(name, sizeof(name), "late.%s.%d", how, (int)getpid());
+	if ((rc = arf_create(c, root.ino, root.gen, name, 0644, 1, &f)))
+		FAIL("create: %s", arf_strerror(rc));
+	if ((rc = arf_queue_create(c, 4, &q)) ||
+	    (rc = arf_queue_set_flags(q, plain ? 0 : ARF_QUEUE_F_FAIL_FAST)))
+		FAIL("queue: %s", arf_strerror(rc));
+	memset(older, 'A', LEN);
+	memset(newer, 'B', LEN);
+
+	/* the first sending: held by the proxy, then the client's side cut */
+	pthread_mutex_lock(&px.mu);
+	if (px.n != 1)
+		FAIL("late: %d connections through the proxy, not 1", px.n);
+	px.c[0].hold = 1;
+	pthread_mutex_unlock(&px.mu);
+	struct arf_aio io = { .op = ARF_AIO_WRITE, .ino = f.ino, .gen = f.gen, .off = 0,
+			      .buf = older, .len = LEN }, *sub = &io, *done;
+	if ((rc = arf_submit(q, &sub, 1)) != 1)
+		FAIL("submit: %d", rc);
+	px_wait(px_held, LEN, "the write's bytes at the proxy");
+	pthread_mutex_lock(&px.mu);
+	shutdown(px.c[0].cfd, SHUT_RDWR);
+	close(px.c[0].cfd);
+	px.c[0].cfd = -1;
+	pthread_mutex_unlock(&px.mu);
+
+	/* ffbig: arfd applied the first sending before it is done again (the
+	 * usual way: the answer was lost), so the reply cache answers the
+	 * sending again, which must be the same piece */
+	if (big)
+		px_release();
+	/* done again on a new connection */
+	if ((rc = arf_reap(q, &done, 1, 1, 30000)) != 1)
+		FAIL("reap: %d", rc);
+	if (plain) {
+		w = done->res;
+	} else {
+		if (done->res != -ENOTCONN)
+			FAIL("the fail-fast queue handed the write back with %zd, not -ENOTCONN",
+			     done->res);
+		w = newid ? arf_write(c, f.ino, f.gen, 0, older, LEN) : arf_aio_again(q, done);
+	}
+	if (w != LEN)
+		FAIL("the write done again: %zd", w);
+	/* the writer writes there anew */
+	if ((w = arf_write(c, f.ino, f.gen, 0, newer, LEN)) != LEN)
+		FAIL("the newer write: %zd", w);
+	if ((rc = arf_fsync(c, f.ino, f.gen)))
+		FAIL("fsync: %s", arf_strerror(rc));
+
+	/* and only now does arfd read the first sending */
+	size_t held = big ? px.c[0].nheld : px_release();
+
+	/* read by a client of its own, not through the proxy */
+	arf_client *c2;
+	if (arf_connect(url, &o, &c2, err, sizeof(err)))
+		FAIL("connect %s: %s", url, err);
+	if ((w = arf_read(c2, f.ino, f.gen, 0, back, LEN)) != LEN)
+		FAIL("read back: %zd", w);
+	int kept = !memcmp(back, newer, LEN), lost = !memcmp(back, older, LEN);
+	printf("%s: the first sending (%zu bytes held) read by arfd %s: %s\n", how, held,
+	       big ? "before the write was done again (the reply cache answered that)"
+		   : "after the write was done again and written anew",
+	       kept ? "the newer bytes stay" : lost ? "the older bytes landed last" : "mixed bytes");
+	arf_unlink(c2, root.ino, root.gen, name);
+	arf_close(c2);
+	arf_queue_destroy(q);
+	arf_close(c);
+	pthread_mutex_lock(&px.mu);
+	px.stop = 1;
+	pthread_mutex_unlock(&px.mu);
+	pthread_join(t, NULL);
+	if (newid)
+		return lost ? 3 : kept ? 0 : 1;
+	if (!kept)
+		FAIL("%s: a write's late first sending overwrote what was written after it was done "
+		     "again", how);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -844,7 +1166,9 @@ int main(int argc, char **argv)
 		return cmd_seq(argv[2], atoi(argv[3]));
 	if (argc >= 4 && !strcmp(argv[1], "silent"))
 		return cmd_silent(argv[2], (unsigned)atoi(argv[3]));
+	if (argc >= 4 && !strcmp(argv[1], "late"))
+		return cmd_late(argv[2], argv[3]);
 	fprintf(stderr, "usage: arf-asynctest ops URL NOPS [requests] | torn URL SECONDS | "
-		"seq URL SECONDS | silent URL N\n");
+		"seq URL SECONDS | silent URL N | late URL ff|ffbig|plain|newid\n");
 	return 2;
 }

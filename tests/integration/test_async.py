@@ -122,5 +122,29 @@ class AsyncSilent(ArfdTestCase):
                 self.arfd.restart(kill=True)  # its old connections gone
 
 
+class AsyncLate(ArfdTestCase):
+    def test_a_late_first_sending_does_not_overwrite_newer_bytes(self):
+        # A write whose connection is cut while its first sending waits
+        # unread (a proxy in arf-asynctest holds it back: a server that was
+        # silent, not gone) is done again on a new connection, and the
+        # writer writes the same place anew; then arfd reads the first
+        # sending.  Sent again under the same request id (the queue's own
+        # re-send, or arf_aio_again after a fail-fast queue handed it back)
+        # the reply cache answers it and the newer bytes stay (ffbig: a 1
+        # MiB piece that arfd applied before it is done again, so the reply
+        # cache answers the second sending, which must go as one piece, not
+        # as arf_write's 512 KiB pieces: the cached answer fits no half);
+        # done again
+        # as a new write (newid: arf-fuse's way before), the older bytes
+        # land last, which shows the proxy makes the window it closes
+        url = self.arfd.url("/", "tcp")
+        for how, want in (("ff", 0), ("ffbig", 0), ("plain", 0), ("newid", 3)):
+            with self.subTest(how=how):
+                p = subprocess.run([ASYNCTEST, "late", url, how], capture_output=True,
+                                   timeout=120)
+                self.assertEqual(p.returncode, want, p.stdout.decode() + p.stderr.decode())
+                print(p.stdout.decode().strip())
+
+
 if __name__ == "__main__":
     harness.main()
