@@ -28,7 +28,7 @@
  *       submitted then, all within about one bound, not one after another:
  *       each one's bound starts when it began waiting for the connection,
  *       not when the queue came to dial again for it.
- *   arf-asynctest late URL ff|ffbig|plain|newid
+ *   arf-asynctest late URL ff|ffbig|ffrestart|plain|newid
  *       a write's first sending read late by the server (arf://host:port
  *       only): the client goes through a proxy of this program's that
  *       holds back what the client sends on its first connection and then
@@ -37,7 +37,10 @@
  *       (ff: by arf_aio_again after a fail-fast queue handed it back;
  *       ffbig: 1 MiB, which the queue sends as one piece, applied by arfd
  *       before it is done again, so the reply cache answers the second
- *       sending, which must be the same piece;
+ *       sending, which must be the same piece; ffrestart: 64 KiB applied
+ *       before, then arfd restarted (the test does it when this prints
+ *       "restart", and then says so on stdin): the cache's answer carries
+ *       the old server's verifier, and the fsync after must still succeed;
  *       plain: by the queue itself, dialling again; newid: by arf_write,
  *       as arf-fuse did before arf_aio_again), the writer then writes the
  *       same bytes anew, and only then does the proxy hand the held first
@@ -1050,7 +1053,8 @@ static size_t px_release(void)
 
 static int cmd_late(const char *url, const char *how)
 {
-	int big = !strcmp(how, "ffbig"), ff = big || !strcmp(how, "ff");
+	int big = !strcmp(how, "ffbig"), restart = !strcmp(how, "ffrestart");
+	int ff = big || restart || !strcmp(how, "ff");
 	int plain = !strcmp(how, "plain"), newid = !strcmp(how, "newid");
 	enum { BIG = 1 << 20 };
 	static uint8_t older[BIG], newer[BIG], back[BIG];
@@ -1065,7 +1069,7 @@ static int cmd_late(const char *url, const char *how)
 	int rc;
 
 	if (!ff && !plain && !newid)
-		FAIL("late: say ff, ffbig, plain or newid");
+		FAIL("late: say ff, ffbig, ffrestart, plain or newid");
 	pthread_t t = px_start(url, purl, sizeof(purl));
 	arf_client_opts_init(&o);
 	o.spin_us = 0;
@@ -1104,8 +1108,21 @@ static int cmd_late(const char *url, const char *how)
 	/* ffbig: arfd applied the first sending before it is done again (the
 	 * usual way: the answer was lost), so the reply cache answers the
 	 * sending again, which must be the same piece */
-	if (big)
+	if (big || restart)
 		px_release();
+	if (restart) {
+		/* the test restarts arfd (SIGTERM: the reply cache is kept), and
+		 * this client is on the new one before the write goes again: the
+		 * cache's answer then carries the old verifier, so the piece must
+		 * go once more under a new id, and be kept for the new server */
+		char line[16];
+		printf("restart\n");
+		if (!fgets(line, sizeof(line), stdin))
+			FAIL("late: no word that arfd was restarted");
+		struct arf_statfs sf;
+		if ((rc = arf_statfs(c, &sf)))
+			FAIL("statfs after the restart: %s", arf_strerror(rc));
+	}
 	/* done again on a new connection */
 	if ((rc = arf_reap(q, &done, 1, 1, 30000)) != 1)
 		FAIL("reap: %d", rc);
@@ -1126,7 +1143,7 @@ static int cmd_late(const char *url, const char *how)
 		FAIL("fsync: %s", arf_strerror(rc));
 
 	/* and only now does arfd read the first sending */
-	size_t held = big ? px.c[0].nheld : px_release();
+	size_t held = big || restart ? px.c[0].nheld : px_release();
 
 	/* read by a client of its own, not through the proxy */
 	arf_client *c2;
@@ -1137,7 +1154,8 @@ static int cmd_late(const char *url, const char *how)
 	int kept = !memcmp(back, newer, LEN), lost = !memcmp(back, older, LEN);
 	printf("%s: the first sending (%zu bytes held) read by arfd %s: %s\n", how, held,
 	       big ? "before the write was done again (the reply cache answered that)"
-		   : "after the write was done again and written anew",
+		   : restart ? "and arfd restarted before the write was done again"
+			     : "after the write was done again and written anew",
 	       kept ? "the newer bytes stay" : lost ? "the older bytes landed last" : "mixed bytes");
 	arf_unlink(c2, root.ino, root.gen, name);
 	arf_close(c2);
@@ -1169,6 +1187,6 @@ int main(int argc, char **argv)
 	if (argc >= 4 && !strcmp(argv[1], "late"))
 		return cmd_late(argv[2], argv[3]);
 	fprintf(stderr, "usage: arf-asynctest ops URL NOPS [requests] | torn URL SECONDS | "
-		"seq URL SECONDS | silent URL N | late URL ff|ffbig|plain|newid\n");
+		"seq URL SECONDS | silent URL N | late URL ff|ffbig|ffrestart|plain|newid\n");
 	return 2;
 }

@@ -145,6 +145,29 @@ class AsyncLate(ArfdTestCase):
                 self.assertEqual(p.returncode, want, p.stdout.decode() + p.stderr.decode())
                 print(p.stdout.decode().strip())
 
+    def test_a_write_answered_by_a_restarted_servers_cache_is_kept_anew(self):
+        # the first sending applied, then arfd restarted (SIGTERM: its reply
+        # cache persists) before the write is done again: the cache answers
+        # with the old server's verifier, so the piece goes once more and
+        # is kept for the new one -- kept under the old verifier, the next
+        # fsync failed with EIO
+        p = subprocess.Popen([ASYNCTEST, "late", self.arfd.url("/", "tcp"), "ffrestart"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        try:
+            line = p.stdout.readline()
+            self.assertEqual(line.strip(), b"restart", line.decode())
+            self.arfd.restart()
+            p.stdin.write(b"go\n")
+            p.stdin.flush()
+            out, err = p.communicate(timeout=120)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual(p.returncode, 0, out.decode() + err.decode())
+        print(out.decode().strip())
+
 
 if __name__ == "__main__":
     harness.main()
