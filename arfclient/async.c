@@ -893,6 +893,24 @@ static void drive(struct arf_queue *q)
 
 /* ---------------------------------------------------------------- API */
 
+/* Take io's entry of q->lost into *out (NULL: drop it); at most one,
+ * since submitting io drops any before. */
+static void lost_take(struct arf_queue *q, const struct arf_aio *io, struct lost *out)
+{
+	pthread_mutex_lock(&q->lock);
+	for (unsigned k = 0; q->lost_live && k < q->nlost; k++) {
+		struct lost *e = &q->lost[k];
+		if (e->io == io) {
+			if (out)
+				*out = *e;
+			e->io = NULL;
+			q->lost_live--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&q->lock);
+}
+
 int arf_queue_create(arf_client *c, unsigned depth, arf_queue **out)
 {
 	struct arf_queue *q;
@@ -963,13 +981,8 @@ int arf_submit(arf_queue *q, struct arf_aio *const *ios, unsigned n)
 		if (!s)
 			break;
 		struct arf_aio *io = ios[taken];
-		pthread_mutex_lock(&q->lock);
-		for (unsigned k = 0; q->lost_live && k < q->nlost; k++)
-			if (io && q->lost[k].io == io) { /* used anew: not done again */
-				q->lost[k].io = NULL;
-				q->lost_live--;
-			}
-		pthread_mutex_unlock(&q->lock);
+		if (io)
+			lost_take(q, io, NULL); /* used anew: not done again */
 		memset(s, 0, sizeof(*s));
 		s->q = q;
 		s->io = io;
@@ -1095,17 +1108,7 @@ ssize_t arf_aio_again(arf_queue *q, struct arf_aio *io)
 		return -EINVAL;
 	if (io->ino >> ARF_VOL_SHIFT)
 		return io->res = -EXDEV; /* as arf_submit answers it */
-	pthread_mutex_lock(&q->lock);
-	for (unsigned k = 0; q->lost_live && k < q->nlost; k++) {
-		struct lost *e = &q->lost[k];
-		if (e->io == io) { /* at most one: submitting io dropped any before */
-			l = *e;
-			e->io = NULL;
-			q->lost_live--;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&q->lock);
+	lost_take(q, io, &l);
 	switch (io->op) {
 	case ARF_AIO_READ:
 		res = io->len && !io->buf ? -EINVAL : arf_v_read(q->c, io->ino, io->gen, io->off,
