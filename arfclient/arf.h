@@ -646,7 +646,12 @@ void arf_set_thread_cancel(arf_cancel_func fn, void *arg);
  * with the ioctl, and hands back the token, the mount's URL and the file's
  * handle.  The token is good on this host for the ttl_s arfd gives it (ten
  * minutes) and until arfd restarts; a connection made with it keeps its
- * identity after that, but cannot reconnect with it.
+ * identity after that, but cannot reconnect with it.  In a cell whose
+ * servers share [cell] move_secret_file a token minted for a tcp client is
+ * the cell's: good on every server of the cell with that secret for its
+ * ten minutes, restarts included, so that libarf carries it when the
+ * volume moves ("moved") and when a walk crosses into a volume of another
+ * server of the cell (one that refuses it is reached without it).
  */
 #define ARF_TOKEN_SIZE 144u
 struct arf_ioc_cred {
@@ -666,7 +671,8 @@ struct arf_ioc_cred {
  * error.  *ttl_s (may be NULL) gets its lifetime. */
 int arf_cred_token(arf_client *c, uint8_t token[ARF_TOKEN_SIZE], uint32_t *ttl_s);
 /** As arf_cred_token, minted by the server of the volume handle ino lives
- * in: a token is good only on the server that minted it. */
+ * in: a server's token is good only on the server that minted it (a
+ * cell's on every server of the cell with the cell's secret). */
 int arf_cred_token_at(arf_client *c, uint64_t ino, uint8_t token[ARF_TOKEN_SIZE],
 		      uint32_t *ttl_s);
 

@@ -543,9 +543,19 @@ int arf_v_resolve_at(arf_client *c, uint64_t dir, uint32_t dgen, const char *pat
 		     struct arf_stat *out, struct arf_handback *hb);
 /* client.c: a client for volume (NULL or "" = the root one) of the server
  * at u, with the options and secret of like, and its credential token when
- * with_token says (a token is good only on the server that minted it). */
+ * with_token says (a server's token is good only on the server that minted
+ * it, a cell's on every server of the cell: arf_cl_cell_token). */
 int arf_connect_like(const arf_client *like, const struct arf_url *u, const char *volume,
 		     int with_token, arf_client **out, char *err, size_t errlen);
+/* Whether c carries a cell's credential token (ARF_PROTO_TOKEN_CELL, the
+ * token's first field, little-endian), which every server of the cell
+ * checks: libarf carries it to the server a volume moved to, and across
+ * mount points into other servers' volumes. */
+static inline int arf_cl_cell_token(const arf_client *c)
+{
+	return c->has_token && c->token[0] == (ARF_PROTO_TOKEN_CELL & 0xff) && !c->token[1] &&
+	       !c->token[2] && !c->token[3];
+}
 /* volumes.c: "#NAME." -> NAME: 1 when a symbolic link's target names a
  * volume (a mount point's, with arf_mount_point_mode). */
 int arf_mount_target(const char *target, char *name, size_t cap);

@@ -96,9 +96,11 @@ static int dial(arf_client *c, struct arf_net_conn **conn, struct arf_proto_info
 			hop = -1;
 			continue;
 		}
-		/* a credential token is for the server that minted it: never
-		 * carried to another one on a server's word */
-		if (rc != -EREMOTE || hop == MAX_MOVED || c->has_token || redirect(c, err))
+		/* a server's credential token is for the server that minted
+		 * it: never carried to another one on a server's word; a
+		 * cell's is good on every server of the cell */
+		if (rc != -EREMOTE || hop == MAX_MOVED || (c->has_token && !arf_cl_cell_token(c)) ||
+		    redirect(c, err))
 			break;
 		no.transport = c->url.transport; /* where the volume is: tcp */
 		no.host = c->url.host;

@@ -248,8 +248,18 @@ static int attach(arf_client *c, unsigned k, const char *name)
 		if (!u.port)
 			return -EHOSTDOWN;
 	}
-	/* a credential token is for the server that minted it (conn.c) */
-	if ((rc = arf_connect_like(c, &u, name, loc.here, &sub, err, sizeof(err)))) {
+	/* a server's credential token is for the server that minted it, a
+	 * cell's for every server of the cell with the cell's secret (conn.c);
+	 * one without it refuses the token, and is reached as before, without
+	 * it (the anonymous user) */
+	int carry = loc.here || arf_cl_cell_token(c);
+	rc = arf_connect_like(c, &u, name, carry, &sub, err, sizeof(err));
+	if (rc == ARF_EAUTH && carry && !loc.here) {
+		arf_log_msg(1, "volume %s: %s: going on without the credential token", name, err);
+		err[0] = 0;
+		rc = arf_connect_like(c, &u, name, 0, &sub, err, sizeof(err));
+	}
+	if (rc) {
 		arf_log_msg(1, "volume %s: %s", name, err[0] ? err : arf_strerror(rc));
 		return rc;
 	}

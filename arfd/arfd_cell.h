@@ -23,6 +23,9 @@ int arfd_cell_publish(struct arfd *d, struct arf_cell_member *m);
 /* A volume removed: its record goes from the cell (if it names this
  * server).  0 or -errno; m NULL: nothing. */
 int arfd_cell_withdraw(struct arf_cell_member *m, const char *name);
+/* The address clients reach d at ([cell] address, else listen's address
+ * unless it is a wildcard, else the host name): what its record says. */
+void arfd_cell_advertised(const struct arfd *d, char *out, size_t len);
 /* Leave the cell (the lease is revoked) and stop the thread; accepts NULL. */
 void arfd_cell_stop(struct arf_cell_member *m);
 

@@ -22,7 +22,7 @@ static void cell_log(void *arg, int level, const char *msg)
 
 /* The address clients reach d at: [cell] address, else listen's address
  * unless it is a wildcard, else the host name. */
-static void advertised(const struct arfd *d, char *out, size_t len)
+void arfd_cell_advertised(const struct arfd *d, char *out, size_t len)
 {
 	const char *listen = d->cfg.listen;
 	const char *colon = strrchr(listen, ':');
@@ -80,7 +80,7 @@ int arfd_cell_start(struct arfd *d, struct arf_cell_member **out, char *err, siz
 	else if (gethostname(s.id, sizeof(s.id)))
 		snprintf(s.id, sizeof(s.id), "localhost");
 	s.id[sizeof(s.id) - 1] = 0;
-	advertised(d, s.address, sizeof(s.address));
+	arfd_cell_advertised(d, s.address, sizeof(s.address));
 	s.port = d->cfg.listen[0] ? arf_net_server_port(d->net) : 0;
 	s.rdma_port = arf_net_server_rdma_port(d->net);
 	snprintf(s.software, sizeof(s.software), "%s", ARF_VERSION);

@@ -22,7 +22,21 @@
  *                 the minting peer's address, under a key made at start.
  *                 So a tool run by a user on a mount acts as that user on
  *                 its own connection, and a token copied to another host
- *                 or kept past its hour is refused.
+ *                 or kept past its ten minutes is refused.  In a cell whose
+ *                 servers share [cell] move_secret_file, a token is the
+ *                 cell's instead (version 2): its key is derived from that
+ *                 secret and the cell's name, it names no incarnation, and
+ *                 every server of the cell checks it, so that a tool keeps
+ *                 its user's rights when its volume moves or its walk
+ *                 crosses into another server's volume (docs/volumes.md,
+ *                 "Tokens").  The servers already trust each other with
+ *                 the volumes themselves; a cell's token still binds the
+ *                 address the minting server saw (a loopback one only on
+ *                 servers that give the cell the same address: the same
+ *                 host), and its ten minutes by the minting server's clock
+ *                 (refused where that is more than a minute ahead).  A
+ *                 mount over shm, whose peer has no address, gets the
+ *                 server's token, as before.
  *   anonymous     any other peer: every request acts as anon_uid/anon_gid
  *                 (nobody), whatever it claims.  `[export] insecure = true`
  *                 believes such peers instead, as NFS's `insecure` does.
@@ -59,10 +73,13 @@
 #include <sodium.h>
 
 #include "arfd.h"
+#include "arfd_cell.h"
 #include "identity.h"
 #include "log.h"
 
-#define TOKEN_VERSION 1u
+#define TOKEN_VERSION 1u      /* the server's: its key, its incarnation */
+#define TOKEN_VERSION_CELL 2u /* the cell's: checked by every server with its secret */
+#define TOKEN_SKEW_S 60       /* a cell's token may come from a clock this far ahead */
 #define STALE_SLOTS 256
 #define STALE_BURST 64.0
 #define STALE_RATE  16.0 /* per second */
@@ -89,6 +106,9 @@ struct stale_slot {
 
 struct arfd_identity {
 	uint8_t key[crypto_auth_KEYBYTES];
+	uint8_t cell_key[crypto_auth_KEYBYTES]; /* tokens of the cell (has_cell_key) */
+	int has_cell_key;
+	uint64_t host_tag;       /* a hash of the address the cell has for this server */
 	pthread_mutex_t lock;    /* the stale table */
 	struct stale_slot stale[STALE_SLOTS];
 	unsigned next;           /* slot to reuse once full */
@@ -112,6 +132,24 @@ int arfd_identity_start(struct arfd *d)
 		return -EIO;
 	}
 	crypto_auth_keygen(id->key);
+	if (d->has_move_key && d->cfg.cell_name[0]) {
+		/* the cell's token key: BLAKE2b keyed with the servers' shared
+		 * secret, over a label and the cell's name, so that it is
+		 * neither the move stream's key nor another cell's */
+		static const char label[] = "arf cell credential token v2: ";
+		crypto_generichash_state h;
+		crypto_generichash_init(&h, d->move_key, ARF_NET_AUTH_KEY_BYTES,
+					sizeof(id->cell_key));
+		crypto_generichash_update(&h, (const uint8_t *)label, sizeof(label) - 1);
+		crypto_generichash_update(&h, (const uint8_t *)d->cfg.cell_name,
+					  strlen(d->cfg.cell_name));
+		crypto_generichash_final(&h, id->cell_key, sizeof(id->cell_key));
+		id->has_cell_key = 1;
+		char host[256];
+		arfd_cell_advertised(d, host, sizeof(host));
+		crypto_generichash((uint8_t *)&id->host_tag, sizeof(id->host_tag),
+				   (const uint8_t *)host, strlen(host), NULL, 0);
+	}
 	pthread_mutex_init(&id->lock, NULL);
 	d->identity = id;
 	return 0;
@@ -122,6 +160,7 @@ void arfd_identity_stop(struct arfd *d)
 	if (!d->identity)
 		return;
 	sodium_memzero(d->identity->key, sizeof(d->identity->key));
+	sodium_memzero(d->identity->cell_key, sizeof(d->identity->cell_key));
 	pthread_mutex_destroy(&d->identity->lock);
 	free(d->identity);
 	d->identity = NULL;
@@ -140,6 +179,15 @@ static void peer_addr16(const struct arf_net_peer *peer, uint8_t out[16])
 	} else if (fam == 6) {
 		memcpy(out, a, 16);
 	}
+}
+
+/* Whether a (peer_addr16's form) is a loopback address: 127/8 or ::1. */
+static int is_loopback16(const uint8_t a[16])
+{
+	static const uint8_t v4[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t v6[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 };
+
+	return (!memcmp(a, v4, 12) && a[12] == 127) || !memcmp(a, v6, 16);
 }
 
 /* The principal stale handles are counted under: the uid the kernel or a
@@ -174,10 +222,10 @@ static void from_key(const struct arf_net_peer *peer, const struct arfd_conn *ac
 		snprintf(out, cap, "addr:%.40s", peer->addr);
 }
 
-/* Tokens are the server's, not a volume's: minted and checked with the
- * root volume's key and incarnation, so a client that crosses a mount point
- * into another volume of the same server presents the token it has
- * (docs/volumes.md). */
+/* Tokens are the server's (or the cell's), not a volume's: minted and
+ * checked with the root volume's keys and incarnation, so a client that
+ * crosses a mount point into another volume of the same server presents
+ * the token it has (docs/volumes.md). */
 static const struct arfd *token_home(const struct arfd *d)
 {
 	return d->host ? d->host : d;
@@ -192,13 +240,34 @@ static int token_check(struct arfd *d, const struct arf_net_peer *peer, const ui
 	struct timespec now;
 
 	memcpy(&t, bytes, sizeof(t));
-	if (crypto_auth_verify(t.mac, bytes, offsetof(struct token, mac), home->identity->key)) {
-		snprintf(msg, msglen, "credential token refused: not minted by this server "
+	/* the version picks the key; the MAC covers the version */
+	int cell = t.version == TOKEN_VERSION_CELL;
+	if (cell && !home->identity->has_cell_key) {
+		snprintf(msg, msglen, "credential token refused: a cell's token, and this server "
+			 "has no [cell] move_secret_file to check it with");
+		return ARF_EAUTH;
+	}
+	if (crypto_auth_verify(t.mac, bytes, offsetof(struct token, mac),
+			       cell ? home->identity->cell_key : home->identity->key)) {
+		snprintf(msg, msglen, cell ? "credential token refused: not minted in this cell "
+			 "(forged, or another [cell] move_secret_file)"
+			 : "credential token refused: not minted by this server "
 			 "(forged, or from before its restart: ask the mount for a new one)");
 		return ARF_EAUTH;
 	}
 	clock_gettime(CLOCK_REALTIME, &now);
-	if (t.version != TOKEN_VERSION || t.incarnation != home->incarnation ||
+	if (cell && t.expires > (uint64_t)now.tv_sec + ARFD_TOKEN_TTL_S + TOKEN_SKEW_S) {
+		snprintf(msg, msglen, "credential token refused: it lasts longer than tokens do "
+			 "(the minting server's clock is ahead of this one's)");
+		return ARF_EAUTH;
+	}
+	if (cell && is_loopback16(t.addr) && t.incarnation != home->identity->host_tag) {
+		snprintf(msg, msglen, "credential token refused: minted for a client on another "
+			 "server's own host (loopback)");
+		return ARF_EAUTH;
+	}
+	if ((t.version != TOKEN_VERSION && !cell) ||
+	    (!cell && t.incarnation != home->incarnation) ||
 	    t.expires < (uint64_t)now.tv_sec || t.ngroups > 16) {
 		snprintf(msg, msglen, "credential token refused: expired (tokens last %d s; ask "
 			 "the mount for a new one)", ARFD_TOKEN_TTL_S);
@@ -315,16 +384,22 @@ int arfd_identity_mint(struct arfd *d, const struct arfd_conn *ac, const struct 
 		return -EPERM; /* only who may claim any identity may vouch for one */
 	memset(&t, 0, sizeof(t));
 	clock_gettime(CLOCK_REALTIME, &now);
-	t.version = TOKEN_VERSION;
+	static const uint8_t zero[16];
+	/* a peer with no address (shm) gets the server's token: one bound to
+	 * no host must not be good on every server of the cell */
+	int cell = token_home(d)->identity->has_cell_key && memcmp(ac->addr, zero, 16);
+	t.version = cell ? TOKEN_VERSION_CELL : TOKEN_VERSION;
 	t.uid = cr->uid;
 	t.gid = cr->gid;
 	t.ngroups = cr->ngroups > 16 ? 16 : cr->ngroups;
 	memcpy(t.groups, cr->groups, t.ngroups * sizeof(t.groups[0]));
 	t.expires = (uint64_t)now.tv_sec + ARFD_TOKEN_TTL_S;
-	t.incarnation = token_home(d)->incarnation;
+	/* a cell's token names the host of the server that minted it, so
+	 * that one bound to a loopback address is good only there */
+	t.incarnation = cell ? token_home(d)->identity->host_tag : token_home(d)->incarnation;
 	memcpy(t.addr, ac->addr, sizeof(t.addr));
 	crypto_auth(t.mac, (const uint8_t *)&t, offsetof(struct token, mac),
-		    token_home(d)->identity->key);
+		    cell ? token_home(d)->identity->cell_key : token_home(d)->identity->key);
 	arf_proto_put_bytes(w, &t, sizeof(t));
 	arf_proto_put_u32(w, ARFD_TOKEN_TTL_S);
 	return 0;

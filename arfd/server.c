@@ -757,6 +757,13 @@ int arfd_start(struct arfd *d, char *err, size_t errlen)
 	    (rc = load_secret("[cell] move_secret_file", d->cfg.cell_move_secret_file, d->move_key,
 			      &d->has_move_key, err, errlen)))
 		return rc;
+	if (d->has_auth_key && d->has_move_key &&
+	    !sodium_memcmp(d->auth_key, d->move_key, ARF_NET_AUTH_KEY_BYTES)) {
+		/* clients hold the first: they could make the servers' keys */
+		snprintf(err, errlen, "[cell] move_secret_file holds the same secret as [export] "
+			 "secret_file, which clients hold: the servers' secret must be their own");
+		return -EINVAL;
+	}
 	if ((rc = volume_open(d, err, errlen)))
 		return rc;
 
@@ -904,6 +911,8 @@ void arfd_stop(struct arfd *d)
 	volume_close(d);
 	arf_cell_view_stop(d->cellview); /* LOCATE's (locate.c): no worker is left to ask */
 	d->cellview = NULL;
+	sodium_memzero(d->move_key, sizeof(d->move_key));
+	sodium_memzero(d->auth_key, sizeof(d->auth_key));
 	/* Only what this process made: a start that failed because another
 	 * arfd holds the socket, the port or the data directory must leave
 	 * that daemon's files alone.  The UNIX socket is net/'s, removed by

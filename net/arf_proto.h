@@ -276,8 +276,11 @@ struct arf_proto_info {
  * from arf-fuse's ioctl to their HELLO.  arfd's layout (arfd/identity.c):
  * u32 version, uid, gid, ngroups, 16 x u32 groups, u64 expires (seconds,
  * CLOCK_REALTIME), u64 incarnation, 16 bytes of the minting peer's
- * address, 32 bytes of MAC. */
+ * address, 32 bytes of MAC.  Version 1 is good on the server that minted
+ * it; version 2 on every server of its cell (the one thing clients read of
+ * it: they carry it to those servers too). */
 #define ARF_PROTO_TOKEN_SIZE 144u
+#define ARF_PROTO_TOKEN_CELL 2u
 
 /* Client hello blob: what the client asks for. */
 #define ARF_PROTO_CLIENT_ID 16u

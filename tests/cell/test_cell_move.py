@@ -14,6 +14,9 @@ arfd.conf section's volume, a volume or server the cell does not have,
 the server itself, a sender without the secret, bad usage; clients
 without the secret holding sessions open or resetting them hold no move
 up.  Two servers moving a volume each to the other at once: both land.
+A client connected with a user's credential token (the cell's) keeps that
+user's rights through its volume's move and across a mount point into
+another server's volume.
 etcd away: a move is refused before anything is sent; etcd stopped during
 a move: the volume ends on the one server its record names.  The stream as
 an attacker sends it (tests/security/rawwire.py): steps without a session,
@@ -33,9 +36,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "security"))
 from cellcase import CELL, CellCase, wait_until  # noqa: E402
-from harness import arfctl  # noqa: E402
+from harness import ITEST, arfctl  # noqa: E402
 import arfproc  # noqa: E402
 import rawwire  # noqa: E402
+from test_mount_identity import ioctl_cred_code  # noqa: E402
 
 OP_VOLUME_IN = 0x12c
 CHALLENGE, BEGIN, FILE, DATA, KEEP, END, DONE, ABORT = range(8)
@@ -220,6 +224,131 @@ class Move(CellCase):
             self.assertEqual(m2.stop(), 0)
         for d in (a, b):
             self.assertNotIn("Sanitizer", d.log())
+
+    def test_token_follows(self):
+        """A tool holding a connection made with a user's credential token
+        (arf-fuse's ARF_IOC_CRED, as arf-grep gets one) keeps that user's
+        rights when its volume moves to another server and when it crosses
+        into a volume of another server: in a cell whose servers share the
+        move secret the token is the cell's.  Before, it failed with
+        EREMOTE after the move, and crossed into another server's volume as
+        the anonymous user."""
+        why = arfproc.fuse_skip_reason()
+        if why:
+            self.skipTest(why)
+        sec = self.secret("move.secret", "the servers' own")
+        self.etcd.start()
+        a = self.arfd("a", extra={"cell.move_secret_file": sec, "cell.root_volume": "root"})
+        b = self.arfd("b", extra={"cell.move_secret_file": sec})
+        c = self.arfd("c", extra={"cell.move_secret_file": self.secret("other", "another")})
+        self.made(a)
+        arfctl("vol", "mkmount", a.url("/proj"), "proj")
+        os.chmod(self.tmp, 0o755)  # uid 1000 walks to the mount
+        m = arfproc.Mount(a.url("/"), workdir=self.tmp)
+        self.addCleanup(m.stop)
+        m.start()
+        with open(m.p("proj/mine"), "w") as f:
+            f.write("uid 1000's own\n")
+        os.chown(m.p("proj/mine"), 1000, 1000)
+        os.chmod(m.p("proj/mine"), 0o600)
+        as_user = ["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups"]
+        p = subprocess.run(as_user + ["/usr/bin/python3", "-c",
+                            "import os, sys\n" + ioctl_cred_code(m.p("proj/mine"))],
+                           capture_output=True, text=True, timeout=30)
+        got = json.loads(p.stdout)
+        tok = got["token"]
+        self.assertEqual(struct.unpack_from("<I", bytes.fromhex(tok))[0], 2, "the cell's token")
+
+        def holder(url, token, path="/proj/mine"):  # run by the user: no reserved port
+            h = subprocess.Popen(as_user + [ITEST, "holder", url, token, path],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+            def done():
+                if h.poll() is None:
+                    h.kill()
+                h.wait()
+                h.stdin.close()
+                h.stdout.close()
+            self.addCleanup(done)
+            return h, h.stdout.readline().strip()
+
+        def ask(h):
+            h.stdin.write("read\n")
+            h.stdin.flush()
+            return h.stdout.readline().strip()
+
+        h, hello = holder(a.url("/"), tok)
+        self.assertEqual(hello, "connected")
+        self.assertEqual(ask(h), "ok uid 1000's own")
+        anon, hello = holder(a.url("/"), "-")
+        self.assertEqual(hello, "connected")
+        self.assertRegex(ask(anon), "^err 13 ")  # the token is what reads it
+        self.move(a, "proj", "b")
+        wait_until(lambda: volumes(self.etcd).get("proj", ("",))[0] == "b", 15, "proj on b")
+        # the same client, its connection to proj on a shut: sent on to b,
+        # with the token
+        self.assertEqual(ask(h), "ok uid 1000's own")
+        self.assertRegex(ask(anon), "^err 13 ")
+        # a new client of a crosses the mount point into b's volume with it
+        h2, hello = holder(a.url("/"), tok)
+        self.assertEqual(ask(h2), "ok uid 1000's own")
+        # it lasts through b's restart (its ten minutes bound it, not an incarnation)
+        b.restart()
+        self.assertEqual(ask(h), "ok uid 1000's own")
+        # forged, or checked by a server with another secret: refused at the handshake
+        forged = bytearray(bytes.fromhex(tok))
+        forged[4] = forged[5] = 0  # uid 1000 -> uid 0
+        h3, hello = holder(b.url("/?volume=proj"), bytes(forged).hex())
+        self.assertRegex(hello, "^err .*not minted in this cell")
+        h4, hello = holder(c.url("/"), tok)
+        self.assertRegex(hello, "^err .*not minted in this cell")
+        # ... and a walk crossing into a volume there goes on without it
+        arfctl("--control", c.control, "vol", "create", "other")
+        wait_until(lambda: volumes(self.etcd).get("other", ("",))[0] == "c", 15,
+                   "other recorded on c")
+        arfctl("vol", "mkmount", a.url("/other"), "other")
+        pub = os.path.join(self.tmp, "pub")
+        with open(pub, "w") as f:
+            f.write("anyone's\n")
+        arfctl("put", pub, c.url("/pub?volume=other"))
+        h8, hello = holder(a.url("/"), tok, "/other/pub")
+        self.assertEqual((hello, ask(h8)), ("connected", "ok anyone's"))
+        # made by hand with the servers' secret, as a member could: the
+        # bounds a member's clock and host cannot stretch
+        key = hashlib.blake2b(b"the servers' own", digest_size=32).digest()
+        ckey = hashlib.blake2b(b"arf cell credential token v2: " + CELL.encode(), key=key,
+                               digest_size=32).digest()
+        host = [x["address"] for x in json.loads(arfctl(
+            "--json", "cell", "status", "--etcd", self.etcd.url, "--cell", CELL).stdout)["servers"]
+            if x["id"] == "b"][0]
+
+        def minted(expires, host_of):
+            body = struct.pack("<IIII16IQ8s16s", 2, 1000, 1000, 0, *([0] * 16), int(expires),
+                               hashlib.blake2b(host_of.encode(), digest_size=8).digest(),
+                               bytes(10) + b"\xff\xff" + socket.inet_aton("127.0.0.1"))
+            return (body + hmac.new(ckey, body, hashlib.sha512).digest()[:32]).hex()
+        url = b.url("/?volume=proj")
+        h5, hello = holder(url, minted(time.time() + 600, host), "/mine")
+        self.assertEqual((hello, ask(h5)), ("connected", "ok uid 1000's own"))
+        h6, hello = holder(url, minted(time.time() + 3600, host))
+        self.assertRegex(hello, "^err .*lasts longer than tokens do")
+        h7, hello = holder(url, minted(time.time() + 600, "10.9.9.9"))
+        self.assertRegex(hello, "^err .*another server's own host")
+        # a mount over shm (no peer address) hands out the server's token
+        m2 = arfproc.Mount(a.url("/", "shm"), workdir=self.tmp,
+                           mountpoint=os.path.join(self.tmp, "mnt-shm"))
+        self.addCleanup(m2.stop)
+        m2.start()
+        with open(m2.p("own"), "w") as f:
+            f.write("root's\n")
+        p = subprocess.run(as_user + ["/usr/bin/python3", "-c",
+                                      "import os, sys\n" + ioctl_cred_code(m2.p("own"))],
+                           capture_output=True, text=True, timeout=30)
+        shm_tok = bytes.fromhex(json.loads(p.stdout)["token"])
+        self.assertEqual(struct.unpack_from("<I", shm_tok)[0], 1, "the server's token")
+        for x in (h, anon, h2):
+            x.stdin.close()
+            self.assertEqual(x.wait(30), 0)
 
     def test_refusals(self):
         """Each refusal says why, and leaves the volume served where it was

@@ -14,6 +14,11 @@
  *                                      (fsync: in /synced, arf_fsync after each)
  *   arf-itest verify URL N [fsync]     check files 0..N-1 written by "acked" (in
  *                                      /synced: by "acked ... fsync")
+ *   arf-itest holder URL TOKEN PATH    one client, connected with the credential
+ *                                      token TOKEN (hex, "-": none), reads PATH
+ *                                      for each line on stdin: "ok TEXT" or
+ *                                      "err ERRNO MESSAGE" (a client that holds
+ *                                      its connection through a volume's move)
  *
  * Each prints what it checked and exits 0, or prints "FAIL: reason" and
  * exits 1.
@@ -562,10 +567,55 @@ static int cmd_verify(const char *url, int n, const char *dir)
 	return 0;
 }
 
+static int cmd_holder(const char *url, const char *hex, const char *path)
+{
+	struct arf_client_opts o;
+	uint8_t tok[ARF_TOKEN_SIZE];
+	char err[512], line[64], buf[4096];
+	arf_client *c;
+	int rc;
+
+	arf_client_opts_init(&o);
+	o.spin_us = 0;
+	o.attr_timeout_ms = 0;
+	if (strcmp(hex, "-")) {
+		if (strlen(hex) != 2 * ARF_TOKEN_SIZE)
+			FAIL("token: %zu hex digits, want %u", strlen(hex), 2 * ARF_TOKEN_SIZE);
+		for (size_t i = 0; i < ARF_TOKEN_SIZE; i++)
+			if (sscanf(hex + 2 * i, "%2hhx", &tok[i]) != 1)
+				FAIL("token: not hex");
+		o.cred_token = tok;
+	}
+	if ((rc = arf_connect(url, &o, &c, err, sizeof(err)))) {
+		printf("err %d %s\n", -rc, err);
+		return 1;
+	}
+	printf("connected\n");
+	fflush(stdout);
+	while (fgets(line, sizeof(line), stdin)) {
+		struct arf_stat st;
+		ssize_t n = -ENOENT;
+		if (!(rc = arf_resolve(c, path, &st)))
+			n = arf_read(c, st.ino, st.gen, 0, buf, sizeof(buf) - 1);
+		else
+			n = rc;
+		if (n < 0) {
+			printf("err %d %s\n", (int)-n, arf_strerror((int)n));
+		} else {
+			buf[n] = 0;
+			buf[strcspn(buf, "\n")] = 0;
+			printf("ok %s\n", buf);
+		}
+		fflush(stdout);
+	}
+	arf_close(c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: arf-itest tree|ranges|torn|acked|verify|setattr URL ARGS\n");
+		fprintf(stderr, "usage: arf-itest tree|ranges|torn|acked|verify|setattr|holder URL ARGS\n");
 		return 2;
 	}
 	const char *cmd = argv[1], *url = argv[2];
@@ -585,6 +635,8 @@ int main(int argc, char **argv)
 		return cmd_verify(url, atoi(argv[3]), "synced");
 	if (!strcmp(cmd, "setattr") && argc == 6)
 		return cmd_setattr(url, argv[3], argv[4], argv[5]);
+	if (!strcmp(cmd, "holder") && argc == 5)
+		return cmd_holder(url, argv[3], argv[4]);
 	fprintf(stderr, "arf-itest: bad command line\n");
 	return 2;
 }

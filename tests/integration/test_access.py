@@ -87,6 +87,18 @@ class Secret(unittest.TestCase):
             d.start()
         self.assertIn("readable by others", str(cm.exception))
 
+    def test_servers_secret_is_not_the_clients(self):
+        """[cell] move_secret_file keys the cell's credential tokens: the
+        secret clients hold ([export] secret_file) must not be it, even in
+        another file."""
+        one = self.write_secret("one", "s3cret\n", 0o600)
+        two = self.write_secret("two", "s3cret\n", 0o600)
+        d = Arfd(extra={"export.secret_file": one, "cell.move_secret_file": two})
+        self.addCleanup(d.cleanup)
+        with self.assertRaises(RuntimeError) as cm:
+            d.start()
+        self.assertIn("holds the same secret as [export] secret_file", str(cm.exception))
+
 
 class OneSided(unittest.TestCase):
     def test_who_gets_region_keys(self):
