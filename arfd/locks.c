@@ -51,13 +51,33 @@
  * when every listed client has reclaimed; with no listed client there is
  * none.  A reclaim after the period fails with ENOLCK.
  *
- * Why one file of about 1,100 lines: the range table, the waiters, leases
- * and the grace period share one lock-state counter and one set of
+ * Moves (vol move, move_out.c).  The table goes with the volume: in the
+ * freeze the sender writes every client with a lease (its id, lease,
+ * principal and what is left of its lease; one that locked and let go
+ * still has its store record) and their locks into the last snapshot
+ * (arfd_locks_save, ARFD_LOCKS_CARRIED, with the sender's incarnation),
+ * and the receiver's start takes them in (carried_in) before anything is
+ * served -- only at the next incarnation, its first opening -- then
+ * deletes the file.  A carried client is not waited for: no grace period
+ * for it, so other clients' locks are decided at once against what it
+ * holds; its libarf, meeting a new server incarnation, reclaims as after a
+ * restart, and those reclaims are answered from the carried table at any
+ * time until it says it has reclaimed.  Waiting requests are not carried:
+ * their connections close with the move, and their clients ask again.
+ * (The ticker does not stop for the freeze: a lease that ends in it may
+ * grant a waiter the saved table does not show, whose reclaim there then
+ * fails, as it would after a restart.)
+ *
+ * Why one file of about 1,250 lines: the range table, the waiters, leases,
+ * the grace period and the table carried by a move share one lock-state
+ * counter and one set of
  * invariants (a waiter is woken exactly when the ranges it conflicts with
  * change, a lease's end releases its ranges and wakes their waiters); split
  * apart, each piece would need the others' internals.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +110,7 @@ struct lk_client {
 	int persisted;             /* its 'L' record is in the store */
 	int listed;                /* held locks before the restart: may reclaim in grace */
 	int reclaimed;             /* said so (LOCK_RENEW with RECLAIMED) */
+	int carried;               /* came with the volume (vol move): reclaims at any time */
 	uint64_t cancelled[TOMBSTONES]; /* wait ids cancelled before they arrived */
 	unsigned ncancelled;
 };
@@ -675,6 +696,196 @@ static void *ticker_main(void *arg)
 	return NULL;
 }
 
+/* ---- carried by a move (vol move) ---- */
+
+static json_object *u64(uint64_t v)
+{
+	return json_object_new_uint64(v);
+}
+
+int arfd_locks_save(struct arfd *d, const char *dir, char *err, size_t errlen)
+{
+	struct arfd_locks *lm = d->locks;
+	char path[PATH_MAX];
+	json_object *top = json_object_new_object(), *cls = json_object_new_array(),
+		    *lks = json_object_new_array();
+	unsigned nc = 0, nl = 0;
+	int rc = 0;
+
+	if (!top || !cls || !lks) {
+		json_object_put(top);
+		json_object_put(cls);
+		json_object_put(lks);
+		snprintf(err, errlen, "locks: out of memory");
+		return -ENOMEM;
+	}
+	json_object_object_add(top, "version", u64(1));
+	/* the receiver opens it at the next incarnation, and never later */
+	json_object_object_add(top, "incarnation", u64(d->incarnation));
+	json_object_object_add(top, "clients", cls);
+	json_object_object_add(top, "locks", lks);
+	pthread_mutex_lock(&lm->mu);
+	uint64_t now = now_ms();
+	for (size_t b = 0; b < NCLIB; b++)
+		for (struct lk_client *cl = lm->cli[b]; cl; cl = cl->next) {
+			if (!cl->lease)
+				continue; /* listed, not reclaimed yet: it reclaims there */
+			json_object *x = json_object_new_object();
+			if (!x || json_object_array_add(cls, x)) {
+				json_object_put(x);
+				rc = -ENOMEM;
+				continue;
+			}
+			json_object_object_add(x, "id", u64(cl->id));
+			json_object_object_add(x, "lease", u64(cl->lease));
+			json_object_object_add(x, "principal", json_object_new_string(cl->principal));
+			json_object_object_add(x, "ms_left",
+					       u64(cl->expires_ms > now ? cl->expires_ms - now : 0));
+			nc++;
+		}
+	for (size_t b = 0; b < NFILEB; b++)
+		for (const struct lk_file *f = lm->file[b]; f; f = f->next)
+			for (const struct lk_lock *l = f->locks; l; l = l->next) {
+				if (!l->cl->lease)
+					continue;
+				json_object *x = json_object_new_object();
+				if (!x || json_object_array_add(lks, x)) {
+					json_object_put(x);
+					rc = -ENOMEM;
+					continue;
+				}
+				json_object_object_add(x, "ino", u64(f->ino));
+				json_object_object_add(x, "gen", u64(f->gen));
+				json_object_object_add(x, "client", u64(l->cl->id));
+				json_object_object_add(x, "owner", u64(l->owner));
+				json_object_object_add(x, "pid", u64(l->pid));
+				json_object_object_add(x, "kind", u64(l->kind));
+				json_object_object_add(x, "type", u64(l->type));
+				json_object_object_add(x, "start", u64(l->start));
+				json_object_object_add(x, "end", u64(l->end));
+				nl++;
+			}
+	pthread_mutex_unlock(&lm->mu);
+	snprintf(path, sizeof(path), "%s/%s", dir, ARFD_LOCKS_CARRIED);
+	if (rc) {
+		snprintf(err, errlen, "locks: out of memory");
+	} else if (json_object_to_file_ext(path, top, JSON_C_TO_STRING_PLAIN)) {
+		snprintf(err, errlen, "locks: %s: %s", path, json_util_get_last_err());
+		rc = -EIO;
+	} else if (nc) {
+		arfd_log(ARFD_LOG_INFO, "locks: %u clients' leases and %u locks go with volume %s",
+			 nc, nl, d->volume);
+	}
+	if (rc)
+		unlink(path); /* none rather than part of one */
+	json_object_put(top);
+	return rc;
+}
+
+static uint64_t field(json_object *x, const char *k, int *ok)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(x, k, &v) || !json_object_is_type(v, json_type_int)) {
+		*ok = 0;
+		return 0;
+	}
+	return json_object_get_uint64(v);
+}
+
+/* The table a move brought (arfd_locks_save's file in the data directory),
+ * taken in and the file deleted: the number of its clients that the store
+ * listed (they are not waited for).  A file that cannot be read is
+ * reported and left out: its clients reclaim in the grace period. */
+static uint64_t carried_in(struct arfd_locks *lm)
+{
+	struct arfd *d = lm->d;
+	char path[PATH_MAX];
+	uint64_t listed = 0, nc = 0, nl = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", d->cfg.data_dir, ARFD_LOCKS_CARRIED);
+	if (access(path, F_OK))
+		return 0;
+	json_object *top = json_object_from_file(path), *cls, *lks, *inc;
+	/* once: a later start must not take these leases again (the sender's
+	 * incarnation says so too, should the deletion not last) */
+	unlink(path);
+	int dfd = open(d->cfg.data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd))
+		arfd_log(ARFD_LOG_WARN, "locks: %s: %s", d->cfg.data_dir, strerror(errno));
+	if (dfd >= 0)
+		close(dfd);
+	if (top && (!json_object_object_get_ex(top, "incarnation", &inc) ||
+		    json_object_get_uint64(inc) + 1 != d->incarnation)) {
+		arfd_log(ARFD_LOG_WARN, "locks: %s is from an earlier opening (incarnation %llu, "
+			 "now %llu): its clients reclaim instead", path,
+			 (unsigned long long)(inc ? json_object_get_uint64(inc) : 0),
+			 (unsigned long long)d->incarnation);
+		json_object_put(top);
+		return 0;
+	}
+	if (!top || !json_object_object_get_ex(top, "clients", &cls) ||
+	    !json_object_object_get_ex(top, "locks", &lks) ||
+	    !json_object_is_type(cls, json_type_array) || !json_object_is_type(lks, json_type_array)) {
+		arfd_log(ARFD_LOG_WARN, "locks: %s is not a lock table: its clients reclaim instead",
+			 path);
+		json_object_put(top);
+		return 0;
+	}
+	uint64_t now = now_ms();
+	for (size_t i = 0; i < json_object_array_length(cls); i++) {
+		json_object *x = json_object_array_get_idx(cls, i), *p;
+		int ok = 1;
+		uint64_t id = field(x, "id", &ok), lease = field(x, "lease", &ok);
+		uint64_t left = field(x, "ms_left", &ok);
+		if (!ok || !id || !lease || !json_object_object_get_ex(x, "principal", &p) ||
+		    !json_object_is_type(p, json_type_string))
+			continue;
+		struct lk_client *cl = client_find(lm, id);
+		if (!cl && !(cl = client_new(lm, id, json_object_get_string(p))))
+			continue;
+		cl->lease = lease;
+		cl->expires_ms = now + (left < lm->lease_ms ? left : lm->lease_ms);
+		cl->carried = 1;
+		if (cl->listed && !cl->reclaimed) {
+			cl->reclaimed = 1;
+			listed++;
+		}
+		client_persist(lm, cl, 1);
+		nc++;
+	}
+	for (size_t i = 0; i < json_object_array_length(lks); i++) {
+		json_object *x = json_object_array_get_idx(lks, i);
+		int ok = 1;
+		struct lk_lock l = { NULL, NULL, field(x, "owner", &ok), (uint32_t)field(x, "pid", &ok),
+				     (uint32_t)field(x, "kind", &ok), (uint32_t)field(x, "type", &ok),
+				     field(x, "start", &ok), field(x, "end", &ok) };
+		uint64_t ino = field(x, "ino", &ok), client = field(x, "client", &ok);
+		uint32_t gen = (uint32_t)field(x, "gen", &ok);
+		if (!ok || !(l.cl = client_find(lm, client)) || !l.cl->carried ||
+		    (l.kind != ARF_LOCK_POSIX && l.kind != ARF_LOCK_FLOCK) ||
+		    (l.type != ARF_LOCK_RD && l.type != ARF_LOCK_WR) || l.start > l.end)
+			continue;
+		struct lk_file *f = file_get(lm, ino, gen, 1);
+		struct lk_lock *n = f ? malloc(sizeof(*n)) : NULL;
+		if (!n) {
+			file_put(lm, f);
+			continue;
+		}
+		*n = l;
+		n->next = f->locks;
+		f->locks = n;
+		l.cl->nlocks++;
+		lm->nlocks++;
+		nl++;
+	}
+	json_object_put(top);
+	lm->seq++;
+	if (nc)
+		arfd_log(ARFD_LOG_INFO, "locks: %llu clients' leases and %llu locks came with the "
+			 "volume: not waited for", (unsigned long long)nc, (unsigned long long)nl);
+	return listed;
+}
+
 /* ---- start and stop ---- */
 
 struct load_ctx {
@@ -725,21 +936,26 @@ int arfd_locks_start(struct arfd *d, char *err, size_t errlen)
 	pthread_condattr_destroy(&ca);
 	if ((rc = arfd_store_scan(d->store, "L", 1, load_one, &lc, err, errlen)))
 		return rc;
+	uint64_t carried = carried_in(lm); /* listed clients a move brought with their locks */
 	uint64_t now = now_ms();
 	/* a replica's records are its source's clients, which never reclaim
 	 * here (vol release): no grace period to wait out */
-	if (lc.n && d->cfg.lock_grace_s && !arfd_volume_is_replica(d->volume)) {
+	if (lc.n > carried && d->cfg.lock_grace_s && !arfd_volume_is_replica(d->volume)) {
 		lm->grace_until = now + (uint64_t)d->cfg.lock_grace_s * 1000u;
-		lm->nlisted = (unsigned)lc.n;
+		lm->nlisted = (unsigned)(lc.n - carried);
 		for (size_t b = 0; b < NCLIB; b++)
 			for (struct lk_client *cl = lm->cli[b]; cl; cl = cl->next)
-				cl->expires_ms = lm->grace_until;
+				if (!cl->carried)
+					cl->expires_ms = lm->grace_until;
 		arfd_log(ARFD_LOG_INFO, "lock grace period: %llu clients may reclaim their locks "
-			 "for %d s; new locks wait", (unsigned long long)lc.n, d->cfg.lock_grace_s);
+			 "for %d s; new locks wait", (unsigned long long)(lc.n - carried),
+			 d->cfg.lock_grace_s);
 	} else {
 		for (size_t b = 0; b < NCLIB; b++)
 			for (struct lk_client *cl = lm->cli[b], *nx; cl; cl = nx) {
 				nx = cl->next;
+				if (cl->carried)
+					continue;
 				client_persist(lm, cl, 0);
 				client_free(lm, cl);
 			}
@@ -934,7 +1150,7 @@ int arfd_p_lock(struct arfd_req *q)
 	int test = (rq.flags & ARF_LOCK_F_TEST) != 0, reclaim = (rq.flags & ARF_LOCK_F_RECLAIM) != 0;
 	if ((rc = client_of(lm, q, rq.client, !test, &cl)))
 		goto out;
-	if (reclaim && (!lm->grace_until || !cl || !cl->listed)) {
+	if (reclaim && !(cl && cl->carried) && (!lm->grace_until || !cl || !cl->listed)) {
 		rc = -ENOLCK; /* too late: the grace period is over (or it held nothing) */
 		goto out;
 	}
@@ -1045,6 +1261,8 @@ int arfd_p_lock_renew(struct arfd_req *q)
 		return ARF_EPROTO;
 	pthread_mutex_lock(&lm->mu);
 	if (!(rc = client_of(lm, q, client, 0, &cl))) {
+		if (cl && (flags & ARF_LOCK_RENEW_RECLAIMED))
+			cl->carried = 0; /* its reclaims are over: the table is its own again */
 		if (cl && (flags & ARF_LOCK_RENEW_RECLAIMED) && cl->listed && !cl->reclaimed) {
 			cl->reclaimed = 1;
 			if (lm->nlisted && !--lm->nlisted)

@@ -22,7 +22,8 @@ struct json_object;
 
 /* After the store is open and before requests are served: the lock
  * clients of the previous incarnation are read from the store and, if
- * there were any, the grace period starts.  0 or -errno with err. */
+ * there were any that a move did not bring with their locks
+ * (ARFD_LOCKS_CARRIED), the grace period starts.  0 or -errno with err. */
 int arfd_locks_start(struct arfd *d, char *err, size_t errlen);
 /* After the workers have stopped: every lock and waiting request goes
  * (the waiting requests' connections are gone). */
@@ -38,6 +39,13 @@ int arfd_p_lock(struct arfd_req *q);
 int arfd_p_unlock(struct arfd_req *q);
 int arfd_p_lock_renew(struct arfd_req *q);
 int arfd_p_lock_cancel(struct arfd_req *q);
+
+/* vol move (move_out.c), in the freeze: the table of d's clients that hold
+ * locks -- ids, leases, principals, what is left of each lease, their
+ * locks -- written to dir/ARFD_LOCKS_CARRIED (the last snapshot), for the
+ * receiver's arfd_locks_start to take in.  0 or -errno with err. */
+#define ARFD_LOCKS_CARRIED "locks.carried.json"
+int arfd_locks_save(struct arfd *d, const char *dir, char *err, size_t errlen);
 
 /* Counts for the status summary: {"clients", "locks", "waiting",
  * "grace_s", "lease_s"} added to o. */

@@ -44,11 +44,13 @@
  * One move out at a time (out_lock; arfd's stop waits for it); vol_lock
  * only to look NAME up and to let it go, NAME marked moving meanwhile.
  *
+ * The last round, frozen, carries the volume's lock table too (locks.c
+ * arfd_locks_save: its clients, leases and locks), which SERVER takes in
+ * at its opening: no grace period for them there.
+ *
  * Not built (docs/volumes.md): catching up from the stream of committed
  * transactions instead of files (the freeze still holds SERVER's opening
- * of the volume, its data region filled ahead: move_in.c), and carrying a
- * byte-range lock's lease (a moved volume's locks are reclaimed as after a
- * restart).
+ * of the volume, its data region filled ahead: move_in.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -68,6 +70,7 @@
 #include "arf_proto.h"
 #include "arfd.h"
 #include "cell.h"
+#include "locks.h"
 #include "log.h"
 #include "move.h"
 #include "store.h"
@@ -200,8 +203,9 @@ static int list_files(struct snap *s, char *err, size_t errlen)
 }
 
 /* The volume's state into s->dir: what vol release does, under the lock
- * the caller holds (arfd_lock_for_control). */
-static int snapshot(struct arfd *v, struct snap *s, char *err, size_t errlen)
+ * the caller holds (arfd_lock_for_control); frozen (the last round of a
+ * move), with its lock table too. */
+static int snapshot(struct arfd *v, struct snap *s, int frozen, char *err, size_t errlen)
 {
 	arfd_quiesce(v);
 	if (arfd_failed(v)) {
@@ -213,6 +217,10 @@ static int snapshot(struct arfd *v, struct snap *s, char *err, size_t errlen)
 		rc = arfd_store_sync(v->store, err, errlen);
 	if (!rc)
 		rc = arfd_store_clone(v->store, s->dir, err, errlen);
+	char why[256];
+	if (!rc && frozen && arfd_locks_save(v, s->dir, why, sizeof(why)))
+		arfd_log(ARFD_LOG_WARN, "vol move %s: %s: its lock clients will reclaim after the "
+			 "move instead", v->volume, why); /* a grace period there, as before */
 	if (!rc)
 		rc = list_files(s, err, errlen);
 	return rc;
@@ -513,7 +521,7 @@ json_object *arfd_volume_move(struct arfd *d, const char *args)
 	for (;; round++) {
 		snap_dir(cur, parent, name, round);
 		arfd_lock_for_control(v);
-		rc = snapshot(v, cur, o.err, sizeof(o.err));
+		rc = snapshot(v, cur, 0, o.err, sizeof(o.err));
 		arfd_fs_unlock(v);
 		sent = o.bytes;
 		if (rc || (rc = send_round(&o, cur, prev)))
@@ -533,7 +541,7 @@ json_object *arfd_volume_move(struct arfd *d, const char *args)
 	snap_dir(cur, parent, name, round);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	arfd_lock_for_control(v);
-	rc = snapshot(v, cur, o.err, sizeof(o.err));
+	rc = snapshot(v, cur, 1, o.err, sizeof(o.err));
 	clock_gettime(CLOCK_MONOTONIC, &f1);
 	if (!rc)
 		rc = send_round(&o, cur, prev);
@@ -765,7 +773,7 @@ json_object *arfd_volume_release_to(struct arfd *d, const char *name, const char
 		goto failed;
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	arfd_lock_for_control(v);
-	rc = snapshot(v, &snap, o.err, sizeof(o.err));
+	rc = snapshot(v, &snap, 0, o.err, sizeof(o.err));
 	arfd_fs_unlock(v);
 	clock_gettime(CLOCK_MONOTONIC, &t2);
 	if (rc || (rc = send_round(&o, &snap, NULL)))

@@ -22,10 +22,12 @@ a move: the volume ends on the one server its record names.  The stream as
 an attacker sends it (tests/security/rawwire.py): steps without a session,
 wrong and replayed MACs, a second sender, paths out of the staging
 directory, truncated bodies; the server serves on with nothing staged."""
+import fcntl
 import hashlib
 import hmac
 import json
 import os
+import select
 import socket
 import struct
 import subprocess
@@ -71,6 +73,20 @@ class Move(CellCase):
         arfctl("--control", a.control, "vol", "create", name)
         wait_until(lambda: volumes(self.etcd).get(name, ("",))[0] == "a", 15,
                    name + " recorded on a")
+
+    def piped(self, argv):
+        """A process with pipes to and from it, killed (by pid) and its pipes
+        closed when the test ends, however it ends."""
+        p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+        def done():
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+            p.stdin.close()
+            p.stdout.close()
+        self.addCleanup(done)
+        return p
 
     def move(self, a, name, to, check=True):
         return arfctl("--json", "--control", a.control, "vol", "move", name, to, check=check)
@@ -260,16 +276,7 @@ class Move(CellCase):
         self.assertEqual(struct.unpack_from("<I", bytes.fromhex(tok))[0], 2, "the cell's token")
 
         def holder(url, token, path="/proj/mine"):  # run by the user: no reserved port
-            h = subprocess.Popen(as_user + [ITEST, "holder", url, token, path],
-                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-
-            def done():
-                if h.poll() is None:
-                    h.kill()
-                h.wait()
-                h.stdin.close()
-                h.stdout.close()
-            self.addCleanup(done)
+            h = self.piped(as_user + [ITEST, "holder", url, token, path])
             return h, h.stdout.readline().strip()
 
         def ask(h):
@@ -349,6 +356,90 @@ class Move(CellCase):
         for x in (h, anon, h2):
             x.stdin.close()
             self.assertEqual(x.wait(30), 0)
+
+    def test_locks_move(self):
+        """A volume's byte-range locks move with it: a lock held through
+        one mount excludes another mount's at once on the new server (the
+        table came with the volume: no grace period, nothing to reclaim
+        first), its holder writes on without EIO, and once it lets go the
+        other mount takes it.  Before, the new server started a grace
+        period (30 s here) with no locks in its table, and the other
+        mount's attempt waited until the holder's libarf reclaimed."""
+        why = arfproc.fuse_skip_reason()
+        if why:
+            self.skipTest(why)
+        sec = self.secret("move.secret", "the servers' own")
+        self.etcd.start()
+        locks = {"locks.lease_s": "90", "locks.grace_s": "30"}
+        a = self.arfd("a", extra=dict(locks, **{"cell.move_secret_file": sec,
+                                                "cell.root_volume": "root"}))
+        b = self.arfd("b", extra=dict(locks, **{"cell.move_secret_file": sec}))
+        self.made(a)
+        arfctl("vol", "mkmount", a.url("/proj"), "proj")
+        mounts = []
+        for k in range(2):
+            m = arfproc.Mount(a.url("/"), workdir=self.tmp,
+                              mountpoint=os.path.join(self.tmp, "mnt%d" % k))
+            self.addCleanup(m.stop)
+            m.start()
+            mounts.append(m)
+        with open(mounts[0].p("proj/lk"), "w") as f:
+            f.write("x" * 4096)
+        # the other mount locks and unlocks another file: a lease and no
+        # lock, listed in the store, which must not make the receiver wait
+        with open(mounts[1].p("proj/other"), "w") as f:
+            fcntl.lockf(f, fcntl.LOCK_EX, 1, 0)
+            fcntl.lockf(f, fcntl.LOCK_UN, 1, 0)
+        holder = self.piped([sys.executable, "-c", (
+            "import fcntl, os, sys\n"
+            "fd = os.open(%r, os.O_RDWR)\n"
+            "fcntl.lockf(fd, fcntl.LOCK_EX, 100, 0)\n"
+            "print('held', flush=True)\n"
+            "sys.stdin.readline()\n"
+            "try:\n"
+            "    os.pwrite(fd, b'after the move', 0)\n"
+            "    os.fsync(fd)\n"
+            "    print('wrote', flush=True)\n"
+            "except OSError as e:\n"
+            "    print('error', e, flush=True)\n"
+            "sys.stdin.readline()\n") % mounts[0].p("proj/lk")])
+
+        def said():
+            ready = select.select([holder.stdout], [], [], 120)[0]
+            self.assertTrue(ready, "the lock holder said nothing for 120 s")
+            return holder.stdout.readline().strip()
+        self.assertEqual(said(), "held")
+
+        def try_lock():
+            """The other mount, not waiting: 'taken' or 'busy', and how long."""
+            t0 = time.monotonic()
+            p = subprocess.run([sys.executable, "-c", (
+                "import fcntl, os\n"
+                "fd = os.open(%r, os.O_RDWR)\n"
+                "try:\n"
+                "    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 10, 50)\n"
+                "    print('taken')\n"
+                "except BlockingIOError:\n"
+                "    print('busy')\n") % mounts[1].p("proj/lk")],
+                capture_output=True, text=True, timeout=120)
+            return p.stdout.strip(), time.monotonic() - t0
+
+        self.assertEqual(try_lock()[0], "busy")
+        self.move(a, "proj", "b")
+        wait_until(lambda: volumes(self.etcd).get("proj", ("",))[0] == "b", 15, "proj on b")
+        show = json.loads(arfctl("--json", "--control", b.control, "vol", "show", "proj").stdout)
+        self.assertEqual((show["locks"]["locks"], show["locks"]["grace_s"]), (1, 0), show)
+        got, secs = try_lock()
+        self.assertEqual(got, "busy")
+        self.assertLess(secs, 20, "waited as for a grace period")  # the holder renews at 30 s
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        self.assertEqual(said(), "wrote")
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        self.assertEqual(holder.wait(30), 0)
+        self.assertEqual(try_lock()[0], "taken")
+        print("moved with its lock: the other mount's attempt answered busy in %.2f s" % secs)
 
     def test_refusals(self):
         """Each refusal says why, and leaves the volume served where it was
