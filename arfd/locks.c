@@ -703,6 +703,19 @@ static json_object *u64(uint64_t v)
 	return json_object_new_uint64(v);
 }
 
+/* A new object at the end of array a, or NULL with *rc = -ENOMEM. */
+static json_object *entry(json_object *a, int *rc)
+{
+	json_object *x = json_object_new_object();
+
+	if (!x || json_object_array_add(a, x)) {
+		json_object_put(x);
+		*rc = -ENOMEM;
+		return NULL;
+	}
+	return x;
+}
+
 int arfd_locks_save(struct arfd *d, const char *dir, char *err, size_t errlen)
 {
 	struct arfd_locks *lm = d->locks;
@@ -730,12 +743,9 @@ int arfd_locks_save(struct arfd *d, const char *dir, char *err, size_t errlen)
 		for (struct lk_client *cl = lm->cli[b]; cl; cl = cl->next) {
 			if (!cl->lease)
 				continue; /* listed, not reclaimed yet: it reclaims there */
-			json_object *x = json_object_new_object();
-			if (!x || json_object_array_add(cls, x)) {
-				json_object_put(x);
-				rc = -ENOMEM;
+			json_object *x = entry(cls, &rc);
+			if (!x)
 				continue;
-			}
 			json_object_object_add(x, "id", u64(cl->id));
 			json_object_object_add(x, "lease", u64(cl->lease));
 			json_object_object_add(x, "principal", json_object_new_string(cl->principal));
@@ -748,12 +758,9 @@ int arfd_locks_save(struct arfd *d, const char *dir, char *err, size_t errlen)
 			for (const struct lk_lock *l = f->locks; l; l = l->next) {
 				if (!l->cl->lease)
 					continue;
-				json_object *x = json_object_new_object();
-				if (!x || json_object_array_add(lks, x)) {
-					json_object_put(x);
-					rc = -ENOMEM;
+				json_object *x = entry(lks, &rc);
+				if (!x)
 					continue;
-				}
 				json_object_object_add(x, "ino", u64(f->ino));
 				json_object_object_add(x, "gen", u64(f->gen));
 				json_object_object_add(x, "client", u64(l->cl->id));
@@ -805,7 +812,7 @@ static uint64_t carried_in(struct arfd_locks *lm)
 	snprintf(path, sizeof(path), "%s/%s", d->cfg.data_dir, ARFD_LOCKS_CARRIED);
 	if (access(path, F_OK))
 		return 0;
-	json_object *top = json_object_from_file(path), *cls, *lks, *inc;
+	json_object *top = json_object_from_file(path), *cls, *lks, *inc = NULL;
 	/* once: a later start must not take these leases again (the sender's
 	 * incarnation says so too, should the deletion not last) */
 	unlink(path);
