@@ -178,7 +178,9 @@ struct arf_client_opts {
 	 * COMMIT (arf_fsync, arf_flush, arf_close) makes it durable, re-sending
 	 * it if arfd restarts first.  This bounds the bytes kept: a write that
 	 * reaches it is followed by a COMMIT (default 64 MiB; 0 = a COMMIT after
-	 * every write).  The memory of committed copies is kept for later
+	 * every write).  Once half of it is kept, a thread of the client's
+	 * sends a COMMIT while the writes go on, so that a writer seldom waits
+	 * at the bound.  The memory of committed copies is kept for later
 	 * writes, up to as many bytes again. */
 	uint32_t unstable_max_mib;
 	/** Read ahead for a file read sequentially (1, default; 0 = never):
@@ -304,7 +306,7 @@ ssize_t arf_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, void *
 /** Write len bytes at off; returns the count.  On an export without
  * [export] sync the write is unstable, as NFSv3's: applied and seen by every
  * client at once, durable at the next arf_fsync, arf_flush or arf_close (or
- * when unstable_max_mib is reached); libarf keeps its bytes until then and
+ * the COMMIT libarf sends by itself from half of unstable_max_mib kept); libarf keeps its bytes until then and
  * re-sends them if arfd restarts before (counted in resent_bytes).  On a
  * sync export it is durable on return. */
 ssize_t arf_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const void *buf,

@@ -627,6 +627,8 @@ static void req_end(struct arf_queue *q, struct slot *s)
 			}
 			full = 0;
 		}
+		if (!full)
+			arf_behind_check(c);
 		if (full && (rc = bound_commit(q, s))) {
 			arf_net_buf_free(&s->body);
 			finish_read(q, s, rc);
@@ -1127,6 +1129,7 @@ ssize_t arf_aio_again(arf_queue *q, struct arf_aio *io)
 			res += (ssize_t)done;
 		else if (done)
 			res = (ssize_t)done; /* what was answered before counts */
+		arf_behind_check(q->c);
 		break;
 	}
 	case ARF_AIO_GETATTR:

@@ -148,8 +148,8 @@ static int client_start(arf_client *c, const char *url, char *err, size_t errlen
 	int rc;
 
 	policy_resolve(&c->opts, c->url.transport, &c->pol);
-	if ((rc = arf_cache_init(c)) || (rc = arf_wlog_init(c)) || (rc = arf_locks_init(c)) ||
-	    (c->opts.readahead && (rc = arf_ra_init(c)))) {
+	if ((rc = arf_cache_init(c)) || (rc = arf_wlog_init(c)) || (rc = arf_behind_init(c)) ||
+	    (rc = arf_locks_init(c)) || (c->opts.readahead && (rc = arf_ra_init(c)))) {
 		snprintf(err, errlen, "out of memory");
 		return rc;
 	}
@@ -278,6 +278,7 @@ void arf_close(arf_client *c)
 {
 	if (!c)
 		return;
+	arf_behind_free(c); /* its COMMIT uses the connection */
 	/* as close(2) on NFS: what this client wrote is committed */
 	if (c->wlog && c->conn && arf_wlog_holds(c, 0) && arf_v_fsync(c, 0, 0))
 		arf_log_msg(0, "closing: the last writes could not be committed");

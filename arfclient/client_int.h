@@ -12,6 +12,7 @@
  *   async.c                  arf_queue: the same operations, in flight together
  *   readahead.c              data posted ahead for sequential readers
  *   locks.c  xattr.c         advisory locks (lease, reclaim); extended attributes
+ *   behind.c                 COMMITs sent behind the writes, by a thread
  *   requests.c  onesided.c   requests (mutations, fallbacks); one-sided reads
  *   conn.c                   the connection and its reconnection
  *   wlog.c                   uncommitted writes, re-sent after a server restart
@@ -100,6 +101,7 @@ struct arf_client {
 	struct arf_ecache_ent *ecache;
 
 	struct arf_wlog *wlog;        /* uncommitted writes (wlog.c) */
+	struct arf_behind *behind;    /* COMMITs behind the writes (behind.c) */
 
 	/* counters (atomic) */
 	uint64_t resent_bytes, commits;
@@ -254,6 +256,18 @@ int arf_wlog_keep_prepared(arf_client *c, struct arf_wlog_ent *e,
 			   const struct arf_proto_cred *cred, uint64_t ino, uint32_t gen,
 			   uint64_t off, uint32_t len, uint64_t verifier, uint64_t seq);
 void arf_wlog_discard(arf_client *c, struct arf_wlog_ent *e);
+/* Half the bound (opts.unstable_max_mib) kept, and no COMMIT behind the
+ * writes on its way: 1 once (it is then on its way until
+ * arf_wlog_behind_done), else 0. */
+int arf_wlog_behind_due(arf_client *c);
+void arf_wlog_behind_done(arf_client *c);
+/* behind.c: after a write was kept (arf_write, async.c), a COMMIT sent by
+ * the client's thread once half the bound is kept; init 0 or -ENOMEM,
+ * free stops the thread (arf_close, before its last commit). */
+struct arf_behind;
+int arf_behind_init(arf_client *c);
+void arf_behind_free(arf_client *c);
+void arf_behind_check(arf_client *c);
 /* A COMMIT answered (verifier, durable): drop what it covers. */
 void arf_wlog_committed(arf_client *c, uint64_t verifier, uint64_t durable);
 /* Does the client keep writes of ino (0: of any file), or a re-send
@@ -499,6 +513,9 @@ ssize_t arf_v_copy(arf_client *c, uint64_t src, uint32_t sgen, uint64_t soff, ui
 		 uint32_t dgen, uint64_t doff, size_t len, unsigned flags, struct arf_stat *dst_st);
 int arf_v_last_dir_change(arf_client *c, struct arf_dir_change *out);
 int arf_v_flush(arf_client *c, uint64_t ino, uint32_t gen);
+/* A COMMIT whose answer only drops the writes it covers: no re-send's
+ * failure or stale write is reported (behind.c) */
+int arf_v_commit_behind(arf_client *c);
 int arf_v_access(arf_client *c, uint64_t ino, uint32_t gen, int mask);
 int arf_v_statfs(arf_client *c, struct arf_statfs *out);
 ssize_t arf_v_getxattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name, void *buf,

@@ -317,11 +317,10 @@ ssize_t arf_req_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, vo
 /* COMMIT: everything this server applied so far durable (fh may be 0, 0);
  * the kept writes it covers are dropped.  Then a re-send's failure for ino
  * (0: any), if one waits. */
-static int commit(arf_client *c, uint64_t ino, uint32_t gen)
+static int commit_send(arf_client *c, uint64_t ino, uint32_t gen, struct arf_wlog_commit *cm)
 {
 	struct arf_proto_wr w;
 	struct arf_net_buf resp;
-	struct arf_wlog_commit cm;
 
 	arf_proto_wr_init(&w);
 	put_fh(&w, ino, gen);
@@ -329,11 +328,27 @@ static int commit(arf_client *c, uint64_t ino, uint32_t gen)
 	int rc = arf_req(c, ARF_OP_COMMIT, &w, &resp);
 	arf_proto_wr_free(&w);
 	if (!rc)
-		rc = arf_wlog_commit_reply(&resp, &cm);
+		rc = arf_wlog_commit_reply(&resp, cm);
 	arf_net_buf_free(&resp);
 	if (!rc) {
 		ARF_CTR_ADD(c, commits, 1);
-		arf_wlog_committed(c, cm.verifier, cm.durable);
+		arf_wlog_committed(c, cm->verifier, cm->durable);
+	}
+	return rc;
+}
+
+int arf_v_commit_behind(arf_client *c)
+{
+	struct arf_wlog_commit cm;
+	return commit_send(c, 0, 0, &cm);
+}
+
+static int commit(arf_client *c, uint64_t ino, uint32_t gen)
+{
+	struct arf_wlog_commit cm;
+	int rc = commit_send(c, ino, gen, &cm);
+
+	if (!rc) {
 		/* durable means all of it.  A write kept under an incarnation
 		 * that no replay covered cannot be sent now (a newer write may
 		 * have gone over it since): keeps are checked against the

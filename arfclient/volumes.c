@@ -612,7 +612,9 @@ ssize_t arf_write(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, const
 		  size_t len)
 {
 	ROUTE(c, ino, s, k);
-	return arf_v_write(s, ino, gen, off, buf, len);
+	ssize_t n = arf_v_write(s, ino, gen, off, buf, len);
+	arf_behind_check(s);
+	return n;
 }
 
 int arf_readlink(arf_client *c, uint64_t ino, uint32_t gen, char *buf, size_t cap)

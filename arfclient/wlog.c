@@ -24,7 +24,8 @@
  * than re-send it over a newer write.
  *
  * The bytes kept are bounded (opts.unstable_max_mib): a write past the
- * bound is followed by a COMMIT (requests.c).  An entry's memory, once its
+ * bound is followed by a COMMIT (requests.c), and from half of it one is
+ * sent behind the writes (arf_wlog_behind_due, behind.c).  An entry's memory, once its
  * write is committed, is kept for a later write of its size class (powers
  * of two from 4 KiB to 4 MiB), up to that bound too: a fresh malloc of a
  * 1 MiB entry is an mmap whose 256 pages fault and are cleared as the copy
@@ -71,6 +72,7 @@ struct arf_wlog {
 	size_t nerrs;
 	struct arf_wlog_ent *spare[SPARE_CLASSES]; /* committed entries' memory, by class */
 	uint64_t spare_bytes;
+	int behind;                       /* a COMMIT behind the writes is due or on its way */
 };
 
 /* The size class whose entries hold len bytes, or -1 past the largest. */
@@ -227,6 +229,26 @@ int arf_wlog_keep_prepared(arf_client *c, struct arf_wlog_ent *e,
 	int full = l->bytes >= (uint64_t)c->opts.unstable_max_mib << 20;
 	pthread_mutex_unlock(&l->lock);
 	return full;
+}
+
+int arf_wlog_behind_due(arf_client *c)
+{
+	struct arf_wlog *l = c->wlog;
+	int due = 0;
+
+	pthread_mutex_lock(&l->lock);
+	if (!l->behind && c->opts.unstable_max_mib &&
+	    l->bytes >= (uint64_t)c->opts.unstable_max_mib << 19)
+		due = l->behind = 1;
+	pthread_mutex_unlock(&l->lock);
+	return due;
+}
+
+void arf_wlog_behind_done(arf_client *c)
+{
+	pthread_mutex_lock(&c->wlog->lock);
+	c->wlog->behind = 0;
+	pthread_mutex_unlock(&c->wlog->lock);
 }
 
 int arf_wlog_keep(arf_client *c, const struct arf_proto_cred *cred, uint64_t ino, uint32_t gen,

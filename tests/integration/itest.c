@@ -14,6 +14,10 @@
  *                                      (fsync: in /synced, arf_fsync after each)
  *   arf-itest verify URL N [fsync]     check files 0..N-1 written by "acked" (in
  *                                      /synced: by "acked ... fsync")
+ *   arf-itest behind URL MIB           with unstable_max_mib 8, write MIB MiB to
+ *                                      /behind in 1 MiB writes, then print, for
+ *                                      2 s, "kept BYTES commits N" each time
+ *                                      they change; then fsync and read back
  *   arf-itest holder URL TOKEN PATH    one client, connected with the credential
  *                                      token TOKEN (hex, "-": none), reads PATH
  *                                      for each line on stdin: "ok TEXT" or
@@ -612,10 +616,65 @@ static int cmd_holder(const char *url, const char *hex, const char *path)
 	return 0;
 }
 
+/* Writes below the bound of kept bytes, and what the client keeps while
+ * nobody commits: a COMMIT behind the writes (behind.c) once half the
+ * bound is kept, none below it. */
+static int cmd_behind(const char *url, int mib)
+{
+	struct arf_client_opts o;
+	struct arf_client_stats st;
+	struct arf_stat root, f;
+	char err[512];
+	arf_client *c;
+	int rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	arf_client_opts_init(&o);
+	o.unstable_max_mib = 8;
+	if (mib < 1 || mib > 7)
+		FAIL("MIB: 1 to 7 (below the bound of 8)");
+	if (arf_connect(url, &o, &c, err, sizeof(err)))
+		FAIL("connect %s: %s", url, err);
+	if ((rc = arf_root(c, &root)) ||
+	    (rc = arf_create(c, root.ino, root.gen, "behind", 0644, 0, &f)))
+		FAIL("create /behind: %s", arf_strerror(rc));
+	uint8_t *buf = malloc(1u << 20), *got = malloc(1u << 20);
+	if (!buf || !got)
+		FAIL("out of memory");
+	for (int i = 0; i < mib; i++) {
+		memset(buf, 'a' + i, 1u << 20);
+		if (arf_write(c, f.ino, f.gen, (uint64_t)i << 20, buf, 1u << 20) != 1 << 20)
+			FAIL("write %d", i);
+	}
+	uint64_t kept = UINT64_MAX, commits = UINT64_MAX;
+	for (int t = 0; t < 200; t++) {
+		arf_stats(c, &st);
+		if (st.unstable_bytes != kept || st.commits != commits)
+			printf("kept %" PRIu64 " commits %" PRIu64 "\n", st.unstable_bytes, st.commits);
+		kept = st.unstable_bytes;
+		commits = st.commits;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	if ((rc = arf_fsync(c, f.ino, f.gen)))
+		FAIL("fsync: %s", arf_strerror(rc));
+	for (int i = 0; i < mib; i++) {
+		memset(buf, 'a' + i, 1u << 20);
+		if (arf_read(c, f.ino, f.gen, (uint64_t)i << 20, got, 1u << 20) != 1 << 20 ||
+		    memcmp(buf, got, 1u << 20))
+			FAIL("read back MiB %d", i);
+	}
+	printf("read back %d MiB\n", mib);
+	free(buf);
+	free(got);
+	arf_close(c);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: arf-itest tree|ranges|torn|acked|verify|setattr|holder URL ARGS\n");
+		fprintf(stderr, "usage: arf-itest tree|ranges|torn|acked|verify|setattr|behind|holder URL ARGS\n");
 		return 2;
 	}
 	const char *cmd = argv[1], *url = argv[2];
@@ -635,6 +694,8 @@ int main(int argc, char **argv)
 		return cmd_verify(url, atoi(argv[3]), "synced");
 	if (!strcmp(cmd, "setattr") && argc == 6)
 		return cmd_setattr(url, argv[3], argv[4], argv[5]);
+	if (!strcmp(cmd, "behind") && argc == 4)
+		return cmd_behind(url, atoi(argv[3]));
 	if (!strcmp(cmd, "holder") && argc == 5)
 		return cmd_holder(url, argv[3], argv[4]);
 	fprintf(stderr, "arf-itest: bad command line\n");

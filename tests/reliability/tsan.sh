@@ -3,7 +3,8 @@
 # ThreadSanitizer over the concurrent reader/writer path: builds arfd,
 # arfctl, arf-itest, arf-asynctest and arf-scalebench with -fsanitize=thread
 # in their own build directory, runs the torn-read test (a writer rewriting
-# a file while readers read it one-sidedly), libarf's asynchronous
+# a file while readers read it one-sidedly), a COMMIT sent behind the
+# writes by libarf's thread (arf-itest behind), libarf's asynchronous
 # operations (64 in flight, torn reads through them, sequential readers
 # read ahead) and readers beside writers on four request workers sharing
 # the filesystem lock (scalebench mixed, getattr, lookup) over tcp and shm,
@@ -41,6 +42,11 @@ port=$(cat "$work/port")
 "$b/tests/integration/arf-itest" torn "arf://127.0.0.1:$port/" 4 2
 "$b/tools/arfctl/arfctl" rm "arf://127.0.0.1:$port/torn"
 "$b/tests/integration/arf-itest" torn "arf+shm:///?socket=$work/s" 4 2
+# a COMMIT sent by the client's thread behind the writes (libarf behind.c)
+for u in "arf://127.0.0.1:$port/" "arf+shm:///?socket=$work/s"; do
+  "$b/tests/integration/arf-itest" behind "$u" 6
+  "$b/tools/arfctl/arfctl" rm "${u%%\?*}behind${u#"${u%%\?*}"}"
+done
 for u in "arf://127.0.0.1:$port/" "arf+shm:///?socket=$work/s"; do
   "$b/tests/integration/arf-asynctest" ops "$u" 3000
   "$b/tests/integration/arf-asynctest" torn "$u" 3
