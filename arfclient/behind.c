@@ -17,15 +17,22 @@
  * every report.  A re-send's failure waits for its file's next commit
  * (arf_wlog_error); a COMMIT here that fails leaves the writes kept, for
  * the next one to say, and this waits a second before it may be asked
- * again, so that a failing server is not sent a COMMIT per write; writes
- * kept under an earlier incarnation are reported by the next commit
- * (requests.c commit).
+ * again, so that a failing server is not sent a COMMIT per write (as
+ * after one that drops nothing: writes kept under an earlier incarnation,
+ * which the writer's next commit reports, requests.c commit).
+ *
+ * Its waits end when the client closes: the thread's cancel hook
+ * (arf_set_thread_cancel) answers the stop, so that arf_close does not
+ * wait for ever on a hard mount whose server is gone (the COMMIT cut
+ * short leaves its writes kept, for the close's own commit); and it takes
+ * no signals, which would cut its calls short otherwise.
  *
  * Layering: above requests.c (arf_v_commit_behind) only; the write paths
  * above it (volumes.c arf_write, async.c) call arf_behind_check after a
  * write was kept, and client.c stops the thread before its last commit.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -40,11 +47,18 @@ struct arf_behind {
 	int started, stop, kicked;
 };
 
+static int behind_stopped(void *arg)
+{
+	struct arf_behind *b = arg;
+	return __atomic_load_n(&b->stop, __ATOMIC_ACQUIRE);
+}
+
 static void *behind_main(void *arg)
 {
 	arf_client *c = arg;
 	struct arf_behind *b = c->behind;
 
+	arf_set_thread_cancel(behind_stopped, b);
 	pthread_mutex_lock(&b->mu);
 	for (;;) {
 		while (!b->kicked && !b->stop)
@@ -53,9 +67,11 @@ static void *behind_main(void *arg)
 			break;
 		b->kicked = 0;
 		pthread_mutex_unlock(&b->mu);
-		int rc = arf_v_commit_behind(c);
+		/* failed, or dropped nothing (writes kept under an earlier
+		 * incarnation, say): not again at once */
+		int wait = arf_v_commit_behind(c) <= 0;
 		pthread_mutex_lock(&b->mu);
-		if (rc && !b->stop) {
+		if (wait && !b->stop) {
 			struct timespec ts;
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			ts.tv_sec += BEHIND_FAIL_WAIT_MS / 1000;
@@ -77,9 +93,13 @@ void arf_behind_check(arf_client *c)
 	pthread_mutex_lock(&b->mu);
 	if (!b->started && !b->stop) {
 		pthread_attr_t at;
+		sigset_t all, old;
+		sigfillset(&all);
 		pthread_attr_init(&at);
 		pthread_attr_setstacksize(&at, 256u << 10);
+		pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread's, from birth */
 		b->started = !pthread_create(&b->thread, &at, behind_main, c);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		pthread_attr_destroy(&at);
 	}
 	if (b->started) {
@@ -114,7 +134,7 @@ void arf_behind_free(arf_client *c)
 	if (!b)
 		return;
 	pthread_mutex_lock(&b->mu);
-	b->stop = 1;
+	__atomic_store_n(&b->stop, 1, __ATOMIC_RELEASE); /* read by the cancel hook too */
 	pthread_cond_signal(&b->cond);
 	pthread_mutex_unlock(&b->mu);
 	if (b->started)

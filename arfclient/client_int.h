@@ -268,8 +268,9 @@ struct arf_behind;
 int arf_behind_init(arf_client *c);
 void arf_behind_free(arf_client *c);
 void arf_behind_check(arf_client *c);
-/* A COMMIT answered (verifier, durable): drop what it covers. */
-void arf_wlog_committed(arf_client *c, uint64_t verifier, uint64_t durable);
+/* A COMMIT answered (verifier, durable): drop what it covers (the bytes
+ * dropped). */
+uint64_t arf_wlog_committed(arf_client *c, uint64_t verifier, uint64_t durable);
 /* Does the client keep writes of ino (0: of any file), or a re-send
  * failure waiting to be reported? */
 int arf_wlog_holds(arf_client *c, uint64_t ino);
@@ -514,8 +515,9 @@ ssize_t arf_v_copy(arf_client *c, uint64_t src, uint32_t sgen, uint64_t soff, ui
 int arf_v_last_dir_change(arf_client *c, struct arf_dir_change *out);
 int arf_v_flush(arf_client *c, uint64_t ino, uint32_t gen);
 /* A COMMIT whose answer only drops the writes it covers: no re-send's
- * failure or stale write is reported (behind.c) */
-int arf_v_commit_behind(arf_client *c);
+ * failure or stale write is reported (behind.c).  The bytes dropped, or
+ * the error. */
+int64_t arf_v_commit_behind(arf_client *c);
 int arf_v_access(arf_client *c, uint64_t ino, uint32_t gen, int mask);
 int arf_v_statfs(arf_client *c, struct arf_statfs *out);
 ssize_t arf_v_getxattr(arf_client *c, uint64_t ino, uint32_t gen, const char *name, void *buf,

@@ -317,7 +317,8 @@ ssize_t arf_req_read(arf_client *c, uint64_t ino, uint32_t gen, uint64_t off, vo
 /* COMMIT: everything this server applied so far durable (fh may be 0, 0);
  * the kept writes it covers are dropped.  Then a re-send's failure for ino
  * (0: any), if one waits. */
-static int commit_send(arf_client *c, uint64_t ino, uint32_t gen, struct arf_wlog_commit *cm)
+static int commit_send(arf_client *c, uint64_t ino, uint32_t gen, struct arf_wlog_commit *cm,
+		       uint64_t *dropped)
 {
 	struct arf_proto_wr w;
 	struct arf_net_buf resp;
@@ -332,21 +333,24 @@ static int commit_send(arf_client *c, uint64_t ino, uint32_t gen, struct arf_wlo
 	arf_net_buf_free(&resp);
 	if (!rc) {
 		ARF_CTR_ADD(c, commits, 1);
-		arf_wlog_committed(c, cm->verifier, cm->durable);
+		*dropped = arf_wlog_committed(c, cm->verifier, cm->durable);
 	}
 	return rc;
 }
 
-int arf_v_commit_behind(arf_client *c)
+int64_t arf_v_commit_behind(arf_client *c)
 {
 	struct arf_wlog_commit cm;
-	return commit_send(c, 0, 0, &cm);
+	uint64_t dropped = 0;
+	int rc = commit_send(c, 0, 0, &cm, &dropped);
+	return rc ? rc : (int64_t)dropped;
 }
 
 static int commit(arf_client *c, uint64_t ino, uint32_t gen)
 {
 	struct arf_wlog_commit cm;
-	int rc = commit_send(c, ino, gen, &cm);
+	uint64_t dropped;
+	int rc = commit_send(c, ino, gen, &cm, &dropped);
 
 	if (!rc) {
 		/* durable means all of it.  A write kept under an incarnation

@@ -262,17 +262,21 @@ int arf_wlog_keep(arf_client *c, const struct arf_proto_cred *cred, uint64_t ino
 	return arf_wlog_keep_prepared(c, e, cred, ino, gen, off, len, verifier, seq);
 }
 
-void arf_wlog_committed(arf_client *c, uint64_t verifier, uint64_t durable)
+uint64_t arf_wlog_committed(arf_client *c, uint64_t verifier, uint64_t durable)
 {
 	struct arf_wlog *l = c->wlog;
+	uint64_t dropped = 0;
 
 	pthread_mutex_lock(&l->lock);
 	for (struct arf_wlog_ent *e = l->head, *n; e; e = n) {
 		n = e->next;
-		if (e->verifier == verifier && e->seq <= durable)
+		if (e->verifier == verifier && e->seq <= durable) {
+			dropped += e->len;
 			unlink_ent(c, l, e);
+		}
 	}
 	pthread_mutex_unlock(&l->lock);
+	return dropped;
 }
 
 int arf_wlog_holds(arf_client *c, uint64_t ino)

@@ -14,10 +14,11 @@
  *                                      (fsync: in /synced, arf_fsync after each)
  *   arf-itest verify URL N [fsync]     check files 0..N-1 written by "acked" (in
  *                                      /synced: by "acked ... fsync")
- *   arf-itest behind URL MIB           with unstable_max_mib 8, write MIB MiB to
- *                                      /behind in 1 MiB writes, then print, for
- *                                      2 s, "kept BYTES commits N" each time
- *                                      they change; then fsync and read back
+ *   arf-itest behind URL MIB WAIT      with unstable_max_mib 8, write MIB MiB to
+ *                                      /behind in 1 MiB writes, then print
+ *                                      "kept BYTES commits N" each time they
+ *                                      change, until 0.3 s after a COMMIT was
+ *                                      counted or WAIT s; then fsync, read back
  *   arf-itest holder URL TOKEN PATH    one client, connected with the credential
  *                                      token TOKEN (hex, "-": none), reads PATH
  *                                      for each line on stdin: "ok TEXT" or
@@ -619,7 +620,7 @@ static int cmd_holder(const char *url, const char *hex, const char *path)
 /* Writes below the bound of kept bytes, and what the client keeps while
  * nobody commits: a COMMIT behind the writes (behind.c) once half the
  * bound is kept, none below it. */
-static int cmd_behind(const char *url, int mib)
+static int cmd_behind(const char *url, int mib, int wait_s)
 {
 	struct arf_client_opts o;
 	struct arf_client_stats st;
@@ -647,12 +648,15 @@ static int cmd_behind(const char *url, int mib)
 			FAIL("write %d", i);
 	}
 	uint64_t kept = UINT64_MAX, commits = UINT64_MAX;
-	for (int t = 0; t < 200; t++) {
+	int after = -1; /* ticks of 10 ms since a COMMIT was first counted */
+	for (int t = 0; t < wait_s * 100 && after < 30; t++) {
 		arf_stats(c, &st);
 		if (st.unstable_bytes != kept || st.commits != commits)
 			printf("kept %" PRIu64 " commits %" PRIu64 "\n", st.unstable_bytes, st.commits);
 		kept = st.unstable_bytes;
 		commits = st.commits;
+		if (commits || after >= 0)
+			after++;
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}
@@ -694,8 +698,8 @@ int main(int argc, char **argv)
 		return cmd_verify(url, atoi(argv[3]), "synced");
 	if (!strcmp(cmd, "setattr") && argc == 6)
 		return cmd_setattr(url, argv[3], argv[4], argv[5]);
-	if (!strcmp(cmd, "behind") && argc == 4)
-		return cmd_behind(url, atoi(argv[3]));
+	if (!strcmp(cmd, "behind") && argc == 5)
+		return cmd_behind(url, atoi(argv[3]), atoi(argv[4]));
 	if (!strcmp(cmd, "holder") && argc == 5)
 		return cmd_holder(url, argv[3], argv[4]);
 	fprintf(stderr, "arf-itest: bad command line\n");

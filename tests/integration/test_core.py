@@ -140,11 +140,12 @@ class UnstableWrites(ArfdTestCase):
               "after SIGKILL" % (writes, t1["store"]["batches"] - t0["store"]["batches"]))
 
 
-    def behind(self, mib):
+    def behind(self, mib, wait_s):
         """arf-itest behind: (kept bytes, commits) after the writes and at
-        the end of its 2 s wait, and arfd's COMMITs meanwhile."""
+        the end of its wait (0.3 s after a COMMIT, or wait_s), and arfd's
+        COMMITs meanwhile."""
         c0 = self.stats()[2]
-        out = run([ITEST, "behind", self.arfd.url("/"), str(mib)]).stdout.decode()
+        out = run([ITEST, "behind", self.arfd.url("/"), str(mib), str(wait_s)]).stdout.decode()
         seen = [tuple(int(x) for x in ln.split()[1::2]) for ln in out.splitlines()
                 if ln.startswith("kept ")]
         self.assertIn("read back %d MiB" % mib, out)
@@ -156,12 +157,12 @@ class UnstableWrites(ArfdTestCase):
         # to half of it, and the client's thread commits with nobody
         # waiting (behind.c), covering at least those four; before, the
         # 6 MiB stayed kept until the fsync
-        first, last, served = self.behind(6)
+        first, last, served = self.behind(6, 20)
         self.assertEqual(last[1], 1, "one COMMIT behind the writes (seen: %r, %r)" % (first, last))
         self.assertLessEqual(last[0], 2 << 20, "what it covered dropped (seen: %r)" % (last,))
         self.assertEqual(served, 2, "the COMMIT behind, and the fsync's")
         # 3 MiB, below half: kept until the fsync, as before
-        first, last, served = self.behind(3)
+        first, last, served = self.behind(3, 1)
         self.assertEqual((first, last), ((3 << 20, 0), (3 << 20, 0)))
         self.assertEqual(served, 1, "the fsync's COMMIT alone")
         print("6 MiB written with a bound of 8: committed behind the writes; 3 MiB: kept "

@@ -44,7 +44,7 @@ port=$(cat "$work/port")
 "$b/tests/integration/arf-itest" torn "arf+shm:///?socket=$work/s" 4 2
 # a COMMIT sent by the client's thread behind the writes (libarf behind.c)
 for u in "arf://127.0.0.1:$port/" "arf+shm:///?socket=$work/s"; do
-  "$b/tests/integration/arf-itest" behind "$u" 6
+  "$b/tests/integration/arf-itest" behind "$u" 6 20
   "$b/tools/arfctl/arfctl" rm "${u%%\?*}behind${u#"${u%%\?*}"}"
 done
 for u in "arf://127.0.0.1:$port/" "arf+shm:///?socket=$work/s"; do
