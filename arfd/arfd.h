@@ -133,6 +133,7 @@ struct arfd {
 	uint64_t sync_wanted;                /* highest seq someone waits to see durable */
 	int sync_forced;                     /* reclamation needs one more sync (commit.c) */
 	int syncing;                         /* a group commit is in progress (commit.c) */
+	int test_hold_armed;                 /* a COMMIT came: [server] test_commit_hold_ms applies */
 	int sync_failed;                     /* a sync failed: nothing becomes durable any more */
 	uint64_t sync_ns_avg;                /* recent syncs' mean duration (commit.c) */
 	uint64_t sync_ns_last;               /* the last sync's (commit.c) */

@@ -147,6 +147,26 @@ static void reclaim(struct arfd *d, uint64_t durable)
 	arfd_fs_unlock(d);
 }
 
+/* [server] test_commit_hold_ms (tests only): once a COMMIT came, the
+ * sync waits first, no lock held; arfd_commit_wanted and arfd_commit_quick
+ * leave every sync to the committer meanwhile.  Ends early when arfd
+ * stops. */
+static int hold_armed(const struct arfd *d)
+{
+	return d->cfg.test_commit_hold_ms && __atomic_load_n(&d->test_hold_armed, __ATOMIC_ACQUIRE);
+}
+
+static void test_hold(struct arfd *d)
+{
+	if (!hold_armed(d))
+		return;
+	for (int64_t left = d->cfg.test_commit_hold_ms;
+	     left > 0 && !__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE); left -= 50) {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -186,6 +206,8 @@ static void commit_round(struct arfd *d, int hold)
 		}
 		if (!hold)
 			arfd_fs_unlock(d);
+		if (!hold)
+			test_hold(d);
 		uint64_t t0 = mono_ns();
 		if (!rc)
 			rc = arfd_store_sync(d->store, err, sizeof(err));
@@ -250,7 +272,7 @@ static int commit_due(const struct arfd *d)
 
 int arfd_commit_quick(struct arfd *d)
 {
-	return !__atomic_load_n(&d->syncing, __ATOMIC_RELAXED) &&
+	return !hold_armed(d) && !__atomic_load_n(&d->syncing, __ATOMIC_RELAXED) &&
 	       __atomic_load_n(&d->sync_ns_avg, __ATOMIC_RELAXED) <= INLINE_SYNC_NS &&
 	       __atomic_load_n(&d->sync_ns_last, __ATOMIC_RELAXED) <= INLINE_SYNC_NS;
 }
@@ -263,7 +285,7 @@ void arfd_commit_wanted(struct arfd *d, int transport)
 	 * a few changes, with no data written since the last sync (unstable
 	 * writes held back, or appended to the data log, may be gigabytes
 	 * to write and sync), nor reclamation pending (store.h) */
-	if (d->syncing || d->sync_ns_avg > INLINE_SYNC_NS ||
+	if (d->syncing || d->sync_ns_avg > INLINE_SYNC_NS || hold_armed(d) ||
 	    (transport && (d->sync_ns_last > INLINE_SYNC_NS || d->reclaim_due || d->sync_forced ||
 			   !arfd_store_sync_small(d->store))) ||
 	    arfd_lane_queued(d, ARFD_LANE_REQUEST) ||

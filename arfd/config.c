@@ -80,6 +80,10 @@ static const struct centry table[] = {
 	{ "server", "test_move_drop", C_BOOL, S(test_move_drop), 0, 1, "false",
 	  "test only: vol move closes its connection to the receiving server right after END, "
 	  "before it flips the record (as a network failure would)" },
+	{ "server", "test_commit_hold_ms", C_INT, S(test_commit_hold_ms), 0, 3600000, "0",
+	  "test only: from the first COMMIT on, every sync waits this long before it starts, "
+	  "on the committer thread with no lock held, so that a COMMIT stays in flight while "
+	  "writes are answered (0 = never)" },
 	{ "server", "max_conns", C_INT, S(max_conns), 1, 65536, "1024",
 	  "client connections open at once, all transports together" },
 	{ "server", "max_conns_per_client", C_INT, S(max_conns_per_client), 0, 65536, "256",

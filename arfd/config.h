@@ -55,6 +55,7 @@ struct arfd_config {
 	int  test_blob_store;    /* bench only: data blocks in RocksDB's BlobDB, not the data log */
 	int64_t test_exit_after; /* test only: _exit once the Nth mutation is written, unanswered */
 	int  test_move_drop;     /* test only: vol move drops its connection after END */
+	int64_t test_commit_hold_ms; /* test only: from the first COMMIT, each sync waits first */
 	int  max_conns;          /* connections open at once */
 	int  max_conns_per_client; /* per uid (shm) or address (tcp, rdma); 0 = no limit */
 	int  reserved_root_conns;  /* slots only root-evident peers may take */

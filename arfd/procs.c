@@ -475,6 +475,8 @@ static int p_commit(struct arfd_req *q)
 	arf_proto_put_u64(q->w, through);
 	arf_proto_put_u32(q->w, (uint32_t)known);
 	q->d->ctr.commits++;
+	if (q->d->cfg.test_commit_hold_ms)
+		__atomic_store_n(&q->d->test_hold_armed, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 

@@ -119,7 +119,9 @@ struct arf_fuse {
 	arf_client *cf;          /* uncached client (== c under noac): LOOKUP, GETATTR,
 				  * readdirplus attributes and open()'s revalidation */
 	uint32_t cache_ms;       /* libarf attr/entry timeout of c */
-	struct fuse_session *se;
+	struct fuse_session *se;  /* NULL once destroyed */
+	int se_over;             /* the session loop has ended (atomic): every hard wait
+				  * ends (hardmount.c), the last commits' at arf_close too */
 	pthread_mutex_t lock;    /* the node table, nlookup, nopen, hidden */
 	struct arf_fuse_node **table;
 	size_t nbuckets;

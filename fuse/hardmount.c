@@ -68,7 +68,8 @@ int arf_fuse_caller_killed(pid_t pid)
 static int should_cancel(void *arg)
 {
 	(void)arg;
-	if (cur.fs && cur.fs->se && fuse_session_exited(cur.fs->se))
+	if (cur.fs && (__atomic_load_n(&cur.fs->se_over, __ATOMIC_ACQUIRE) ||
+		       (cur.fs->se && fuse_session_exited(cur.fs->se))))
 		return 1;
 	if (cur.also && cur.also(cur.also_arg))
 		return 1;

@@ -305,10 +305,14 @@ out:
 		fuse_session_unmount(fs->se);
 	if (sig)
 		fuse_remove_signal_handlers(fs->se);
-	if (fs && fs->se)
+	if (fs) /* before the session goes: its hard waits end (hardmount.c) */
+		__atomic_store_n(&fs->se_over, 1, __ATOMIC_RELEASE);
+	if (fs && fs->se) {
 		fuse_session_destroy(fs->se); /* calls destroy: hidden names go */
-	else if (fs && fs->table)
+		fs->se = NULL; /* the last arf_close's waits asked it, freed */
+	} else if (fs && fs->table) {
 		arf_fuse_hidden_cleanup(fs);
+	}
 	if (fs) {
 		arf_fuse_names_fini(fs);
 		arf_fuse_files_fini(fs);

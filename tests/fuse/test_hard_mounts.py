@@ -15,7 +15,9 @@
   stopped (SIGSTOP: not responding) or gone.
 - With arfd gone, 40 processes block on a hard mount; SIGKILL ends each
   within a second; a handled SIGCHLD does not turn a blocked read into
-  EINTR (the read returns the data once arfd is back)."""
+  EINTR (the read returns the data once arfd is back).
+- A COMMIT that libarf's thread sent behind the writes and arfd holds
+  unanswered (server.test_commit_hold_ms) does not hold the unmount."""
 import fcntl
 import hashlib
 import os
@@ -368,6 +370,44 @@ class SharedListing(FuseTestCase):
             p.wait()
         # the server back: the listing is whole
         self.assertEqual(len(os.listdir(self.mnt.p("big"))), self.N)
+
+
+class CommitBehindAtUnmount(FuseTestCase):
+    """A COMMIT that libarf's thread sent behind the writes (arfclient/
+    behind.c) and arfd has not answered does not hold a hard mount's
+    unmount: the thread's wait ends with the session, as the main
+    thread's last commit does.  arfd holds every sync once a COMMIT came
+    ([server] test_commit_hold_ms), while it answers the writes."""
+    extra = {"server.test_commit_hold_ms": "600000"}
+
+    def commits(self):
+        return self.arfd.stats()["writes"]["commits"]
+
+    def test_unmount_ends_with_a_commit_behind_in_flight(self):
+        # 40 MiB: at 32 kept (half of 64) the COMMIT behind the writes
+        dd = subprocess.Popen(["dd", "if=/dev/zero", "of=" + self.mnt.p("f"), "bs=1M",
+                               "count=40"], stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 30
+            while self.commits() < 1:
+                self.assertLess(time.monotonic(), deadline, "no COMMIT behind the writes")
+                time.sleep(0.05)
+            time.sleep(0.5)  # dd writes on, then its close's COMMIT waits too
+            self.assertIsNone(dd.poll(), "dd's close waits for its COMMIT")
+        finally:
+            dd.kill()
+            dd.wait(timeout=30)
+        t = time.monotonic()
+        fusetest.unmount(self.mnt.path)
+        try:
+            rc = self.mnt.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.fail("arf-fuse still runs 20 s after the unmount, its COMMIT behind the writes "
+                      "unanswered:\n" + self.mnt.log())
+        took = time.monotonic() - t
+        self.assertEqual(rc, 0, self.mnt.log())
+        print("a hard mount unmounted with a COMMIT behind the writes unanswered: arf-fuse "
+              "ended %.2f s later" % took)
 
 
 if __name__ == "__main__":
